@@ -1,0 +1,1 @@
+"""harness: deterministic simulation and record-replay testing for the openprogram loop."""

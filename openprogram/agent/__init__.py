@@ -1,0 +1,1 @@
+"""The loop: ``agent_loop`` runs a conversation until the model answers in text."""

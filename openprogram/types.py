@@ -1,0 +1,284 @@
+"""The vocabulary every other module speaks: content blocks, messages, tool specs, stream events.
+
+Messages are frozen once built: the loop, the providers and the harness share them by reference
+(a recorded request is a tuple of the very messages the loop sent), so immutability is what makes
+that sharing safe and keeps history copies O(1) per message instead of deep copies per request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
+"""Why a model turn ended. ``toolUse``: the message holds tool calls the loop must run."""
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class TextContent(BaseModel):
+    model_config = _FROZEN
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingContent(BaseModel):
+    """Reasoning the model showed; kept so providers that sign it (Anthropic) can be sent it back."""
+
+    model_config = _FROZEN
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str | None = None
+
+
+class ToolCall(BaseModel):
+    """The model's pick of a function.
+
+    ``raw_arguments`` is set only when the provider's argument text was not a JSON object; then
+    ``arguments`` is ``{}`` and the loop answers with an error instead of running the tool.
+    """
+
+    model_config = _FROZEN
+    type: Literal["toolCall"] = "toolCall"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
+
+
+AssistantContent = Annotated[Union[TextContent, ThinkingContent, ToolCall], Field(discriminator="type")]
+
+
+def _text_blocks(value: Any) -> Any:
+    if isinstance(value, str):
+        return (TextContent(text=value),)
+    return value
+
+
+class Usage(BaseModel):
+    model_config = _FROZEN
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+
+
+class UserMessage(BaseModel):
+    """A user turn. A plain string is accepted and kept as a string (the common case)."""
+
+    model_config = _FROZEN
+    role: Literal["user"] = "user"
+    content: str | tuple[TextContent, ...]
+    timestamp: int | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(block.text for block in self.content)
+
+
+class AssistantMessage(BaseModel):
+    model_config = _FROZEN
+    role: Literal["assistant"] = "assistant"
+    content: tuple[AssistantContent, ...] = ()
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+    timestamp: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The reply's visible text (thinking excluded), which is what ``runtime.exec`` returns."""
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [block for block in self.content if isinstance(block, ToolCall)]
+
+
+class ToolResultMessage(BaseModel):
+    model_config = _FROZEN
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: tuple[TextContent, ...] = ()
+    is_error: bool = False
+    details: Any = None
+    timestamp: int | None = None
+
+    _coerce_content = field_validator("content", mode="before")(_text_blocks)
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content)
+
+
+Message = Annotated[Union[UserMessage, AssistantMessage, ToolResultMessage], Field(discriminator="role")]
+
+
+class ToolSpec(BaseModel):
+    """What the model is shown of a tool: a name, why to pick it, and a JSON Schema of its arguments."""
+
+    model_config = _FROZEN
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+# ---------------------------------------------------------------------------------------------
+# Assistant-message stream events: what a provider yields while one reply streams in.
+# ``partial`` is the message as it stands after the event, so a consumer never has to rebuild it.
+# ---------------------------------------------------------------------------------------------
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StartEvent(_Event):
+    type: Literal["start"] = "start"
+    partial: AssistantMessage
+
+
+class TextStartEvent(_Event):
+    type: Literal["text_start"] = "text_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+class TextDeltaEvent(_Event):
+    type: Literal["text_delta"] = "text_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class TextEndEvent(_Event):
+    type: Literal["text_end"] = "text_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+class ThinkingStartEvent(_Event):
+    type: Literal["thinking_start"] = "thinking_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+class ThinkingDeltaEvent(_Event):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class ThinkingEndEvent(_Event):
+    type: Literal["thinking_end"] = "thinking_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+class ToolCallStartEvent(_Event):
+    type: Literal["toolcall_start"] = "toolcall_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+class ToolCallDeltaEvent(_Event):
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class ToolCallEndEvent(_Event):
+    type: Literal["toolcall_end"] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+
+
+class DoneEvent(_Event):
+    type: Literal["done"] = "done"
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent = Annotated[
+    Union[
+        StartEvent,
+        TextStartEvent,
+        TextDeltaEvent,
+        TextEndEvent,
+        ThinkingStartEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ToolCallStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        DoneEvent,
+        ErrorEvent,
+    ],
+    Field(discriminator="type"),
+]
+
+
+def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    """Turn a provider's argument text into ``(arguments, raw_arguments)``.
+
+    Empty text means "no arguments" (providers stream ``""`` for parameterless tools); anything
+    that is not a JSON object is kept verbatim in ``raw_arguments`` so the loop can show the model
+    exactly what it sent.
+    """
+    if not text.strip():
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}, text
+    if not isinstance(value, dict):
+        return {}, text
+    return value, None
+
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "AssistantMessageEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "Message",
+    "StartEvent",
+    "StopReason",
+    "TextContent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingContent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingStartEvent",
+    "ToolCall",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+    "parse_tool_arguments",
+]
