@@ -1,0 +1,254 @@
+"""A provider that replays a script of model turns: the test double for unit tests of agents.
+
+Each scripted turn streams the way a real provider does (text and tool-call arguments arrive in
+small deterministic chunks), so code that consumes ``message_update`` events is exercised too.
+Ids that the script does not give are generated per provider instance (``call_1``, ``call_2``,
+...), so the same script always produces the same trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from openprogram.providers import ModelRequest
+from openprogram.providers.builder import MessageBuilder
+from openprogram.types import AssistantMessageEvent, StopReason, Usage
+
+__all__ = ["ScriptedCall", "ScriptedProvider", "ScriptViolation", "Turn", "turn"]
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """One tool call in a scripted turn. ``raw`` is argument text sent verbatim (maybe not JSON)."""
+
+    name: str
+    args: dict[str, Any] | None = None
+    id: str | None = None
+    raw: str | None = None
+
+    def arguments_text(self) -> str:
+        if self.raw is not None:
+            return self.raw
+        return json.dumps(self.args or {}, ensure_ascii=False)
+
+    def describe(self) -> str:
+        shown = self.raw if self.raw is not None else json.dumps(self.args or {}, ensure_ascii=False)
+        return f"{self.name}({shown})" + (f" id={self.id}" if self.id else "")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model reply: text and thinking blocks and tool calls in order, and how it ended."""
+
+    blocks: tuple[tuple[str, str] | ScriptedCall, ...] = ()
+    stop_reason: StopReason = "stop"
+    error: str | None = None
+    respond: Callable[[ModelRequest], Any] | None = None
+    usage: Usage | None = None
+
+    def describe(self) -> str:
+        if self.respond is not None:
+            return f"respond({getattr(self.respond, '__name__', 'fn')})"
+        if self.stop_reason in ("error", "aborted"):
+            return f"{self.stop_reason}({self.error!r})"
+        parts = []
+        for block in self.blocks:
+            if isinstance(block, ScriptedCall):
+                parts.append("call " + block.describe())
+            else:
+                kind, text = block
+                parts.append(f"{kind} {text[:40]!r}")
+        body = ", ".join(parts) or "empty"
+        return body + (f" [{self.stop_reason}]" if self.stop_reason != "stop" else "")
+
+
+TurnLike = Union[Turn, ScriptedCall, str]
+
+
+class turn:  # noqa: N801 - a namespace of builders, read as ``turn.text(...)``
+    """Builders for scripted model turns."""
+
+    @staticmethod
+    def text(text: str, *, thinking: str | None = None, stop_reason: StopReason = "stop", usage: Usage | None = None) -> Turn:
+        """A reply in text (optionally after visible thinking): the model chose to finish."""
+        blocks: list[tuple[str, str]] = []
+        if thinking is not None:
+            blocks.append(("thinking", thinking))
+        blocks.append(("text", text))
+        return Turn(blocks=tuple(blocks), stop_reason=stop_reason, usage=usage)
+
+    @staticmethod
+    def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None, **kwargs: Any) -> ScriptedCall:
+        """A pick of ``name``; keyword arguments are its arguments (use ``args=`` for clashing names)."""
+        merged = {**(args or {}), **kwargs}
+        return ScriptedCall(name=name, args=merged, id=id)
+
+    @staticmethod
+    def raw_tool_call(name: str, arguments_text: str, id: str | None = None) -> ScriptedCall:
+        """A pick whose argument text is sent verbatim: for "the model sent broken JSON"."""
+        return ScriptedCall(name=name, raw=arguments_text, id=id)
+
+    @staticmethod
+    def tool_calls(
+        *calls: ScriptedCall, text: str | None = None, stop_reason: StopReason = "stop", usage: Usage | None = None
+    ) -> Turn:
+        """Several picks in one reply (parallel calls), optionally after some text."""
+        for call in calls:
+            if not isinstance(call, ScriptedCall):
+                raise TypeError(f"turn.tool_calls takes turn.tool_call(...) values, got {call!r:.60}")
+        blocks: list[tuple[str, str] | ScriptedCall] = [("text", text)] if text is not None else []
+        blocks.extend(calls)
+        return Turn(blocks=tuple(blocks), stop_reason=stop_reason, usage=usage)
+
+    @staticmethod
+    def error(message: str) -> Turn:
+        """The provider fails this request (an ``error`` event): the run ends with reason ``error``."""
+        return Turn(stop_reason="error", error=message)
+
+    @staticmethod
+    def aborted(message: str = "Request was aborted") -> Turn:
+        """The request is cancelled mid-way: the run ends with reason ``aborted``."""
+        return Turn(stop_reason="aborted", error=message)
+
+    @staticmethod
+    def empty(stop_reason: StopReason = "stop") -> Turn:
+        """A reply with no content at all (real models do send these)."""
+        return Turn(blocks=(), stop_reason=stop_reason)
+
+    @staticmethod
+    def respond(fn: Callable[[ModelRequest], TurnLike]) -> Turn:
+        """Decide the reply from the request (``fn(request) -> turn | str``), like FunctionModel."""
+        if not callable(fn):
+            raise TypeError("turn.respond takes a function of the request")
+        return Turn(respond=fn)
+
+
+def _as_turn(value: Any, where: str) -> Turn:
+    if isinstance(value, Turn):
+        return value
+    if isinstance(value, ScriptedCall):
+        return Turn(blocks=(value,))
+    if isinstance(value, str):
+        return turn.text(value)
+    raise TypeError(f"{where}: expected a turn (turn.text(...), turn.tool_call(...), ...) or a str, got {value!r:.80}")
+
+
+@dataclass(frozen=True)
+class ScriptViolation:
+    request_number: int
+    message: str
+
+
+@dataclass
+class ScriptedProvider:
+    """Answers request N with scripted turn N.
+
+    ``strict=True``: a request beyond the script, or turns left unused, make ``assert_complete()``
+    fail. Either way a request beyond the script is answered with an error turn naming the
+    request number (never an ``IndexError``), so the run ends cleanly with reason ``error``.
+    """
+
+    turns: list[Turn] = field(default_factory=list)
+    strict: bool = True
+    chunk_size: int = 16
+    name: str = "scripted"
+    requests: list[ModelRequest] = field(default_factory=list)
+    violations: list[ScriptViolation] = field(default_factory=list)
+
+    def __init__(self, *turns: TurnLike, strict: bool = True, chunk_size: int = 16) -> None:
+        if len(turns) == 1 and isinstance(turns[0], (list, tuple)):
+            turns = tuple(turns[0])
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        self.turns = [_as_turn(t, f"turn {i + 1}") for i, t in enumerate(turns)]
+        self.strict = strict
+        self.chunk_size = chunk_size
+        self.name = "scripted"
+        self.requests = []
+        self.violations = []
+        self._next_id = 0
+
+    # -- inspection -----------------------------------------------------------------------
+    @property
+    def remaining(self) -> list[Turn]:
+        return self.turns[len(self.requests) :]
+
+    def assert_complete(self) -> None:
+        """Fail if the agent asked more, or less, of the model than the script says."""
+        problems = [v.message for v in self.violations]
+        unused = self.remaining
+        if unused:
+            first = len(self.turns) - len(unused) + 1
+            listed = "; ".join(f"turn {first + i}: {t.describe()}" for i, t in enumerate(unused))
+            problems.append(f"{len(unused)} scripted turn(s) never requested ({listed})")
+        if problems:
+            raise AssertionError("ScriptedProvider script not followed: " + " | ".join(problems))
+
+    def add(self, *turns: TurnLike) -> None:
+        """Extend the script (for tests that build it as they go)."""
+        self.turns.extend(_as_turn(t, f"turn {len(self.turns) + i + 1}") for i, t in enumerate(turns))
+
+    # -- the Provider protocol --------------------------------------------------------------
+    async def stream(
+        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        number = len(self.requests) + 1
+        self.requests.append(request)
+        builder = MessageBuilder(model=request.model or "scripted", provider=self.name)
+        if number > len(self.turns):
+            text = (
+                f"ScriptedProvider: request {number} is beyond the script "
+                f"({len(self.turns)} turn(s) scripted); add a turn or check why the agent asked again"
+            )
+            if self.strict:
+                self.violations.append(ScriptViolation(number, text))
+            yield builder.start()
+            yield builder.error("error", text)
+            return
+        scripted = self.turns[number - 1]
+        if scripted.respond is not None:
+            reply = scripted.respond(request)
+            scripted = _as_turn(reply, f"turn {number} (respond)")
+            if scripted.respond is not None:
+                raise TypeError(f"turn {number}: a respond function must return a turn, not another respond")
+        if scripted.usage is not None:
+            builder.usage = scripted.usage
+        yield builder.start()
+        if scripted.stop_reason in ("error", "aborted"):
+            yield builder.error(scripted.stop_reason, scripted.error or "")
+            return
+        for block in scripted.blocks:
+            if cancel_event is not None and cancel_event.is_set():
+                yield builder.error("aborted", "Request was aborted")
+                return
+            if isinstance(block, ScriptedCall):
+                for event in self._stream_call(builder, block):
+                    yield event
+            else:
+                for event in self._stream_text(builder, *block):
+                    yield event
+        yield builder.done(scripted.stop_reason)
+
+    def _chunks(self, text: str) -> Sequence[str]:
+        size = self.chunk_size
+        return [text[i : i + size] for i in range(0, len(text), size)]
+
+    def _stream_text(self, builder: MessageBuilder, kind: str, text: str) -> list[AssistantMessageEvent]:
+        if kind == "thinking":
+            index, start = builder.thinking_start()
+            return [start, *(builder.thinking_delta(index, c) for c in self._chunks(text)), builder.thinking_end(index)]
+        index, start = builder.text_start()
+        return [start, *(builder.text_delta(index, c) for c in self._chunks(text)), builder.text_end(index)]
+
+    def _stream_call(self, builder: MessageBuilder, call: ScriptedCall) -> list[AssistantMessageEvent]:
+        call_id = call.id
+        if call_id is None:
+            self._next_id += 1
+            call_id = f"call_{self._next_id}"
+        index, start = builder.toolcall_start(call_id, call.name)
+        deltas = [builder.toolcall_delta(index, c) for c in self._chunks(call.arguments_text())]
+        return [start, *deltas, builder.toolcall_end(index)]

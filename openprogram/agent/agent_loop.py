@@ -1,0 +1,368 @@
+"""The tool-call loop: ask the model, run the functions it picked, feed results back, repeat.
+
+Read top to bottom: ``agent_loop`` starts a run, ``_run_loop`` is the seed's inner/outer loop,
+``_stream_assistant_response`` is one model call, ``_execute_tool_calls`` runs one batch of picks.
+Events pushed to the stream are the only output; ``new_messages`` is what the run added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram.agent.events import (
+    AgentEvent,
+    AgentEventAgentEnd,
+    AgentEventAgentStart,
+    AgentEventMessageEnd,
+    AgentEventMessageStart,
+    AgentEventMessageUpdate,
+    AgentEventToolExecutionEnd,
+    AgentEventToolExecutionStart,
+    AgentEventToolExecutionUpdate,
+    AgentEventTurnEnd,
+    AgentEventTurnStart,
+    EndReason,
+    EventStream,
+)
+from openprogram.providers import ModelRequest, Provider, ToolChoice
+from openprogram.tools import AgentTool, AgentToolResult, ToolArgumentsError, to_tool_result, validate_tool_arguments
+from openprogram.types import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+
+MAX_INNER_ITERATIONS = 50
+"""Hard cap on model requests per run, against a model that never stops picking."""
+
+SKIPPED_TEXT = "Skipped due to queued user message."
+
+MessageSource = Callable[[], Awaitable[Sequence[Message | str]]]
+
+
+@dataclass
+class AgentContext:
+    system_prompt: str = ""
+    messages: list[Message] = field(default_factory=list)
+    tools: list[AgentTool] = field(default_factory=list)
+
+
+@dataclass
+class AgentLoopConfig:
+    provider: Provider
+    model: str | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    max_iterations: int | None = None
+    get_steering_messages: MessageSource | None = None
+    get_follow_up_messages: MessageSource | None = None
+    clock: Callable[[], int] | None = None
+
+
+def effective_max_iterations(max_iterations: int | None) -> int:
+    """``min(50, max_iterations)`` floored at 1; ``None`` means the hard cap."""
+    if max_iterations is None:
+        return MAX_INNER_ITERATIONS
+    return max(1, min(MAX_INNER_ITERATIONS, int(max_iterations)))
+
+
+def _system_clock() -> int:
+    return int(time.time() * 1000)
+
+
+def agent_loop(
+    prompts: Sequence[Message | str],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    cancel_event: asyncio.Event | None = None,
+) -> EventStream[AgentEvent, list[Message]]:
+    """Start a run with new prompts; returns at once with the stream of its events."""
+    return _start([_as_message(p) for p in prompts], context, config, cancel_event)
+
+
+def agent_loop_continue(
+    context: AgentContext, config: AgentLoopConfig, cancel_event: asyncio.Event | None = None
+) -> EventStream[AgentEvent, list[Message]]:
+    """Resume from an existing history (after a tool result, or a user message already in it)."""
+    if not context.messages:
+        raise ValueError("agent_loop_continue needs a context with messages; to start a run use agent_loop(prompts, ...)")
+    if isinstance(context.messages[-1], AssistantMessage):
+        raise ValueError(
+            "agent_loop_continue cannot continue from an assistant message: the model already answered. "
+            "Append a user message or tool result first, or start with agent_loop(prompts, ...)"
+        )
+    return _start([], context, config, cancel_event)
+
+
+class _Run:
+    """The state of one run: the growing history, what it added, and where events go."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        cancel_event: asyncio.Event | None,
+        stream: EventStream[AgentEvent, list[Message]],
+    ) -> None:
+        self.config = config
+        self.system_prompt = context.system_prompt
+        self.messages: list[Message] = list(context.messages)  # the caller's list is never mutated
+        self.new_messages: list[Message] = []
+        self.tools = list(context.tools)
+        self.tools_by_name: dict[str, AgentTool] = {}
+        for tool in self.tools:
+            self.tools_by_name.setdefault(tool.name, tool)
+        self.specs = tuple(tool.spec for tool in self.tools)
+        self.cancel_event = cancel_event
+        self.emit = stream.push
+        self.clock = config.clock or _system_clock
+        self.cap = effective_max_iterations(config.max_iterations)
+        self.requests = 0
+
+    def commit(self, message: Message, *, stamp: bool = False) -> Message:
+        """Add a message to the history and ``new_messages``, with its start/end events."""
+        if stamp or message.timestamp is None:
+            message = message.model_copy(update={"timestamp": self.clock()})
+        self.emit(AgentEventMessageStart(message=message))
+        self.emit(AgentEventMessageEnd(message=message))
+        self.messages.append(message)
+        self.new_messages.append(message)
+        return message
+
+    async def poll(self, source: MessageSource | None) -> list[Message]:
+        if source is None:
+            return []
+        return [_as_message(m) for m in (await source() or ())]
+
+
+def _as_message(message: Message | str) -> Message:
+    if isinstance(message, str):
+        return UserMessage(content=message)
+    if not isinstance(message, (UserMessage, AssistantMessage, ToolResultMessage)):
+        raise TypeError(f"expected a message or a str, got {type(message).__name__}: {message!r:.80}")
+    return message
+
+
+def _start(
+    prompts: list[Message],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    cancel_event: asyncio.Event | None,
+) -> EventStream[AgentEvent, list[Message]]:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "agent_loop must be called inside a running event loop (from async code); "
+            "from sync code use runtime.exec(...)"
+        ) from None
+    stream: EventStream[AgentEvent, list[Message]] = EventStream()
+    run = _Run(context, config, cancel_event, stream)
+    stream.task = asyncio.ensure_future(_main(run, prompts, stream))
+    return stream
+
+
+async def _main(run: _Run, prompts: list[Message], stream: EventStream[AgentEvent, list[Message]]) -> None:
+    try:
+        run.emit(AgentEventAgentStart())
+        run.emit(AgentEventTurnStart())
+        for prompt in prompts:
+            run.commit(prompt)
+        reason = await _run_loop(run)
+        run.emit(AgentEventAgentEnd(messages=tuple(run.new_messages), reason=reason))
+        stream.end(run.new_messages)
+    except BaseException as exc:  # the stream must end whatever happens, then the error goes on
+        stream.fail(exc)
+        if not isinstance(exc, Exception):
+            raise
+
+
+async def _run_loop(run: _Run) -> EndReason:
+    pending = await run.poll(run.config.get_steering_messages)
+    first_turn = True
+    while True:
+        has_more_tool_calls = True
+        while has_more_tool_calls or pending:
+            if not first_turn:
+                run.emit(AgentEventTurnStart())
+            first_turn = False
+            for message in pending:
+                run.commit(message)
+            pending = []
+
+            if run.cancel_event is not None and run.cancel_event.is_set():
+                aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
+                run.emit(AgentEventTurnEnd(message=run.commit(aborted, stamp=True)))
+                return "aborted"
+
+            message = await _stream_assistant_response(run)
+            if message.stop_reason in ("error", "aborted"):
+                run.emit(AgentEventTurnEnd(message=message))
+                return message.stop_reason
+
+            tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
+            has_more_tool_calls = len(tool_calls) > 0
+            results: list[ToolResultMessage] = []
+            steering: list[Message] = []
+            if has_more_tool_calls:
+                results, steering = await _execute_tool_calls(run, tool_calls)
+            run.emit(AgentEventTurnEnd(message=message, tool_results=tuple(results)))
+            pending = steering or await run.poll(run.config.get_steering_messages)
+
+            if (has_more_tool_calls or pending) and run.requests >= run.cap:
+                for queued in pending:  # taken from the queue: keep them, though the model won't see them
+                    run.commit(queued)
+                return "max_iterations"
+
+        if run.requests >= run.cap:
+            return "stop"  # no budget left to serve follow-ups, so none are taken from the queue
+        pending = await run.poll(run.config.get_follow_up_messages)
+        if not pending:
+            return "stop"
+
+
+async def _stream_assistant_response(run: _Run) -> AssistantMessage:
+    """One model call: stream the reply into message events and commit the final message."""
+    provider = run.config.provider
+    request = ModelRequest.model_construct(
+        model=run.config.model,
+        system_prompt=run.system_prompt,
+        messages=tuple(run.messages),
+        tools=run.specs,
+        tool_choice=run.config.tool_choice,
+        parallel_tool_calls=run.config.parallel_tool_calls,
+        max_tokens=None,
+        temperature=None,
+        extra={},
+    )
+    run.requests += 1
+    started = False
+    partial: AssistantMessage | None = None
+    final: AssistantMessage | None = None
+    events = provider.stream(request, run.cancel_event)
+    try:
+        async for event in events:
+            kind = event.type
+            if kind == "done":
+                final = event.message
+                break
+            if kind == "error":
+                final = event.error
+                break
+            partial = event.partial
+            if not started:
+                run.emit(AgentEventMessageStart(message=partial))
+                started = True
+            if kind != "start":
+                run.emit(AgentEventMessageUpdate(message=partial, assistant_message_event=event))
+    except Exception as exc:
+        final = _error_message(run, partial, f"{type(exc).__name__}: {exc}")
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # a provider that fails while closing has already given its answer
+                pass
+    if final is None:
+        final = _error_message(run, partial, "provider stream ended without a done or error event")
+    final = final.model_copy(update={"timestamp": run.clock()})
+    if not started:
+        run.emit(AgentEventMessageStart(message=final))
+    run.emit(AgentEventMessageEnd(message=final))
+    run.messages.append(final)
+    run.new_messages.append(final)
+    return final
+
+
+def _error_message(run: _Run, partial: AssistantMessage | None, text: str) -> AssistantMessage:
+    provider = run.config.provider
+    return AssistantMessage(
+        content=partial.content if partial is not None else (),
+        stop_reason="error",
+        error_message=text,
+        model=run.config.model or "",
+        provider=str(getattr(provider, "name", type(provider).__name__)),
+    )
+
+
+async def _execute_tool_calls(
+    run: _Run, tool_calls: list[ToolCall]
+) -> tuple[list[ToolResultMessage], list[Message]]:
+    """Run the picks in order; steering that arrives mid-batch skips the rest of it."""
+    results: list[ToolResultMessage] = []
+    for index, call in enumerate(tool_calls):
+        run.emit(AgentEventToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+        result = await _run_tool_call(run, call)
+        results.append(_commit_tool_result(run, call, result))
+        steering = await run.poll(run.config.get_steering_messages)
+        if steering:
+            results.extend(_skip_tool_call(run, skipped) for skipped in tool_calls[index + 1 :])
+            return results, steering
+    return results, []
+
+
+async def _run_tool_call(run: _Run, call: ToolCall) -> AgentToolResult:
+    """Every way a call can fail becomes an ``is_error`` result the model reads; none stops the loop."""
+    tool = run.tools_by_name.get(call.name)
+    if tool is None:
+        available = ", ".join(t.name for t in run.tools) or "(none)"
+        return AgentToolResult(content=f'Tool "{call.name}" not found. Available tools: {available}', is_error=True)
+    if call.raw_arguments is not None:
+        return AgentToolResult(content=_invalid_json_text(call), is_error=True)
+    try:
+        args = validate_tool_arguments(tool, call)
+    except (ToolArgumentsError, ValueError) as exc:
+        return AgentToolResult(content=str(exc), is_error=True)
+
+    def on_update(partial_result: Any) -> None:
+        run.emit(AgentEventToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial_result=partial_result))
+
+    try:
+        result = await tool.execute(call.id, args, run.cancel_event, on_update)
+        return result if isinstance(result, AgentToolResult) else to_tool_result(result)
+    except Exception as exc:
+        return AgentToolResult(content=str(exc) or type(exc).__name__, is_error=True)
+
+
+def _invalid_json_text(call: ToolCall) -> str:
+    raw = call.raw_arguments or ""
+    try:
+        value = json.loads(raw)
+        reason = f"expected a JSON object, got {type(value).__name__}"
+    except ValueError as exc:
+        reason = str(exc)
+    return f'Invalid JSON arguments for tool "{call.name}": {reason}\n\nReceived arguments:\n{raw}'
+
+
+def _commit_tool_result(run: _Run, call: ToolCall, result: AgentToolResult) -> ToolResultMessage:
+    run.emit(
+        AgentEventToolExecutionEnd(tool_call_id=call.id, tool_name=call.name, result=result, is_error=result.is_error)
+    )
+    message = ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=result.content,
+        is_error=result.is_error,
+        details=result.details,
+        timestamp=run.clock(),
+    )
+    run.commit(message)
+    return message
+
+
+def _skip_tool_call(run: _Run, call: ToolCall) -> ToolResultMessage:
+    run.emit(AgentEventToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+    return _commit_tool_result(run, call, AgentToolResult(content=SKIPPED_TEXT, is_error=True))
+
+
+__all__ = [
+    "MAX_INNER_ITERATIONS",
+    "SKIPPED_TEXT",
+    "AgentContext",
+    "AgentLoopConfig",
+    "agent_loop",
+    "agent_loop_continue",
+    "effective_max_iterations",
+]

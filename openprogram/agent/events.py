@@ -1,0 +1,209 @@
+"""What a run tells the world: the agent events, and the stream that carries them.
+
+Events are the loop's only output (the pi-mono design): a UI, a logger and the test harness all
+observe a run the same way, so nothing needs to reach into loop internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openprogram.tools import AgentToolResult
+from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, ToolResultMessage
+
+EndReason = Literal["stop", "error", "aborted", "max_iterations"]
+"""Why a run ended: text answer, provider error, cancellation, or the iteration cap."""
+
+
+class _AgentEvent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class AgentEventAgentStart(_AgentEvent):
+    type: Literal["agent_start"] = "agent_start"
+
+
+class AgentEventTurnStart(_AgentEvent):
+    type: Literal["turn_start"] = "turn_start"
+
+
+class AgentEventMessageStart(_AgentEvent):
+    type: Literal["message_start"] = "message_start"
+    message: Message
+
+
+class AgentEventMessageUpdate(_AgentEvent):
+    """A streaming step of the assistant message; ``message`` is the partial message so far."""
+
+    type: Literal["message_update"] = "message_update"
+    message: AssistantMessage
+    assistant_message_event: AssistantMessageEvent
+
+
+class AgentEventMessageEnd(_AgentEvent):
+    type: Literal["message_end"] = "message_end"
+    message: Message
+
+
+class AgentEventToolExecutionStart(_AgentEvent):
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+class AgentEventToolExecutionUpdate(_AgentEvent):
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    partial_result: Any
+
+
+class AgentEventToolExecutionEnd(_AgentEvent):
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: AgentToolResult
+    is_error: bool
+
+
+class AgentEventTurnEnd(_AgentEvent):
+    """One model call and the results of the tool batch it picked."""
+
+    type: Literal["turn_end"] = "turn_end"
+    message: AssistantMessage
+    tool_results: tuple[ToolResultMessage, ...] = ()
+
+
+class AgentEventAgentEnd(_AgentEvent):
+    type: Literal["agent_end"] = "agent_end"
+    messages: tuple[Message, ...]
+    reason: EndReason
+
+
+AgentEvent = Annotated[
+    Union[
+        AgentEventAgentStart,
+        AgentEventTurnStart,
+        AgentEventMessageStart,
+        AgentEventMessageUpdate,
+        AgentEventMessageEnd,
+        AgentEventToolExecutionStart,
+        AgentEventToolExecutionUpdate,
+        AgentEventToolExecutionEnd,
+        AgentEventTurnEnd,
+        AgentEventAgentEnd,
+    ],
+    Field(discriminator="type"),
+]
+
+E = TypeVar("E")
+R = TypeVar("R")
+
+_DONE = object()
+
+
+class EventStream(Generic[E, R]):
+    """An async iterator of events that a producer task feeds, plus the run's final result.
+
+    Unbounded on purpose: the producer must never block on a slow consumer (a tool's side effects
+    must not depend on whether anyone is reading), and a consumer that never iterates can still
+    ``await stream.result()``. The stream always terminates: ``end`` after the last event, or
+    ``fail`` with the exception that the consumer then receives.
+    """
+
+    def __init__(self) -> None:
+        self._queue: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._result: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._finished = False
+        self._error: BaseException | None = None
+        self.task: asyncio.Task[Any] | None = None  # the producer, kept alive by this reference
+        self._on_push: list[Callable[[E], None]] = []
+
+    # -- producer side --------------------------------------------------------------------
+    def push(self, event: E) -> None:
+        if self._finished:
+            raise RuntimeError("EventStream.push after the stream ended")
+        for callback in self._on_push:
+            callback(event)
+        self._queue.append(event)
+        self._wake()
+
+    def end(self, result: R) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        if not self._result.done():
+            self._result.set_result(result)
+        self._queue.append(_DONE)
+        self._wake()
+
+    def fail(self, error: BaseException) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._error = error
+        if not self._result.done():
+            self._result.set_exception(error)
+            self._result.exception()  # mark retrieved: the iterator reports it too
+        self._queue.append(_DONE)
+        self._wake()
+
+    def subscribe(self, callback: Callable[[E], None]) -> None:
+        """Call ``callback`` synchronously with every event as it is pushed (for recorders)."""
+        self._on_push.append(callback)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- consumer side --------------------------------------------------------------------
+    def __aiter__(self) -> EventStream[E, R]:
+        return self
+
+    async def __anext__(self) -> E:
+        while not self._queue:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item = self._queue.popleft()
+        if item is _DONE:
+            self._queue.append(_DONE)  # stay exhausted for later iterations
+            if self._error is not None:
+                raise self._error
+            raise StopAsyncIteration
+        return item
+
+    async def result(self) -> R:
+        """The run's ``new_messages``; raises what ended the stream if it failed."""
+        return await asyncio.shield(self._result)
+
+
+__all__ = [
+    "AgentEvent",
+    "AgentEventAgentEnd",
+    "AgentEventAgentStart",
+    "AgentEventMessageEnd",
+    "AgentEventMessageStart",
+    "AgentEventMessageUpdate",
+    "AgentEventToolExecutionEnd",
+    "AgentEventToolExecutionStart",
+    "AgentEventToolExecutionUpdate",
+    "AgentEventTurnEnd",
+    "AgentEventTurnStart",
+    "EndReason",
+    "EventStream",
+]

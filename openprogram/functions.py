@@ -1,0 +1,186 @@
+"""``@function`` and ``@agentic_function``: ordinary Python functions that a model can pick.
+
+Decorating does three things: it derives the tool spec from the signature and docstring (so the
+schema can never drift from the code), registers the function in one registry (so ``exec``
+offers every tool by default), and keeps the function callable as plain Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from openprogram.tools import AgentTool, callable_executor, parse_docstring, schema_of, signature_model
+from openprogram.types import ToolSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Function:
+    """A decorated function: callable as itself, and a tool through ``.spec`` / ``.execute``."""
+
+    kind = "function"
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        source: str | None = None,
+        toolset: str | Iterable[str] | None = None,
+        thread: bool = False,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"@{self.kind} decorates a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        doc_description, self._param_docs = parse_docstring(fn.__doc__)
+        self.name = name or fn.__name__
+        self.description = description if description is not None else doc_description
+        self.source = source or getattr(fn, "__module__", None) or ""
+        self.toolsets = frozenset([toolset] if isinstance(toolset, str) else (toolset or ()))
+        self.thread = thread
+        self._model: type[BaseModel] | None = None
+        self._tool: AgentTool | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.name}>"
+
+    # Built lazily: a postponed annotation may name a class defined after the decorator ran.
+    @property
+    def arguments_model(self) -> type[BaseModel]:
+        if self._model is None:
+            self._model = signature_model(self.fn, self._param_docs)
+        return self._model
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=schema_of(self.arguments_model))
+
+    def _prepare(self, args: dict[str, Any]) -> dict[str, Any]:
+        """JSON arguments → Python values (pydantic models, enums) the way the signature declares."""
+        parsed = self.arguments_model.model_validate(args)
+        return {field: getattr(parsed, field) for field in type(parsed).model_fields}
+
+    def execute(self, **kwargs: Any) -> Any:
+        """Run with JSON-style keyword arguments, as the loop does."""
+        return self.fn(**self._prepare(kwargs))
+
+    def to_agent_tool(self) -> AgentTool:
+        if self._tool is None:
+            spec = self.spec
+            self._tool = AgentTool(
+                name=spec.name,
+                description=spec.description,
+                parameters=spec.parameters,
+                execute=callable_executor(self.fn, thread=self.thread, prepare=self._prepare),
+                source=self.source,
+            )
+        return self._tool
+
+
+class AgenticFunction(Function):
+    """A function whose body asks a model (``runtime.exec``); as a tool it opens a nested loop."""
+
+    kind = "agentic_function"
+
+
+class Registry:
+    """Every decorated function by name: what ``exec`` offers when no menu is given."""
+
+    def __init__(self) -> None:
+        self._functions: dict[str, Function] = {}
+
+    def register(self, fn: Function) -> None:
+        # The latest definition wins, as with re-running a cell or reloading a module.
+        self._functions[fn.name] = fn
+
+    def unregister(self, name: str) -> None:
+        self._functions.pop(name, None)
+
+    def get(self, name: str) -> Function | None:
+        return self._functions.get(name)
+
+    def __iter__(self) -> Iterator[Function]:
+        return iter(list(self._functions.values()))
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def toolset(self, name: str) -> list[Function]:
+        """``"full"``: everything; ``"none"``: nothing; else the functions tagged with that toolset."""
+        if name == "none":
+            return []
+        if name == "full":
+            return list(self)
+        members = [fn for fn in self if name in fn.toolsets]
+        if not members:
+            known = sorted({t for fn in self for t in fn.toolsets})
+            raise ValueError(
+                f"unknown toolset {name!r}: use 'full', 'none' or one of {known or 'the toolsets given with '}"
+                + ("" if known else "@function(toolset=...)")
+            )
+        return members
+
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator[Registry]:
+        """Start empty and restore afterwards: keeps tests from seeing each other's tools."""
+        saved = dict(self._functions)
+        self._functions.clear()
+        try:
+            yield self
+        finally:
+            self._functions.clear()
+            self._functions.update(saved)
+
+
+registry = Registry()
+
+
+def _decorator(cls: type[Function]) -> Callable[..., Any]:
+    def decorate(
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        source: str | None = None,
+        toolset: str | Iterable[str] | None = None,
+        thread: bool = False,
+        register: bool = True,
+    ) -> Any:
+        def wrap(target: Callable[..., Any]) -> Function:
+            if inspect.isclass(target):
+                raise TypeError(f"@{cls.kind} decorates functions, not classes ({target.__name__})")
+            wrapped = cls(target, name=name, description=description, source=source, toolset=toolset, thread=thread)
+            if register:
+                registry.register(wrapped)
+            return wrapped
+
+        return wrap(fn) if fn is not None else wrap
+
+    decorate.__name__ = cls.kind
+    decorate.__doc__ = f"Make a function pickable by a model (``@{cls.kind}`` or ``@{cls.kind}(name=...)``)."
+    return decorate
+
+
+function = _decorator(Function)
+agentic_function = _decorator(AgenticFunction)
+
+
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    """Names or glob patterns (``"fs_*"``), the syntax of ``tools_allow`` / ``tools_deny``."""
+    return any(name == pattern or fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+__all__ = ["AgenticFunction", "Function", "Registry", "agentic_function", "function", "matches", "registry"]

@@ -1,0 +1,451 @@
+"""Tools as the loop sees them: a spec to show the model and an ``execute`` to run its pick.
+
+Everything a user can put on the menu (a decorated function, a ``{"spec", "execute"}`` dict, an
+object with ``.spec`` / ``.execute``) is normalised here into one ``AgentTool``, so the loop has
+exactly one kind of thing to call and one place where arguments are checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import warnings
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+
+from openprogram.types import TextContent, ToolCall, ToolSpec
+
+OnUpdate = Callable[[Any], None]
+"""Called by a tool with partial results while it runs; each becomes ``tool_execution_update``."""
+
+Execute = Callable[[str, dict[str, Any], "asyncio.Event | None", "OnUpdate | None"], Awaitable["AgentToolResult"]]
+
+_SPECIAL_PARAMS = ("cancel_event", "on_update")
+
+
+class AgentToolResult(BaseModel):
+    """What a tool gives back. ``is_error=True`` tells the model the call failed without raising."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    content: tuple[TextContent, ...] = ()
+    details: Any = None
+    is_error: bool = False
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _coerce(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return (TextContent(text=value),)
+        return value
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content)
+
+
+@dataclass(eq=False)
+class AgentTool:
+    """The loop's tool. ``execute(tool_call_id, args, cancel_event, on_update)`` gets validated args."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    execute: Execute
+    source: str | None = None
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+
+# ---------------------------------------------------------------------------------------------
+# Return values → results
+# ---------------------------------------------------------------------------------------------
+
+
+def to_tool_result(value: Any) -> AgentToolResult:
+    """Turn whatever a tool function returned into the text the model will read."""
+    if isinstance(value, AgentToolResult):
+        return value
+    if value is None:
+        return AgentToolResult(content="")
+    if isinstance(value, str):
+        return AgentToolResult(content=value)
+    if isinstance(value, BaseModel):
+        return AgentToolResult(content=value.model_dump_json())
+    try:
+        return AgentToolResult(content=json.dumps(value, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"tool returned a {type(value).__name__}, which is not JSON-serializable ({exc}); "
+            "return a str, a JSON-able value, a pydantic model or an AgentToolResult"
+        ) from None
+
+
+def callable_executor(
+    fn: Callable[..., Any],
+    *,
+    thread: bool = False,
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Execute:
+    """Adapt a plain function taking keyword arguments to the ``AgentTool.execute`` signature.
+
+    Sync functions run inline on the loop thread (cheap, and deterministic for tests) unless
+    ``thread=True`` asks for a worker thread, which blocking I/O needs so the loop stays live.
+    ``prepare`` turns the validated JSON arguments into the objects ``fn`` expects.
+    """
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    wants = {name for name in _SPECIAL_PARAMS if name in params}
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+    async def execute(
+        tool_call_id: str, args: dict[str, Any], cancel_event: asyncio.Event | None, on_update: OnUpdate | None
+    ) -> AgentToolResult:
+        kwargs = prepare(args) if prepare is not None else dict(args)
+        if "cancel_event" in wants:
+            kwargs["cancel_event"] = cancel_event
+        if "on_update" in wants:
+            kwargs["on_update"] = on_update if on_update is not None else (lambda _partial: None)
+        if is_async:
+            value = await fn(**kwargs)
+        elif thread:
+            value = await asyncio.to_thread(fn, **kwargs)
+        else:
+            value = fn(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        return to_tool_result(value)
+
+    return execute
+
+
+# ---------------------------------------------------------------------------------------------
+# Menu entries → AgentTool
+# ---------------------------------------------------------------------------------------------
+
+
+def _coerce_spec(spec: Any, where: str) -> ToolSpec:
+    if isinstance(spec, ToolSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        data = dict(spec)
+        if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
+            data = dict(data["function"])  # OpenAI-style {"type": "function", "function": {...}}
+        if "name" not in data:
+            raise ValueError(f"{where}: the spec has no 'name'; give {{'name': ..., 'description': ..., 'parameters': ...}}")
+        parameters = data.get("parameters") or data.get("input_schema") or {"type": "object", "properties": {}}
+        return ToolSpec(name=data["name"], description=data.get("description", ""), parameters=parameters)
+    raise TypeError(f"{where}: the spec must be a ToolSpec or a dict, got {type(spec).__name__}")
+
+
+def as_agent_tool(entry: Any) -> AgentTool:
+    """Normalise one menu entry; the error says which entry was wrong and what would work."""
+    if isinstance(entry, AgentTool):
+        return entry
+    to_agent_tool = getattr(entry, "to_agent_tool", None)
+    if callable(to_agent_tool):
+        return to_agent_tool()
+    if isinstance(entry, Mapping):
+        where = f"tool entry {dict(entry)!r:.80}"
+        if "spec" not in entry:
+            raise ValueError(f"{where} has no 'spec'; a dict tool is {{'spec': {{...}}, 'execute': callable}}")
+        if not callable(entry.get("execute")):
+            raise ValueError(
+                f"{where} has a spec but no callable 'execute'; add 'execute': a function taking the arguments"
+            )
+        spec = _coerce_spec(entry["spec"], where)
+        return AgentTool(
+            name=spec.name,
+            description=spec.description,
+            parameters=spec.parameters,
+            execute=callable_executor(entry["execute"], thread=bool(entry.get("thread", False))),
+            source=entry.get("source"),
+        )
+    if hasattr(entry, "spec") and hasattr(entry, "execute"):
+        where = f"tool object {entry!r:.80}"
+        if not callable(entry.execute):
+            raise ValueError(f"{where} has a spec but its 'execute' is not callable")
+        spec = _coerce_spec(entry.spec, where)
+        return AgentTool(
+            name=spec.name,
+            description=spec.description,
+            parameters=spec.parameters,
+            execute=callable_executor(entry.execute, thread=bool(getattr(entry, "thread", False))),
+            source=getattr(entry, "source", None),
+        )
+    if callable(entry):
+        name = getattr(entry, "__name__", repr(entry))
+        raise TypeError(
+            f"{name!r} is a plain callable, not a tool: decorate it with @function (or @agentic_function), "
+            "or pass {'spec': {...}, 'execute': fn}"
+        )
+    raise TypeError(
+        f"{entry!r:.80} is not a tool: use an @function / @agentic_function, a {{'spec', 'execute'}} dict, "
+        "or an object with .spec and .execute"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas from signatures
+# ---------------------------------------------------------------------------------------------
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
+_SECTION_HEADER = re.compile(r"^\s*(Returns?|Raises|Yields|Examples?|Notes?|See Also)\s*:\s*$")
+_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_REST_PARAM = re.compile(r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a docstring into the tool description and per-parameter descriptions.
+
+    Understands Google style (``Args:`` then ``name (type): text``) and reST (``:param name:``),
+    because those are what users already write; anything else is all description.
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section = "description"
+    current: str | None = None
+    arg_indent = 0
+    for line in lines:
+        if _ARGS_HEADER.match(line):
+            section, current = "args", None
+            continue
+        if _SECTION_HEADER.match(line):
+            section, current = "other", None
+            continue
+        rest = _REST_PARAM.match(line)
+        if rest:
+            current = rest.group(1)
+            params[current] = rest.group(2).strip()
+            section = "rest"
+            continue
+        if line.strip().startswith(":"):
+            section, current = "other", None
+            continue
+        if section == "description":
+            description.append(line)
+        elif section == "args":
+            match = _ARG_LINE.match(line)
+            indent = len(line) - len(line.lstrip())
+            if match and (current is None or indent <= arg_indent):
+                current = match.group(1).lstrip("*")
+                params[current] = match.group(3).strip()
+                arg_indent = indent
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+        elif section == "rest" and current and line.strip():
+            params[current] = (params[current] + " " + line.strip()).strip()
+    return "\n".join(description).strip(), params
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Drop pydantic's auto-generated ``title`` keywords: noise the model pays tokens for."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+                out[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+            else:
+                out[key] = _strip_titles(value)
+        return out
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    return schema
+
+
+def signature_model(
+    fn: Callable[..., Any], param_docs: Mapping[str, str] | None = None
+) -> type[BaseModel]:
+    """A pydantic model of ``fn``'s parameters: the source of both the schema and argument parsing."""
+    signature = inspect.signature(fn)
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # a postponed annotation naming something undefined
+        raise TypeError(f"cannot resolve the type hints of {fn.__qualname__}: {exc}") from exc
+    fields: dict[str, Any] = {}
+    docs = param_docs or {}
+    for name, param in signature.parameters.items():
+        if name in _SPECIAL_PARAMS or name in ("self", "cls"):
+            continue
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        if name in docs:
+            fields[name] = (annotation, Field(default, description=docs[name]))
+        else:
+            fields[name] = (annotation, default)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # parameter names that shadow BaseModel attributes
+        return create_model(  # type: ignore[call-overload]
+            f"{fn.__name__}_arguments",
+            __config__=ConfigDict(arbitrary_types_allowed=False, extra="forbid"),
+            **fields,
+        )
+
+
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    schema = _strip_titles(model.model_json_schema())
+    schema.setdefault("properties", {})
+    return schema
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument validation
+# ---------------------------------------------------------------------------------------------
+
+
+class ToolArgumentsError(ValueError):
+    """The model's arguments do not fit the schema; ``str(err)`` is the text fed back to it."""
+
+
+_validators: weakref.WeakKeyDictionary[AgentTool, jsonschema.protocols.Validator] = weakref.WeakKeyDictionary()
+_INT = re.compile(r"^[+-]?\d+$")
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _validator_for(tool: AgentTool) -> jsonschema.protocols.Validator:
+    validator = _validators.get(tool)
+    if validator is None:
+        cls = jsonschema.validators.validator_for(tool.parameters, default=jsonschema.Draft202012Validator)
+        try:
+            cls.check_schema(tool.parameters)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f'tool "{tool.name}" has an invalid parameters schema: {exc.message}') from None
+        validator = cls(tool.parameters)
+        _validators[tool] = validator
+    return validator
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    seen = 0
+    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and seen < 32:
+        ref = schema["$ref"]
+        if not ref.startswith("#/"):
+            return schema
+        node: Any = root
+        for part in ref[2:].split("/"):
+            node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(node, Mapping) else {}
+        schema = node
+        seen += 1
+    return schema
+
+
+def _types_of(schema: Mapping[str, Any], root: Mapping[str, Any]) -> set[str]:
+    types: set[str] = set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        types.add(declared)
+    elif isinstance(declared, list):
+        types.update(t for t in declared if isinstance(t, str))
+    for key in ("anyOf", "oneOf"):
+        for branch in schema.get(key, ()) or ():
+            branch = _resolve(branch, root)
+            if isinstance(branch, Mapping):
+                types |= _types_of(branch, root)
+    return types
+
+
+def _coerce(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
+    """Apply the small coercions models need (``" 5 "`` → 5, ``"true"`` → True, ``"null"`` → None).
+
+    Only strings are coerced, only toward a type the schema allows and the string does not
+    already satisfy, so valid arguments pass through unchanged.
+    """
+    schema = _resolve(schema, root)
+    if not isinstance(schema, Mapping):
+        return value
+    for key in ("allOf",):
+        for branch in schema.get(key, ()) or ():
+            value = _coerce(value, branch, root)
+    if isinstance(value, str):
+        types = _types_of(schema, root)
+        if "string" in types or not types:
+            return value
+        text = value.strip()
+        if "integer" in types and _INT.match(text):
+            return int(text)
+        if "number" in types and _NUMBER.match(text):
+            number = float(text)
+            return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+        if "boolean" in types and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if "null" in types and text.lower() in ("null", "none", ""):
+            return None
+        return value
+    if isinstance(value, dict):
+        branches = [schema, *(_resolve(b, root) for b in (schema.get("anyOf") or schema.get("oneOf") or ()))]
+        out = dict(value)
+        for branch in branches:
+            if not isinstance(branch, Mapping):
+                continue
+            props = branch.get("properties") or {}
+            for key, sub in props.items():
+                if key in out:
+                    out[key] = _coerce(out[key], sub, root)
+            extra = branch.get("additionalProperties")
+            if isinstance(extra, Mapping):
+                for key in out:
+                    if key not in props:
+                        out[key] = _coerce(out[key], extra, root)
+        return out
+    if isinstance(value, list):
+        branches = [schema, *(_resolve(b, root) for b in (schema.get("anyOf") or schema.get("oneOf") or ()))]
+        for branch in branches:
+            if isinstance(branch, Mapping) and isinstance(branch.get("items"), Mapping):
+                return [_coerce(item, branch["items"], root) for item in value]
+        return value
+    return value
+
+
+def _error_path(error: jsonschema.ValidationError) -> str:
+    path = list(error.absolute_path)
+    return ".".join(str(part) for part in path) if path else "root"
+
+
+def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, Any]:
+    """Check the model's arguments against the tool's schema, after light coercion.
+
+    Returns the (coerced) arguments. Raises ``ToolArgumentsError`` whose text is what the model
+    reads: one ``  - PATH: MESSAGE`` line per error, then the arguments it sent, so it can fix
+    exactly what was wrong on its next turn.
+    """
+    validator = _validator_for(tool)
+    args = _coerce(dict(tool_call.arguments), tool.parameters, tool.parameters)
+    errors = sorted(validator.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if not errors:
+        return args
+    lines = "\n".join(f"  - {_error_path(error)}: {error.message}" for error in errors)
+    received = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, default=str)
+    raise ToolArgumentsError(f'Validation failed for tool "{tool.name}":\n{lines}\n\nReceived arguments:\n{received}')
+
+
+__all__ = [
+    "AgentTool",
+    "AgentToolResult",
+    "Execute",
+    "OnUpdate",
+    "ToolArgumentsError",
+    "as_agent_tool",
+    "callable_executor",
+    "parse_docstring",
+    "schema_of",
+    "signature_model",
+    "to_tool_result",
+    "validate_tool_arguments",
+]
