@@ -1,0 +1,223 @@
+"""``runtime.exec``: the entry point an agentic function uses to hand a question to a model.
+
+It resolves the menu (explicit ``tools=``, a named ``toolset=``, the outer call's menu when nested,
+or the whole registry), trims it by policy, runs ``agent_loop`` with the provider bound by
+``runtime.use``, and returns the final text. Context variables carry the provider and the menu
+into tool bodies, which is what lets a nested ``exec`` inherit them without being told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageSource, agent_loop
+from openprogram.agent.events import AgentEvent, EndReason
+from openprogram.functions import matches, registry
+from openprogram.providers import Provider, ToolChoice
+from openprogram.tools import AgentTool, as_agent_tool
+from openprogram.types import AssistantMessage, Message, UserMessage
+
+__all__ = ["ExecError", "ExecResult", "aexec", "aexec_result", "current_provider", "exec", "resolve_tools", "use"]
+
+
+@dataclass(frozen=True)
+class _Binding:
+    provider: Provider
+    model: str | None
+
+
+_current_provider: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar("_current_provider", default=None)
+_current_tools: contextvars.ContextVar[tuple[AgentTool, ...] | None] = contextvars.ContextVar(
+    "_current_tools", default=None
+)
+
+
+class ExecError(RuntimeError):
+    """The run ended in ``error`` or ``aborted``; ``message`` is what the provider reported."""
+
+    def __init__(self, reason: EndReason, message: str, messages: Sequence[Message] = ()) -> None:
+        super().__init__(f"exec ended with {reason}: {message}")
+        self.reason = reason
+        self.message = message
+        self.messages = list(messages)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """Everything a run produced, for callers that need more than the final text."""
+
+    text: str
+    reason: EndReason
+    messages: list[Message]
+
+
+@contextlib.contextmanager
+def use(provider: Provider, model: str | None = None) -> Iterator[Provider]:
+    """Make ``provider`` (and ``model``) the one ``exec`` calls in this context, nested calls included."""
+    if not callable(getattr(provider, "stream", None)):
+        raise TypeError(f"runtime.use needs a provider with a stream(request, cancel_event) method, got {provider!r:.80}")
+    token = _current_provider.set(_Binding(provider, model))
+    try:
+        yield provider
+    finally:
+        _current_provider.reset(token)
+
+
+def current_provider() -> Provider | None:
+    binding = _current_provider.get()
+    return binding.provider if binding else None
+
+
+def _patterns(value: str | Iterable[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def resolve_tools(
+    tools: Sequence[Any] | None = None,
+    toolset: str | None = None,
+    tools_source: str | Iterable[str] | None = None,
+    tools_allow: str | Iterable[str] | None = None,
+    tools_deny: str | Iterable[str] | None = None,
+) -> list[AgentTool]:
+    """The menu a call offers: explicit, named, inherited, or the registry; then the policy."""
+    if tools is not None and toolset is not None:
+        raise ValueError("pass either tools= or toolset=, not both")
+    if tools is not None:
+        if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+            raise TypeError(f"tools= takes a list of tools, got {type(tools).__name__}")
+        menu = []
+        for index, entry in enumerate(tools):
+            try:
+                menu.append(as_agent_tool(entry))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"tools[{index}]: {exc}") from None
+    elif toolset is not None:
+        menu = [fn.to_agent_tool() for fn in registry.toolset(toolset)]
+    else:
+        inherited = _current_tools.get()
+        menu = list(inherited) if inherited is not None else [fn.to_agent_tool() for fn in registry]
+
+    sources, allow, deny = _patterns(tools_source), _patterns(tools_allow), _patterns(tools_deny)
+    if sources is not None:
+        menu = [t for t in menu if t.source is not None and matches(t.source, sources)]
+    if allow is not None:
+        menu = [t for t in menu if matches(t.name, allow)]
+    if deny is not None:
+        menu = [t for t in menu if not matches(t.name, deny)]
+
+    seen: set[str] = set()
+    duplicates = sorted({t.name for t in menu if t.name in seen or seen.add(t.name)})  # type: ignore[func-returns-value]
+    if duplicates:
+        raise ValueError(f"two tools on the menu share the name(s) {', '.join(duplicates)}; rename one")
+    return menu
+
+
+def _check_tool_choice(tool_choice: ToolChoice | None, menu: list[AgentTool]) -> None:
+    if tool_choice is None or tool_choice in ("auto", "required", "none"):
+        return
+    if isinstance(tool_choice, dict) and tool_choice.get("type") == "function" and isinstance(tool_choice.get("name"), str):
+        name = tool_choice["name"]
+        if name not in {t.name for t in menu}:
+            available = ", ".join(t.name for t in menu) or "(none)"
+            raise ValueError(f"tool_choice forces {name!r}, which is not on the menu (available: {available})")
+        return
+    raise ValueError(
+        f"tool_choice must be 'auto', 'required', 'none' or {{'type': 'function', 'name': NAME}}, got {tool_choice!r}"
+    )
+
+
+async def aexec_result(
+    content: str | Message,
+    *,
+    tools: Sequence[Any] | None = None,
+    toolset: str | None = None,
+    tools_source: str | Iterable[str] | None = None,
+    tools_allow: str | Iterable[str] | None = None,
+    tools_deny: str | Iterable[str] | None = None,
+    tool_choice: ToolChoice | None = "auto",
+    parallel_tool_calls: bool | None = None,
+    max_iterations: int | None = None,
+    system_prompt: str = "",
+    history: Sequence[Message] = (),
+    provider: Provider | None = None,
+    model: str | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    get_steering_messages: MessageSource | None = None,
+    get_follow_up_messages: MessageSource | None = None,
+    clock: Callable[[], int] | None = None,
+    cancel_event: asyncio.Event | None = None,
+) -> ExecResult:
+    """``aexec``, returning the whole result instead of raising on an error finish."""
+    binding = _current_provider.get()
+    if provider is None:
+        if binding is None:
+            raise RuntimeError(
+                "no model provider: wrap the call in `with runtime.use(provider):` or pass provider=..."
+            )
+        provider = binding.provider
+        model = model if model is not None else binding.model
+    menu = resolve_tools(tools, toolset, tools_source, tools_allow, tools_deny)
+    _check_tool_choice(tool_choice, menu)
+    prompt = UserMessage(content=content) if isinstance(content, str) else content
+    config = AgentLoopConfig(
+        provider=provider,
+        model=model,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel_tool_calls,
+        max_iterations=max_iterations,
+        get_steering_messages=get_steering_messages,
+        get_follow_up_messages=get_follow_up_messages,
+        clock=clock,
+    )
+    token = _current_tools.set(tuple(menu))  # the loop task copies this context: tool bodies see the menu
+    try:
+        stream = agent_loop([prompt], AgentContext(system_prompt, list(history), menu), config, cancel_event)
+    finally:
+        _current_tools.reset(token)
+    reason: EndReason = "stop"
+    async for event in stream:
+        if on_event is not None:
+            on_event(event)
+        if event.type == "agent_end":
+            reason = event.reason
+    messages = await stream.result()
+    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    return ExecResult(text=last.text if last is not None else "", reason=reason, messages=messages)
+
+
+async def aexec(content: str | Message, **kwargs: Any) -> str:
+    """Run the loop and return the final text; raise ``ExecError`` on an error or aborted finish.
+
+    Takes the keyword arguments of ``aexec_result``. After the iteration cap it returns whatever
+    the last assistant message holds (possibly ``""``), as the seed specifies.
+    """
+    result = await aexec_result(content, **kwargs)
+    if result.reason in ("error", "aborted"):
+        last = next((m for m in reversed(result.messages) if isinstance(m, AssistantMessage)), None)
+        message = (last.error_message if last is not None else None) or result.reason
+        raise ExecError(result.reason, message, result.messages)
+    return result.text
+
+
+def exec(content: str | Message, **kwargs: Any) -> str:  # noqa: A001 - the seed's name
+    """Synchronous ``aexec``.
+
+    Called from a tool body that runs on the loop thread (the nested case), it cannot block that
+    loop with ``asyncio.run``; it runs the nested loop on a helper thread, in a copy of the current
+    context so the provider and the menu carry over, and blocks until it finishes.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aexec(content, **kwargs))
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="openprogram-exec") as pool:
+        return pool.submit(context.run, asyncio.run, aexec(content, **kwargs)).result()
