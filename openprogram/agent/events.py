@@ -7,8 +7,10 @@ observe a run the same way, so nothing needs to reach into loop internals.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -107,6 +109,24 @@ R = TypeVar("R")
 
 _DONE = object()
 
+_observers: contextvars.ContextVar[tuple[Callable[[Any], None], ...]] = contextvars.ContextVar(
+    "_observers", default=()
+)
+
+
+@contextlib.contextmanager
+def observe_runs(callback: Callable[[Any], None]) -> Iterator[None]:
+    """Call ``callback`` with every event of every run started in this context (nested ones too).
+
+    This is how recorders (the harness's ``trace`` fixture, loggers) see runs that user code
+    starts deep inside ``runtime.exec`` without being handed the stream.
+    """
+    token = _observers.set((*_observers.get(), callback))
+    try:
+        yield
+    finally:
+        _observers.reset(token)
+
 
 class EventStream(Generic[E, R]):
     """An async iterator of events that a producer task feeds, plus the run's final result.
@@ -124,7 +144,7 @@ class EventStream(Generic[E, R]):
         self._finished = False
         self._error: BaseException | None = None
         self.task: asyncio.Task[Any] | None = None  # the producer, kept alive by this reference
-        self._on_push: list[Callable[[E], None]] = []
+        self._on_push: list[Callable[[E], None]] = list(_observers.get())
 
     # -- producer side --------------------------------------------------------------------
     def push(self, event: E) -> None:
@@ -206,4 +226,5 @@ __all__ = [
     "AgentEventTurnStart",
     "EndReason",
     "EventStream",
+    "observe_runs",
 ]
