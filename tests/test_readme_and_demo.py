@@ -1,0 +1,61 @@
+"""The README's example and the main job (``harness demo``) must keep working as documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.demo import run_demo
+from openprogram.functions import registry
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_readme_opens_with_the_two_setup_commands() -> None:
+    first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    assert first_block is not None
+    commands = [line for line in first_block.group(1).splitlines() if line.strip()]
+    assert commands == ['pip install -e . && harness demo', 'pip install -e ".[dev]" && python -m pytest']
+
+
+def test_readme_python_examples_run() -> None:
+    blocks = _python_blocks()
+    assert blocks, "the README should show the loop in a runnable example"
+    with registry.isolated():
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), {"__name__": "readme_example"})
+
+
+def test_demo_run_shows_error_feedback_and_the_answer() -> None:
+    answer, rendered = run_demo()
+    assert answer == "Paris: 65.3°F with light rain. Pack a light jacket and an umbrella."
+    lines = rendered.splitlines()
+    assert lines[0] == "agent_start"
+    assert lines[-1] == "agent_end reason=stop (7 new messages)"
+    assert any('ERROR -> Validation failed for tool "convert_temperature"' in line for line in lines)
+    assert "tool convert_temperature#call_3 -> 65.3" in rendered
+
+
+def test_demo_is_deterministic() -> None:
+    assert run_demo() == run_demo()
+
+
+def test_harness_demo_command_prints_the_trace() -> None:
+    result = CliRunner().invoke(main, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "-- turn 3 --" in result.output
+    assert result.output.rstrip().endswith("Pack a light jacket and an umbrella.")
+
+
+def test_harness_help_lists_every_command() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    for command in ("demo", "run", "fuzz", "conformance"):
+        assert command in result.output
