@@ -1,0 +1,600 @@
+"""Anthropic Messages API backend: one ``ModelRequest`` in, the builder's event stream out.
+
+The module speaks Anthropic's wire format in both directions. Outbound, the loop's messages are
+turned into ``messages.create`` arguments (signed thinking goes back as thinking, a batch of tool
+results becomes the one user message Anthropic requires). Inbound, raw SSE events (or one whole
+``Message`` when streaming is off) are replayed through ``MessageBuilder`` so the loop sees the
+same event sequence whichever mode ran. Every failure the SDK or the network can produce ends as
+an ``error`` event: the loop must never have to catch a provider exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import aclosing
+from functools import lru_cache
+from typing import Any, ClassVar, TypeVar
+
+import anthropic
+
+from openprogram.providers import ModelRequest, tool_choice
+from openprogram.providers.builder import MessageBuilder
+from openprogram.types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+DEFAULT_MAX_TOKENS = 4096
+"""Anthropic rejects a request without ``max_tokens``; this is the cap when nobody chose one."""
+
+REDACTED_THINKING_PREFIX = "redacted_thinking:"
+"""Marks a ``ThinkingContent.signature`` that holds a ``redacted_thinking`` block's opaque ``data``.
+
+``ThinkingContent`` has no redacted flag, yet the encrypted block must be sent back verbatim on
+the next turn. Real signatures are base64 (no ``:``), so the prefix cannot collide with one.
+"""
+
+_STOP_REASONS: dict[str, str] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "stop",  # the builder turns "stop" with tool calls into "toolUse"
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "error",
+}
+
+# Documented status of each Anthropic error type: an error event inside a 200 stream carries only
+# the type, and naming the status it stands for keeps its message shaped like a non-2xx reply's.
+_ERROR_TYPE_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_TOOL_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+_T = TypeVar("_T")
+
+
+class _Aborted(Exception):
+    """The cancel event fired while a request or a stream read was pending."""
+
+
+class AnthropicProvider:
+    """A ``Provider`` over the official ``anthropic`` SDK (``AsyncAnthropic().messages.create``).
+
+    ``client`` is used as given. Without one, a client is built from ``client_kwargs`` and the
+    environment (``ANTHROPIC_API_KEY``) once per event loop: a sync ``runtime.exec`` nested in a
+    tool runs a second loop on a helper thread, and an async HTTP client cannot cross loops.
+    """
+
+    name: ClassVar[str] = "anthropic"
+
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic | None = None,
+        *,
+        model: str | None = None,
+        stream: bool = True,
+        max_tokens: int | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        self.model = model
+        self.streaming = stream
+        self.max_tokens = max_tokens
+        self._client = client
+        self._client_kwargs = client_kwargs
+        self._clients: dict[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = {}
+        self._clients_lock = threading.Lock()
+
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client for the running event loop (the user's own client when one was given)."""
+        if self._client is not None:
+            return self._client
+        loop = asyncio.get_running_loop()
+        with self._clients_lock:
+            for stale in [known for known in self._clients if known.is_closed()]:
+                del self._clients[stale]
+            built = self._clients.get(loop)
+            if built is None:
+                built = anthropic.AsyncAnthropic(**self._client_kwargs)
+                self._clients[loop] = built
+            return built
+
+    async def stream(
+        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        model = request.model or self.model
+        builder = MessageBuilder(model=model or "", provider=self.name)
+        yield builder.start()
+        if not model:
+            yield builder.error(
+                "error",
+                "No model given: pass model= to AnthropicProvider(...) or set ModelRequest.model "
+                "(e.g. 'claude-sonnet-4-5').",
+            )
+            return
+        if cancel_event is not None and cancel_event.is_set():
+            yield builder.error("aborted", "Request was aborted")
+            return
+        try:
+            client = self.client()
+            kwargs = _request_kwargs(client, request, model, request.max_tokens or self.max_tokens)
+            if self.streaming:
+                events = _stream_events(client, kwargs, builder, cancel_event)
+            else:
+                events = _whole_message_events(client, kwargs, builder, cancel_event)
+            async with aclosing(events):
+                async for event in events:
+                    yield event
+        except _Aborted:
+            yield builder.error("aborted", "Request was aborted")
+        except Exception as exc:
+            yield builder.error("error", describe_error(exc))
+
+
+# ---------------------------------------------------------------------------------------------
+# Outbound: ModelRequest -> messages.create keyword arguments
+# ---------------------------------------------------------------------------------------------
+
+
+def _request_kwargs(
+    client: anthropic.AsyncAnthropic, request: ModelRequest, model: str, max_tokens: int | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": convert_messages(request.messages),
+    }
+    if request.system_prompt:
+        body["system"] = request.system_prompt
+    if request.tools:
+        body["tools"] = convert_tools(request.tools)
+        body.update(tool_choice.anthropic(request.tool_choice, request.parallel_tool_calls))
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    body.update(request.extra)
+    return _route_unknown_keywords(client.messages.create, body)
+
+
+def _route_unknown_keywords(create: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
+    """Move body fields the installed SDK no longer takes as keywords into ``extra_body``.
+
+    SDK releases drop keywords the API still accepts (anthropic 2.x lost ``temperature``); the
+    bytes on the wire are the same either way, so routing them keeps old requests working.
+    """
+    accepted = _keyword_names(create)
+    if accepted is None:
+        return body
+    kwargs: dict[str, Any] = {}
+    extra_body: dict[str, Any] = dict(body.pop("extra_body", None) or {})
+    for key, value in body.items():
+        if key in accepted:
+            kwargs[key] = value
+        else:
+            extra_body[key] = value
+    if extra_body:
+        kwargs["extra_body"] = extra_body
+    return kwargs
+
+
+def _keyword_names(create: Callable[..., Any]) -> frozenset[str] | None:
+    function = getattr(create, "__func__", create)
+    try:
+        return _keyword_names_of(function)
+    except TypeError:  # unhashable or unintrospectable stand-in: send everything as keywords
+        return None
+
+
+@lru_cache(maxsize=8)
+def _keyword_names_of(function: Callable[..., Any]) -> frozenset[str] | None:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters)
+
+
+def convert_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """ToolSpecs as Anthropic tool definitions (the JSON Schema goes in ``input_schema``)."""
+    converted = []
+    for tool in tools:
+        entry: dict[str, Any] = {"name": tool.name, "input_schema": tool.parameters}
+        if tool.description:
+            entry["description"] = tool.description
+        converted.append(entry)
+    return converted
+
+
+def convert_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The loop's history in Anthropic's alternating user/assistant shape.
+
+    Consecutive tool results (one batch) share a single user message, as Anthropic requires every
+    ``tool_result`` answering one assistant turn to sit in the next user turn. Assistant messages
+    that ended in error or abort are left out: their tool calls never got results, and Anthropic
+    rejects a ``tool_use`` without one.
+    """
+    converted: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            results.append(_tool_result_block(message))
+            continue
+        if results:
+            converted.append({"role": "user", "content": results})
+            results = []
+        if isinstance(message, UserMessage):
+            converted.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            if message.stop_reason in ("error", "aborted"):
+                continue
+            blocks = _assistant_blocks(message)
+            if blocks:
+                converted.append({"role": "assistant", "content": blocks})
+    if results:
+        converted.append({"role": "user", "content": results})
+    return converted
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if isinstance(message.content, str):
+        return message.content
+    return [{"type": "text", "text": block.text} for block in message.content if block.text]
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    # A signature only verifies against the provider that issued it.
+    own_signatures = message.provider in ("", AnthropicProvider.name)
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:  # Anthropic rejects empty text blocks
+                blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            if not (block.signature and own_signatures):
+                continue  # unsigned thinking cannot be sent back
+            if block.signature.startswith(REDACTED_THINKING_PREFIX):
+                data = block.signature[len(REDACTED_THINKING_PREFIX) :]
+                blocks.append({"type": "redacted_thinking", "data": data})
+            else:
+                blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+        elif isinstance(block, ToolCall):
+            # A call whose argument text was not JSON is replayed as {}: Anthropic takes an object.
+            arguments = {} if block.raw_arguments is not None else block.arguments
+            blocks.append({"type": "tool_use", "id": _tool_id(block.id), "name": block.name, "input": arguments})
+    return blocks
+
+
+def _tool_result_block(message: ToolResultMessage) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": _tool_id(message.tool_call_id)}
+    text = message.text
+    if text:
+        block["content"] = text
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _tool_id(tool_call_id: str) -> str:
+    """Anthropic ids match ``^[a-zA-Z0-9_-]+$``; ids minted by other providers may not."""
+    return _TOOL_ID_UNSAFE.sub("_", tool_call_id)[:64] or "call"
+
+
+# ---------------------------------------------------------------------------------------------
+# Inbound: SSE events or a whole Message -> builder events
+# ---------------------------------------------------------------------------------------------
+
+
+async def _stream_events(
+    client: anthropic.AsyncAnthropic,
+    kwargs: dict[str, Any],
+    builder: MessageBuilder,
+    cancel_event: asyncio.Event | None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    sdk_stream = await _unless_cancelled(client.messages.create(**kwargs, stream=True), cancel_event)
+    decoder = _StreamDecoder(builder)
+    try:
+        iterator = sdk_stream.__aiter__()
+        while True:
+            try:
+                event = await _unless_cancelled(iterator.__anext__(), cancel_event)
+            except StopAsyncIteration:
+                break
+            except (_Aborted, anthropic.APIStatusError):
+                raise
+            except Exception as exc:
+                status = getattr(getattr(sdk_stream, "response", None), "status_code", "?")
+                raise _StreamCut(f"stream interrupted after HTTP {status}: {type(exc).__name__}: {exc}") from exc
+            for built in decoder.feed(event):
+                yield built
+            if cancel_event is not None and cancel_event.is_set():
+                raise _Aborted
+        yield decoder.finish()
+    finally:
+        await sdk_stream.close()
+
+
+async def _whole_message_events(
+    client: anthropic.AsyncAnthropic,
+    kwargs: dict[str, Any],
+    builder: MessageBuilder,
+    cancel_event: asyncio.Event | None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    message = await _unless_cancelled(client.messages.create(**kwargs), cancel_event)
+    for event in _message_events(builder, message):
+        yield event
+
+
+def _message_events(builder: MessageBuilder, message: Any) -> Iterator[AssistantMessageEvent]:
+    """The event sequence a stream of ``message`` would have produced."""
+    for block in message.content:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            index, event = builder.text_start()
+            yield event
+            if block.text:
+                yield builder.text_delta(index, block.text)
+            yield builder.text_end(index)
+        elif kind in ("thinking", "redacted_thinking"):
+            index, event = builder.thinking_start()
+            yield event
+            if kind == "thinking":
+                if block.thinking:
+                    yield builder.thinking_delta(index, block.thinking)
+                if block.signature:
+                    builder.thinking_signature(index, block.signature)
+            else:
+                builder.thinking_signature(index, REDACTED_THINKING_PREFIX + block.data)
+            yield builder.thinking_end(index)
+        elif kind == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            index, event = builder.toolcall_start(block.id, block.name)
+            yield event
+            yield builder.toolcall_delta(index, json.dumps(arguments))
+            yield builder.toolcall_end(index, arguments=arguments)
+        # server_tool_use and server tool results run on Anthropic's side: not the loop's calls
+    builder.usage = _usage(_usage_counts({}, message.usage))
+    yield _finish(builder, message.stop_reason, getattr(message, "stop_details", None))
+
+
+class _StreamCut(Exception):
+    """The SSE body broke off (connection error, truncated body) after the request succeeded."""
+
+
+class _StreamDecoder:
+    """Maps Anthropic's SSE events onto builder calls, tracking its block index to ours."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.blocks: dict[int, tuple[str, int]] = {}  # wire index -> (kind, builder index)
+        self.start_inputs: dict[int, dict[str, Any]] = {}
+        self.saw_json: set[int] = set()
+        self.counts: dict[str, int] = {}
+        self.stop_reason: str | None = None
+        self.stop_details: Any = None
+        self.stopped = False
+
+    def feed(self, event: Any) -> Iterator[AssistantMessageEvent]:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            self._count(getattr(event.message, "usage", None))
+        elif kind == "content_block_start":
+            yield from self._block_start(event.index, event.content_block)
+        elif kind == "content_block_delta":
+            yield from self._block_delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            yield from self._block_stop(event.index)
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self.stop_details = getattr(event.delta, "stop_details", None) or self.stop_details
+            self._count(getattr(event, "usage", None))
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def finish(self) -> AssistantMessageEvent:
+        if not self.stopped:
+            raise _StreamCut("stream ended before message_stop: the response is incomplete")
+        return _finish(self.builder, self.stop_reason, self.stop_details)
+
+    def _count(self, usage: Any) -> None:
+        self.counts = _usage_counts(self.counts, usage)
+        self.builder.usage = _usage(self.counts)
+
+    def _block_start(self, wire: int, block: Any) -> Iterator[AssistantMessageEvent]:
+        kind = getattr(block, "type", None)
+        builder = self.builder
+        if kind == "text":
+            index, event = builder.text_start()
+            yield event
+            if block.text:
+                yield builder.text_delta(index, block.text)
+        elif kind == "thinking":
+            index, event = builder.thinking_start()
+            yield event
+            if block.thinking:
+                yield builder.thinking_delta(index, block.thinking)
+            if block.signature:
+                builder.thinking_signature(index, block.signature)
+        elif kind == "redacted_thinking":
+            index, event = builder.thinking_start()
+            yield event
+            builder.thinking_signature(index, REDACTED_THINKING_PREFIX + block.data)
+        elif kind == "tool_use":
+            index, event = builder.toolcall_start(block.id, block.name)
+            yield event
+            self.start_inputs[wire] = block.input if isinstance(block.input, dict) else {}
+        else:
+            return  # server tools and their results: not the loop's to run
+        self.blocks[wire] = (kind, index)
+
+    def _block_delta(self, wire: int, delta: Any) -> Iterator[AssistantMessageEvent]:
+        if wire not in self.blocks:
+            return
+        index = self.blocks[wire][1]
+        kind = getattr(delta, "type", None)
+        if kind == "text_delta" and delta.text:
+            yield self.builder.text_delta(index, delta.text)
+        elif kind == "thinking_delta" and delta.thinking:
+            yield self.builder.thinking_delta(index, delta.thinking)
+        elif kind == "signature_delta":
+            self.builder.thinking_signature(index, delta.signature)
+        elif kind == "input_json_delta" and delta.partial_json:
+            self.saw_json.add(wire)
+            yield self.builder.toolcall_delta(index, delta.partial_json)
+
+    def _block_stop(self, wire: int) -> Iterator[AssistantMessageEvent]:
+        if wire not in self.blocks:
+            return
+        kind, index = self.blocks.pop(wire)
+        if kind == "text":
+            yield self.builder.text_end(index)
+        elif kind == "tool_use":
+            if wire in self.saw_json:
+                yield self.builder.toolcall_end(index)
+            else:  # no fragments (or only ""): the start block's input is the whole input
+                yield self.builder.toolcall_end(index, arguments=self.start_inputs.get(wire, {}))
+        else:
+            yield self.builder.thinking_end(index)
+
+
+def _finish(builder: MessageBuilder, stop_reason: str | None, stop_details: Any) -> AssistantMessageEvent:
+    mapped = _STOP_REASONS.get(stop_reason or "", "stop")
+    if mapped == "error":
+        explanation = getattr(stop_details, "explanation", None) or getattr(stop_details, "category", None)
+        detail = f": {explanation}" if explanation else ""
+        return builder.error("error", f"Anthropic stopped with stop_reason {stop_reason!r}{detail}")
+    return builder.done(mapped)  # type: ignore[arg-type]
+
+
+def _usage_counts(counts: Mapping[str, int], usage: Any) -> dict[str, int]:
+    """Merge one usage report into the running counts; Anthropic's message_delta totals are cumulative."""
+    merged = dict(counts)
+    if usage is None:
+        return merged
+    for field in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        value = getattr(usage, field, None)
+        if isinstance(value, int):
+            merged[field] = value
+    return merged
+
+
+def _usage(counts: Mapping[str, int]) -> Usage:
+    fresh = counts.get("input_tokens", 0)
+    output = counts.get("output_tokens", 0)
+    cache_read = counts.get("cache_read_input_tokens", 0)
+    cache_write = counts.get("cache_creation_input_tokens", 0)
+    return Usage(
+        input=fresh,
+        output=output,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=fresh + output + cache_read + cache_write,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cancellation and errors
+# ---------------------------------------------------------------------------------------------
+
+
+async def _unless_cancelled(awaitable: Awaitable[_T], cancel_event: asyncio.Event | None) -> _T:
+    """Await ``awaitable`` unless ``cancel_event`` fires first; a hung read must not outlive a cancel."""
+    if cancel_event is None:
+        return await awaitable
+    work = asyncio.ensure_future(awaitable)
+    if cancel_event.is_set():
+        work.cancel()
+        raise _Aborted
+    waiter = asyncio.ensure_future(cancel_event.wait())
+    try:
+        await asyncio.wait((work, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+    if work.cancelled():
+        raise _Aborted
+    return work.result()
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming the HTTP status and the provider's own words, for ``error_message``."""
+    if isinstance(exc, anthropic.APIStatusError):
+        return _describe_status_error(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return f"request timed out: {exc.message}"
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        return f"connection error: {exc.message}{reason}"
+    if isinstance(exc, _StreamCut):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _describe_status_error(exc: anthropic.APIStatusError) -> str:
+    error_type, message = _error_fields(exc.body)
+    if message is None:
+        message = exc.message
+    status = exc.status_code
+    if status < 400:  # an `event: error` inside a 2xx stream
+        implied = _ERROR_TYPE_STATUS.get(error_type or "")
+        prefix = f"HTTP {implied}" if implied else f"HTTP {status}"
+        return f"{prefix} {error_type or 'error'}: {message} (error event in the stream)"
+    text = f"HTTP {status} {error_type}: {message}" if error_type else f"HTTP {status}: {message}"
+    if status == 429:
+        retry_after = _retry_after(exc.response.headers)
+        if retry_after is not None:
+            text += f" (retry after {retry_after}s)"
+    return text
+
+
+def _error_fields(body: object) -> tuple[str | None, str | None]:
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            error_type, message = error.get("type"), error.get("message")
+            return (str(error_type) if error_type else None, str(message) if message is not None else None)
+    if isinstance(body, str) and body.strip():
+        return None, body.strip()[:500]
+    return None, None
+
+
+def _retry_after(headers: Mapping[str, str]) -> str | None:
+    value = headers.get("retry-after")
+    if value:
+        return value.strip()
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return f"{float(millis) / 1000:g}"
+        except ValueError:
+            return None
+    return None
+
+
+__all__ = ["DEFAULT_MAX_TOKENS", "REDACTED_THINKING_PREFIX", "AnthropicProvider", "convert_messages", "convert_tools"]
