@@ -1,0 +1,257 @@
+"""``harness conformance``: what a user sees when replaying cassettes, and how a bad file is reported.
+
+The cassettes here are tiny hand-written ones (not the third-party recordings), so the command's
+behaviour is pinned without depending on the shared folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from harness.conformance import ReplayError, conformance_command, read_recorded_calls, render_result, replay_cassette
+
+CHAT_URI = "https://api.openai.com/v1/chat/completions"
+
+
+def _chat_completion(content: str | None, tool_calls: list[dict[str, Any]] | None, finish: str) -> str:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return json.dumps(
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
+
+
+def _interaction(uri: str, request_body: dict[str, Any], status: int, response_body: str) -> dict[str, Any]:
+    return {
+        "request": {"method": "POST", "uri": uri, "body": json.dumps(request_body), "headers": {}},
+        "response": {
+            "status": {"code": status, "message": "OK" if status == 200 else "Bad Request"},
+            "headers": {"content-type": ["application/json"]},
+            "body": {"string": response_body},
+        },
+    }
+
+
+def _write(path: Path, *interactions: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump({"interactions": list(interactions), "version": 1}), encoding="utf-8")
+    return path
+
+
+CALL = {"id": "call_add_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}
+REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "1+2?"}]}
+
+
+@pytest.fixture
+def chat_cassette(tmp_path: Path) -> Path:
+    """A two-turn tool loop: the model calls ``add``, then answers."""
+    return _write(
+        tmp_path / "chat_tool_loop.yaml",
+        _interaction(CHAT_URI, REQUEST, 200, _chat_completion(None, [CALL], "tool_calls")),
+        _interaction(CHAT_URI, REQUEST, 200, _chat_completion("It is 3.", None, "stop")),
+    )
+
+
+EXPECTED_INTERACTIONS = [
+    {
+        "index": 0,
+        "stop_reason": "toolUse",
+        "text": "",
+        "tool_calls": [{"id": "call_add_1", "name": "add", "arguments": {"a": 1, "b": 2}}],
+        "error_message": None,
+    },
+    {"index": 1, "stop_reason": "stop", "text": "It is 3.", "tool_calls": [], "error_message": None},
+]
+
+
+def test_json_prints_one_object_per_file_in_the_documented_shape(chat_cassette: Path, tmp_path: Path) -> None:
+    second = _write(
+        tmp_path / "chat_text.yaml", _interaction(CHAT_URI, REQUEST, 200, _chat_completion("Hi.", None, "stop"))
+    )
+    result = CliRunner().invoke(conformance_command, ["--json", str(chat_cassette), str(second)])
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    first, other = (json.loads(line) for line in lines)
+    assert first == {"file": str(chat_cassette), "provider": "openai", "interactions": EXPECTED_INTERACTIONS}
+    assert other["file"] == str(second)
+    assert other["interactions"] == [
+        {"index": 0, "stop_reason": "stop", "text": "Hi.", "tool_calls": [], "error_message": None}
+    ]
+
+
+def test_error_responses_are_reported_not_fatal(tmp_path: Path) -> None:
+    error = {"error": {"message": "Invalid 'model'.", "type": "invalid_request_error", "param": None, "code": None}}
+    cassette = _write(tmp_path / "error.yaml", _interaction(CHAT_URI, REQUEST, 400, json.dumps(error)))
+
+    result = CliRunner().invoke(conformance_command, ["--json", str(cassette)])
+
+    assert result.exit_code == 0, result.output
+    (interaction,) = json.loads(result.stdout)["interactions"]
+    assert interaction["stop_reason"] == "error"
+    assert "400" in interaction["error_message"] and "Invalid 'model'." in interaction["error_message"]
+
+
+def test_without_json_prints_a_readable_summary(chat_cassette: Path) -> None:
+    result = CliRunner().invoke(conformance_command, [str(chat_cassette)])
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        f"{chat_cassette} (openai, 2 interactions)",
+        "  #0 toolUse",
+        '     call call_add_1 add({"a": 1, "b": 2})',
+        "  #1 stop",
+        "     text: It is 3.",
+    ]
+
+
+def test_render_result_shows_errors_and_flattens_newlines() -> None:
+    text = render_result(
+        {
+            "file": "x.yaml",
+            "provider": "anthropic",
+            "interactions": [
+                {"index": 0, "stop_reason": "stop", "text": "a\nb", "tool_calls": [], "error_message": None},
+                {"index": 1, "stop_reason": "error", "text": "", "tool_calls": [], "error_message": "HTTP 400 x"},
+            ],
+        }
+    )
+    assert text.splitlines() == [
+        "x.yaml (anthropic, 2 interactions)",
+        "  #0 stop",
+        "     text: a\\nb",
+        "  #1 error",
+        "     error: HTTP 400 x",
+    ]
+
+
+def test_an_unmatched_request_fails_the_file_and_says_which_interaction(tmp_path: Path) -> None:
+    # The recording carries a query parameter our backend does not send, so vcrpy has no answer.
+    cassette = _write(
+        tmp_path / "unmatched.yaml",
+        _interaction(CHAT_URI + "?api-version=2024-01-01", REQUEST, 200, _chat_completion("x", None, "stop")),
+    )
+    result = CliRunner().invoke(conformance_command, ["--json", str(cassette)])
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert f"error: {cassette}: interaction 0 (POST {CHAT_URI}?api-version=2024-01-01)" in result.stderr
+    assert "matched no recorded interaction" in result.stderr
+
+
+def test_a_bad_file_fails_with_exit_1_but_the_others_are_still_reported(chat_cassette: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    unknown = _write(
+        tmp_path / "unknown_host.yaml",
+        _interaction("https://llm.example.com/v1/generate", {"model": "m"}, 200, "{}"),
+    )
+    result = CliRunner().invoke(conformance_command, ["--json", str(missing), str(unknown), str(chat_cassette)])
+
+    assert result.exit_code == 1
+    assert [json.loads(line)["file"] for line in result.stdout.splitlines()] == [str(chat_cassette)]
+    assert f"error: {missing}: cannot read the cassette" in result.stderr
+    assert f"error: {unknown}: interaction 0 (POST https://llm.example.com/v1/generate): no backend for host" in (
+        result.stderr
+    )
+
+
+def test_files_are_required() -> None:
+    result = CliRunner().invoke(conformance_command, [])
+    assert result.exit_code == 2
+    assert "Missing argument 'FILES...'" in result.output
+
+
+def test_replay_cassette_raises_replay_error_for_a_file_that_is_not_a_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "notes.yaml"
+    path.write_text("just: notes\n", encoding="utf-8")
+    with pytest.raises(ReplayError, match="not a vcrpy cassette"):
+        replay_cassette(path)
+
+
+@pytest.mark.parametrize(
+    ("uri", "body", "expected"),
+    [
+        pytest.param(
+            CHAT_URI,
+            {"model": "gpt-4o", "stream": True},
+            ("openai", "chat.completions", "gpt-4o", True),
+            id="openai-chat-streamed",
+        ),
+        pytest.param(
+            "https://api.openai.com/v1/responses",
+            {"model": "gpt-5", "stream": False},
+            ("openai", "responses", "gpt-5", False),
+            id="openai-responses",
+        ),
+        pytest.param(
+            "https://api.anthropic.com/v1/messages?beta=true",
+            {"model": "claude-x", "stream": True},
+            ("anthropic", "messages", "claude-x", True),
+            id="anthropic-beta-query",
+        ),
+        pytest.param(
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
+            {},
+            ("gemini", "streamGenerateContent", "gemini-2.0-flash", True),
+            id="gemini-streamed",
+        ),
+        pytest.param(
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent",
+            {},
+            ("gemini", "generateContent", "gemini-2.0-flash", False),
+            id="gemini",
+        ),
+        pytest.param(
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.amazon.nova-micro-v1%3A0/converse-stream",
+            {},
+            ("bedrock", "converse-stream", "us.amazon.nova-micro-v1:0", True),
+            id="bedrock-streamed",
+        ),
+        pytest.param(
+            "https://bedrock-runtime.eu-west-1.amazonaws.com/model/mistral.devstral-2-123b/converse",
+            {},
+            ("bedrock", "converse", "mistral.devstral-2-123b", False),
+            id="bedrock",
+        ),
+    ],
+)
+def test_backend_model_and_stream_flag_come_from_the_recorded_request(
+    tmp_path: Path, uri: str, body: dict[str, Any], expected: tuple[str, str, str, bool]
+) -> None:
+    cassette = _write(tmp_path / "c.yaml", _interaction(uri, body, 200, "{}"))
+    (call,) = read_recorded_calls(cassette)
+    assert (call.provider, call.endpoint, call.model, call.stream) == expected
+
+
+def test_recorded_tools_become_tool_specs_in_json_schema(tmp_path: Path) -> None:
+    gemini_tools = [
+        {
+            "functionDeclarations": [
+                {
+                    "name": "get_weather",
+                    "description": "Weather for a city.",
+                    "parameters": {"type": "OBJECT", "properties": {"city": {"type": "STRING"}}},
+                }
+            ]
+        }
+    ]
+    uri = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent"
+    cassette = _write(tmp_path / "g.yaml", _interaction(uri, {"tools": gemini_tools}, 200, "{}"))
+    (call,) = read_recorded_calls(cassette)
+    assert [(spec.name, spec.description, spec.parameters) for spec in call.tools] == [
+        ("get_weather", "Weather for a city.", {"type": "object", "properties": {"city": {"type": "string"}}})
+    ]
