@@ -1,0 +1,847 @@
+"""OpenAI backends: Chat Completions and Responses, over the official ``openai`` SDK.
+
+Both APIs are decoded into the same ``MessageBuilder`` calls, so the loop cannot tell which one
+answered. The two share everything that is not wire format: the per-event-loop client cache,
+cancellation, and the rule that HTTP and SDK failures become an ``error`` event, never an
+exception in the loop.
+
+Choices a reader might wonder about:
+
+- OpenAI has no "this tool result is an error" flag, so a failed result is sent as
+  ``"Error: <text>"``; without the prefix a raised exception's text would read like a success.
+- A ``ToolCall`` whose argument text was not JSON is sent back with that very text (both APIs
+  take arguments as a string), so the model sees what it actually wrote.
+- Assistant messages that ended in ``error`` / ``aborted`` are not sent back: their tool calls
+  never got results, and OpenAI rejects a tool call without a result.
+- Responses reasoning items become ``ThinkingContent`` (summary text, possibly empty) whose
+  ``signature`` carries the item id and ``encrypted_content``; they are sent back only in front
+  of the tool calls they led to, the one place the API uses them (it discards reasoning from
+  earlier turns itself).
+- Responses tools are sent with ``strict: false``: the API defaults to strict mode, which
+  rejects ordinary JSON Schemas (optional properties) with a 400.
+- ``ModelRequest.extra`` is merged into the JSON body (``extra_body``), so any API field can be
+  set without waiting for SDK support.
+- A refusal is an ``error`` finish carrying the refusal text, like Anthropic's ``refusal``:
+  dropping it would make the run end with an empty answer and no explanation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
+
+import httpx2
+import openai
+from openai import AsyncOpenAI
+
+from openprogram.providers import ModelRequest, tool_choice
+from openprogram.providers.builder import MessageBuilder
+from openprogram.types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+_T = TypeVar("_T")
+
+ABORTED_MESSAGE = "Request was aborted"
+
+# Chat ``finish_reason`` → our stop reason. Unknown values (proxies invent their own) count as a
+# normal stop: the content already tells whether it was a tool call.
+CHAT_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "stop",
+    "function_call": "stop",
+    "content_filter": "error",
+    "error": "error",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared machinery: clients, cancellation, error text
+# ---------------------------------------------------------------------------------------------
+
+
+class _ClientCache:
+    """One lazily built client per event loop.
+
+    An ``AsyncOpenAI`` client's connection pool belongs to the loop that first used it; a sync
+    ``runtime.exec`` nested in a tool runs a second loop on a helper thread, and reusing the first
+    loop's client there fails. Loops are weak keys so a finished ``asyncio.run`` frees its client.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._factory()
+                self._clients[loop] = client
+            return client
+
+
+class _Aborted(Exception):
+    """The cancel event fired while we were waiting on the network."""
+
+
+_END = object()
+
+
+async def _next_item(iterator: AsyncIterator[_T]) -> _T | object:
+    try:
+        return await iterator.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+class _CancelRace:
+    """Races each network wait against the cancel event, so a stalled server cannot delay an abort."""
+
+    def __init__(self, event: asyncio.Event | None) -> None:
+        self._event = event
+        self._waiter: asyncio.Future[Any] | None = None
+
+    async def run(self, awaitable: Awaitable[_T]) -> _T:
+        if self._event is None:
+            return await awaitable
+        if self._event.is_set():
+            if asyncio.iscoroutine(awaitable):
+                awaitable.close()
+            raise _Aborted
+        if self._waiter is None:
+            self._waiter = asyncio.ensure_future(self._event.wait())
+        task = asyncio.ensure_future(awaitable)
+        try:
+            await asyncio.wait({task, self._waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        await asyncio.wait({task})
+        raise _Aborted
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
+
+
+def _error_fields(body: object) -> tuple[str | None, str | None]:
+    """``(type or code, message)`` from an OpenAI error body, whichever shape it came in."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            kind = inner.get("type") or inner.get("code")
+            message = inner.get("message")
+            return (str(kind) if kind else None, str(message) if message else None)
+        if isinstance(inner, str):
+            return None, inner
+    if isinstance(body, str) and body.strip():
+        return None, body.strip()[:500]
+    return None, None
+
+
+def _retry_after(headers: httpx2.Headers) -> str | None:
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        with contextlib.suppress(ValueError):
+            return f"{float(milliseconds) / 1000:g}s"
+    seconds = headers.get("retry-after")
+    if not seconds:
+        return None
+    try:
+        return f"{float(seconds):g}s"
+    except ValueError:
+        return seconds  # an HTTP date: show it as sent
+
+
+def describe_error(exc: BaseException, *, mid_stream: bool = False) -> str:
+    """The error text of an ``error`` event: HTTP status and the provider's own words first."""
+    if isinstance(exc, openai.APIStatusError):
+        kind, message = _error_fields(exc.body)
+        message = message or exc.message
+        text = f"HTTP {exc.status_code} {kind}: {message}" if kind else f"HTTP {exc.status_code}: {message}"
+        retry = _retry_after(exc.response.headers)
+        if retry:
+            text += f" (retry after {retry})"
+        return text
+    if isinstance(exc, openai.APITimeoutError):
+        return "stream cut mid-way: request timed out" if mid_stream else "request timed out"
+    if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
+        cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
+        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        return f"{'stream cut mid-way' if mid_stream else 'connection error'}: {detail}"
+    if isinstance(exc, openai.APIError):  # an error object inside a 200 stream
+        kind, message = _error_fields(exc.body)
+        message = message or exc.message
+        return f"stream error {kind}: {message}" if kind else f"stream error: {message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _result_text(message: ToolResultMessage) -> str:
+    return f"Error: {message.text}" if message.is_error else message.text
+
+
+def _call_arguments_text(call: ToolCall) -> str:
+    return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
+
+
+def _replayable(message: AssistantMessage) -> bool:
+    return message.stop_reason not in ("error", "aborted")
+
+
+class _Blocks:
+    """Open builder blocks by kind, so a finish can close each with the right ``*_end`` call."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.kinds: dict[int, str] = {}
+        self.received: dict[int, bool] = {}
+
+    def open_text(self) -> tuple[int, AssistantMessageEvent]:
+        index, event = self.builder.text_start()
+        self.kinds[index] = "text"
+        return index, event
+
+    def open_thinking(self) -> tuple[int, AssistantMessageEvent]:
+        index, event = self.builder.thinking_start()
+        self.kinds[index] = "thinking"
+        return index, event
+
+    def open_call(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
+        index, event = self.builder.toolcall_start(id, name)
+        self.kinds[index] = "call"
+        self.received[index] = False
+        return index, event
+
+    def call_delta(self, index: int, delta: str) -> AssistantMessageEvent:
+        self.received[index] = True
+        return self.builder.toolcall_delta(index, delta)
+
+    def close(self, index: int) -> list[AssistantMessageEvent]:
+        kind = self.kinds.pop(index, None)
+        if kind == "text":
+            return [self.builder.text_end(index)]
+        if kind == "thinking":
+            return [self.builder.thinking_end(index)]
+        if kind == "call":
+            call_id, _ = self.builder.tool_identity(index)
+            if not call_id:  # some proxies send no id; the loop needs one to pair the result
+                self.builder.toolcall_rename(index, id=f"call_{index}")
+            return [self.builder.toolcall_end(index)]
+        return []
+
+    def close_all(self) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        for index in sorted(self.kinds):
+            events.extend(self.close(index))
+        return events
+
+
+# ---------------------------------------------------------------------------------------------
+# The provider skeleton both APIs share
+# ---------------------------------------------------------------------------------------------
+
+
+class _Decoder:
+    """Turns one API's wire objects into builder events; one instance per reply."""
+
+    started = False
+    finished = False
+
+    def feed(self, item: Any) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+    def finish(self) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+    def whole(self, response: Any) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+
+class _OpenAIProvider:
+    name: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        client: AsyncOpenAI | None = None,
+        *,
+        model: str | None = None,
+        stream: bool = True,
+        max_tokens: int | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.streaming = stream
+        self.max_tokens = max_tokens
+        self._client_kwargs = client_kwargs
+        self._clients = _ClientCache(self._build_client)
+
+    def _build_client(self) -> AsyncOpenAI:
+        return AsyncOpenAI(**self._client_kwargs)
+
+    def _get_client(self) -> AsyncOpenAI:
+        return self.client if self.client is not None else self._clients.get()
+
+    # -- the two things each API defines ---------------------------------------------------
+    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        """The SDK keyword arguments for this request (without ``stream``)."""
+        raise NotImplementedError
+
+    def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        raise NotImplementedError
+
+    def _decoder(self, builder: MessageBuilder) -> _Decoder:
+        raise NotImplementedError
+
+    # -- the protocol ----------------------------------------------------------------------
+    async def stream(
+        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        model = request.model or self.model
+        builder = MessageBuilder(model=model or "", provider=self.name)
+        yield builder.start()
+        if not model:
+            yield builder.error(
+                "error",
+                f"no model given: pass model=... to {type(self).__name__}(...) or set ModelRequest.model",
+            )
+            return
+        if cancel_event is not None and cancel_event.is_set():
+            yield builder.error("aborted", ABORTED_MESSAGE)
+            return
+        try:
+            client = self._get_client()
+            kwargs = self.build_request(request, model)
+        except Exception as exc:
+            yield builder.error("error", f"{type(exc).__name__}: {exc}")
+            return
+        if self.streaming:
+            kwargs["stream"] = True
+        decoder = self._decoder(builder)
+        race = _CancelRace(cancel_event)
+        sdk_stream: Any = None
+        try:
+            try:
+                result = await race.run(self._create(client, kwargs))
+                if not self.streaming:
+                    for event in decoder.whole(result):
+                        yield event
+                    return
+                sdk_stream = result
+                iterator = sdk_stream.__aiter__()
+                while not decoder.finished:
+                    item = await race.run(_next_item(iterator))
+                    if item is _END:
+                        break
+                    for event in decoder.feed(item):
+                        yield event
+                if not decoder.finished:
+                    for event in decoder.finish():
+                        yield event
+            except _Aborted:
+                yield builder.error("aborted", ABORTED_MESSAGE)
+            except Exception as exc:
+                yield builder.error("error", describe_error(exc, mid_stream=decoder.started))
+        finally:
+            race.close()
+            if sdk_stream is not None:
+                with contextlib.suppress(Exception):
+                    await sdk_stream.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Chat Completions
+# ---------------------------------------------------------------------------------------------
+
+
+def chat_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """Our history as Chat Completions messages (thinking is dropped: the API takes none back)."""
+    out: list[dict[str, Any]] = []
+    if request.system_prompt:
+        out.append({"role": "system", "content": request.system_prompt})
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            content: Any = (
+                message.content
+                if isinstance(message.content, str)
+                else [{"type": "text", "text": block.text} for block in message.content]
+            )
+            out.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            if not _replayable(message):
+                continue
+            text = message.text
+            calls = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _call_arguments_text(call)},
+                }
+                for call in message.tool_calls
+            ]
+            entry: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
+            if calls:
+                entry["tool_calls"] = calls
+            out.append(entry)
+        elif isinstance(message, ToolResultMessage):
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": _result_text(message)})
+    return out
+
+
+def chat_usage(usage: Any) -> Usage:
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    prompt = usage.prompt_tokens or 0
+    completion = usage.completion_tokens or 0
+    return Usage(
+        input=max(prompt - cached, 0),
+        output=completion,
+        cache_read=cached,
+        cache_write=0,
+        total_tokens=usage.total_tokens or prompt + completion,
+    )
+
+
+class _ChatDecoder(_Decoder):
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.blocks = _Blocks(builder)
+        self._text: int | None = None
+        self._thinking: int | None = None
+        self._calls: dict[int, int] = {}
+        self._refusal: list[str] = []
+        self._finish_reason: str | None = None
+
+    def _text_delta(self, delta: str) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        if self._text is None:
+            self._text, event = self.blocks.open_text()
+            events.append(event)
+        events.append(self.builder.text_delta(self._text, delta))
+        return events
+
+    def _thinking_delta(self, delta: str) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        if self._thinking is None:
+            self._thinking, event = self.blocks.open_thinking()
+            events.append(event)
+        events.append(self.builder.thinking_delta(self._thinking, delta))
+        return events
+
+    def _call_delta(
+        self, key: int, call_id: str | None, name: str | None, arguments: str | None
+    ) -> list[AssistantMessageEvent]:
+        """One tool-call fragment. The first non-empty id and name win: a proxy repeats them in every
+        delta, and concatenating would turn ``"0"`` into ``"00"``."""
+        events: list[AssistantMessageEvent] = []
+        index = self._calls.get(key)
+        if index is None:
+            index, event = self.blocks.open_call(call_id or "", name or "")
+            self._calls[key] = index
+            events.append(event)
+        else:
+            known_id, known_name = self.builder.tool_identity(index)
+            new_id = call_id if call_id and not known_id else None
+            new_name = name if name and not known_name else None
+            if new_id or new_name:
+                self.builder.toolcall_rename(index, id=new_id, name=new_name)
+        if arguments:
+            events.append(self.blocks.call_delta(index, arguments))
+        return events
+
+    def _message_part(self, part: Any) -> list[AssistantMessageEvent]:
+        """Content of a delta or of a whole message: the same fields in both shapes."""
+        events: list[AssistantMessageEvent] = []
+        reasoning = getattr(part, "reasoning_content", None) or getattr(part, "reasoning", None)
+        if isinstance(reasoning, str) and reasoning:  # OpenAI-compatible servers (DeepSeek, OpenRouter)
+            events.extend(self._thinking_delta(reasoning))
+        if part.content:
+            events.extend(self._text_delta(part.content))
+        if getattr(part, "refusal", None):
+            self._refusal.append(part.refusal)
+        for position, call in enumerate(part.tool_calls or []):
+            function = getattr(call, "function", None)
+            if function is None:  # custom (non-function) tools are not ours
+                continue
+            # Streamed fragments are keyed by their ``index``; a whole message's calls (no index) by position.
+            key = getattr(call, "index", None)
+            key = position if key is None else key
+            events.extend(self._call_delta(key, call.id, function.name, function.arguments))
+        return events
+
+    def feed(self, chunk: Any) -> list[AssistantMessageEvent]:
+        self.started = True
+        events: list[AssistantMessageEvent] = []
+        if getattr(chunk, "usage", None):
+            self.builder.usage = chat_usage(chunk.usage)
+        for choice in chunk.choices or []:
+            if choice.index != 0:
+                continue
+            if choice.delta is not None:
+                events.extend(self._message_part(choice.delta))
+            if choice.finish_reason:
+                self._finish_reason = choice.finish_reason
+        return events
+
+    def finish(self) -> list[AssistantMessageEvent]:
+        self.finished = True
+        events = self.blocks.close_all()
+        reason = self._finish_reason
+        if self._refusal and not self.builder.has_content:
+            return [*events, self.builder.error("error", f"the model refused: {''.join(self._refusal)}")]
+        if reason is None and not self.builder.has_content:
+            return [*events, self.builder.error("error", "stream ended without a finish reason or any content")]
+        stop = CHAT_STOP_REASONS.get(reason or "stop", "stop")
+        if stop == "error":
+            return [*events, self.builder.error("error", f"OpenAI finished with finish_reason {reason!r}")]
+        return [*events, self.builder.done(stop)]
+
+    def whole(self, completion: Any) -> list[AssistantMessageEvent]:
+        self.started = True
+        if getattr(completion, "usage", None):
+            self.builder.usage = chat_usage(completion.usage)
+        if not completion.choices:
+            self.finished = True
+            return [self.builder.error("error", "OpenAI returned no choices")]
+        choice = completion.choices[0]
+        events = self._message_part(choice.message)
+        self._finish_reason = choice.finish_reason
+        return [*events, *self.finish()]
+
+
+class OpenAIChatProvider(_OpenAIProvider):
+    """``client.chat.completions.create``: the API every OpenAI-compatible server speaks."""
+
+    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": model, "messages": chat_messages(request)}
+        if request.tools:
+            kwargs["tools"] = chat_tools(request.tools)
+            kwargs.update(tool_choice.openai_chat(request.tool_choice, request.parallel_tool_calls))
+        max_tokens = request.max_tokens or self.max_tokens
+        if max_tokens is not None:
+            kwargs["max_completion_tokens"] = max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.extra:
+            kwargs["extra_body"] = dict(request.extra)
+        return kwargs
+
+    def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        if kwargs.get("stream"):
+            kwargs = {**kwargs, "stream_options": {"include_usage": True}}
+        return client.chat.completions.create(**kwargs)
+
+    def _decoder(self, builder: MessageBuilder) -> _Decoder:
+        return _ChatDecoder(builder)
+
+
+# ---------------------------------------------------------------------------------------------
+# Responses
+# ---------------------------------------------------------------------------------------------
+
+_REASONING_MARK = "openai.responses.reasoning"
+
+
+def _reasoning_signature(item: Any) -> str | None:
+    encrypted = getattr(item, "encrypted_content", None)
+    if not encrypted:
+        return None
+    return json.dumps({"kind": _REASONING_MARK, "id": item.id, "encrypted_content": encrypted})
+
+
+def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
+    """The reasoning item a thinking block came from, or None when it came from elsewhere."""
+    if not block.signature:
+        return None
+    try:
+        data = json.loads(block.signature)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("kind") != _REASONING_MARK:
+        return None
+    summary = [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
+    return {"type": "reasoning", "id": data["id"], "encrypted_content": data["encrypted_content"], "summary": summary}
+
+
+def responses_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
+        for t in tools
+    ]
+
+
+def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
+    """Our history as Responses input items; the system prompt goes to ``instructions`` instead."""
+    items: list[dict[str, Any]] = []
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            content: Any = (
+                message.content
+                if isinstance(message.content, str)
+                else [{"type": "input_text", "text": block.text} for block in message.content]
+            )
+            items.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            if not _replayable(message):
+                continue
+            has_calls = bool(message.tool_calls)
+            for block in message.content:
+                if isinstance(block, ThinkingContent):
+                    reasoning = _reasoning_item(block) if has_calls else None
+                    if reasoning is not None:
+                        items.append(reasoning)
+                elif isinstance(block, TextContent):
+                    if block.text:
+                        items.append({"role": "assistant", "content": block.text})
+                else:
+                    items.append(
+                        {
+                            "type": "function_call",
+                            "call_id": block.id,
+                            "name": block.name,
+                            "arguments": _call_arguments_text(block),
+                        }
+                    )
+        elif isinstance(message, ToolResultMessage):
+            items.append(
+                {"type": "function_call_output", "call_id": message.tool_call_id, "output": _result_text(message)}
+            )
+    return items
+
+
+def responses_usage(usage: Any) -> Usage:
+    details = getattr(usage, "input_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    prompt = usage.input_tokens or 0
+    completion = usage.output_tokens or 0
+    return Usage(
+        input=max(prompt - cached, 0),
+        output=completion,
+        cache_read=cached,
+        cache_write=0,
+        total_tokens=usage.total_tokens or prompt + completion,
+    )
+
+
+class _ResponsesDecoder(_Decoder):
+    """Output items are addressed by ``output_index``; text parts by ``(output_index, content_index)``."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.blocks = _Blocks(builder)
+        self._items: dict[int, int] = {}
+        self._texts: dict[tuple[int, int], int] = {}
+        self._summary_part: dict[int, int] = {}
+        self._refusal: list[str] = []
+        self._seen: set[int] = set()  # output positions that streamed at least one event
+
+    # -- items ------------------------------------------------------------------------------
+    def _item_added(self, position: int, item: Any) -> list[AssistantMessageEvent]:
+        if item.type == "function_call":
+            index, event = self.blocks.open_call(item.call_id or "", item.name or "")
+        elif item.type == "reasoning":
+            index, event = self.blocks.open_thinking()
+        else:
+            return []
+        self._items[position] = index
+        return [event]
+
+    def _item_done(self, position: int, item: Any) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        if item.type == "message":
+            opened = [key for key in self._texts if key[0] == position]
+            if not opened:  # no deltas arrived (or not streamed): take the text from the item
+                for part_index, part in enumerate(item.content or []):
+                    events.extend(self._content_part(position, part_index, part))
+            for key in sorted(key for key in self._texts if key[0] == position):
+                events.extend(self.blocks.close(self._texts[key]))
+            return events
+        if item.type not in ("function_call", "reasoning"):
+            return events  # hosted tools run on OpenAI's side: not ours to execute
+        if position not in self._items:
+            events.extend(self._item_added(position, item))
+        index = self._items[position]
+        if item.type == "function_call":
+            self.builder.toolcall_rename(index, id=item.call_id or None, name=item.name or None)
+            if not self.blocks.received.get(index) and item.arguments:
+                events.append(self.blocks.call_delta(index, item.arguments))
+        else:
+            if position not in self._summary_part:
+                texts = [part.text for part in (item.summary or []) if getattr(part, "text", None)]
+                texts += [part.text for part in (getattr(item, "content", None) or []) if getattr(part, "text", None)]
+                if texts:
+                    events.append(self.builder.thinking_delta(index, "\n\n".join(texts)))
+            signature = _reasoning_signature(item)
+            if signature:
+                self.builder.thinking_signature(index, signature)
+        events.extend(self.blocks.close(index))
+        return events
+
+    def _content_part(self, position: int, part_index: int, part: Any) -> list[AssistantMessageEvent]:
+        if part.type == "output_text" and part.text:
+            return self._text_delta(position, part_index, part.text)
+        if part.type == "refusal" and part.refusal:
+            self._refusal.append(part.refusal)
+        return []
+
+    def _text_delta(self, position: int, part_index: int, delta: str) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        index = self._texts.get((position, part_index))
+        if index is None:
+            index, event = self.blocks.open_text()
+            self._texts[(position, part_index)] = index
+            events.append(event)
+        events.append(self.builder.text_delta(index, delta))
+        return events
+
+    def _thinking_delta(self, position: int, part: int, delta: str) -> list[AssistantMessageEvent]:
+        events: list[AssistantMessageEvent] = []
+        index = self._items.get(position)
+        if index is None:
+            index, event = self.blocks.open_thinking()
+            self._items[position] = index
+            events.append(event)
+        previous = self._summary_part.get(position)
+        if previous is not None and previous != part:
+            events.append(self.builder.thinking_delta(index, "\n\n"))
+        self._summary_part[position] = part
+        events.append(self.builder.thinking_delta(index, delta))
+        return events
+
+    # -- the stream --------------------------------------------------------------------------
+    def feed(self, event: Any) -> list[AssistantMessageEvent]:
+        self.started = True
+        kind = event.type
+        position = getattr(event, "output_index", None)
+        if isinstance(position, int):
+            self._seen.add(position)
+        if kind == "response.output_item.added":
+            return self._item_added(event.output_index, event.item)
+        if kind == "response.output_item.done":
+            return self._item_done(event.output_index, event.item)
+        if kind == "response.output_text.delta":
+            return self._text_delta(event.output_index, event.content_index, event.delta)
+        if kind == "response.function_call_arguments.delta":
+            index = self._items.get(event.output_index)
+            if index is None:
+                index, start = self.blocks.open_call("", "")
+                self._items[event.output_index] = index
+                return [start, self.blocks.call_delta(index, event.delta)]
+            return [self.blocks.call_delta(index, event.delta)]
+        if kind == "response.reasoning_summary_text.delta":
+            return self._thinking_delta(event.output_index, event.summary_index, event.delta)
+        if kind == "response.reasoning_text.delta":
+            return self._thinking_delta(event.output_index, -1 - event.content_index, event.delta)
+        if kind == "response.refusal.delta":
+            self._refusal.append(event.delta)
+            return []
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            return self._complete(event.response)
+        if kind == "error":
+            self.finished = True
+            label = f"stream error {event.code}" if event.code else "stream error"
+            return [*self.blocks.close_all(), self.builder.error("error", f"{label}: {event.message}")]
+        return []
+
+    def finish(self) -> list[AssistantMessageEvent]:
+        self.finished = True
+        events = self.blocks.close_all()
+        return [*events, self.builder.error("error", "stream ended before response.completed")]
+
+    def whole(self, response: Any) -> list[AssistantMessageEvent]:
+        self.started = True
+        return self._complete(response)
+
+    def _complete(self, response: Any) -> list[AssistantMessageEvent]:
+        """Finish from the final response object. Output items whose events never streamed (all of
+        them, when not streaming) are taken from it, so nothing the response holds is lost."""
+        self.finished = True
+        events: list[AssistantMessageEvent] = []
+        for position, item in enumerate(response.output or []):
+            if position not in self._seen:
+                events.extend(self._item_added(position, item))
+                events.extend(self._item_done(position, item))
+        events.extend(self.blocks.close_all())
+        if getattr(response, "usage", None):
+            self.builder.usage = responses_usage(response.usage)
+        status = response.status
+        if status == "failed":
+            error = getattr(response, "error", None)
+            detail = f"{error.code}: {error.message}" if error is not None else "response failed"
+            return [*events, self.builder.error("error", detail)]
+        if status == "incomplete":
+            details = getattr(response, "incomplete_details", None)
+            reason = getattr(details, "reason", None)
+            if reason == "max_output_tokens":
+                return [*events, self.builder.done("length")]
+            return [*events, self.builder.error("error", f"response incomplete: {reason}")]
+        if status not in ("completed", None):
+            return [*events, self.builder.error("error", f"response ended with status {status!r}")]
+        if self._refusal and not self.builder.has_content:
+            return [*events, self.builder.error("error", f"the model refused: {''.join(self._refusal)}")]
+        return [*events, self.builder.done("stop")]
+
+
+class OpenAIResponsesProvider(_OpenAIProvider):
+    """``client.responses.create``: OpenAI's current API, the one that returns reasoning items."""
+
+    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": model, "input": responses_input(request)}
+        if request.system_prompt:
+            kwargs["instructions"] = request.system_prompt
+        if request.tools:
+            kwargs["tools"] = responses_tools(request.tools)
+            kwargs.update(tool_choice.openai_responses(request.tool_choice, request.parallel_tool_calls))
+        max_tokens = request.max_tokens or self.max_tokens
+        if max_tokens is not None:
+            kwargs["max_output_tokens"] = max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.extra:
+            kwargs["extra_body"] = dict(request.extra)
+        return kwargs
+
+    def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        return client.responses.create(**kwargs)
+
+    def _decoder(self, builder: MessageBuilder) -> _Decoder:
+        return _ResponsesDecoder(builder)
+
+
+__all__ = [
+    "OpenAIChatProvider",
+    "OpenAIResponsesProvider",
+    "chat_messages",
+    "chat_tools",
+    "describe_error",
+    "responses_input",
+    "responses_tools",
+]
