@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Union
 
 from openprogram.providers import ModelRequest
@@ -69,17 +69,27 @@ class Turn:
 TurnLike = Union[Turn, ScriptedCall, str]
 
 
-class turn:  # noqa: N801 - a namespace of builders, read as ``turn.text(...)``
+class turn:
     """Builders for scripted model turns."""
 
     @staticmethod
-    def text(text: str, *, thinking: str | None = None, stop_reason: StopReason = "stop", usage: Usage | None = None) -> Turn:
+    def text(
+        text: str, *, thinking: str | None = None, stop_reason: StopReason = "stop", usage: Usage | None = None
+    ) -> Turn:
         """A reply in text (optionally after visible thinking): the model chose to finish."""
         blocks: list[tuple[str, str]] = []
         if thinking is not None:
             blocks.append(("thinking", thinking))
         blocks.append(("text", text))
         return Turn(blocks=tuple(blocks), stop_reason=stop_reason, usage=usage)
+
+    @staticmethod
+    def thinking(thinking: str, *, text: str | None = None, usage: Usage | None = None) -> Turn:
+        """A reply that shows reasoning and, unless ``text`` is given, no visible text at all."""
+        blocks: list[tuple[str, str]] = [("thinking", thinking)]
+        if text is not None:
+            blocks.append(("text", text))
+        return Turn(blocks=tuple(blocks), usage=usage)
 
     @staticmethod
     def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None, **kwargs: Any) -> ScriptedCall:
@@ -143,7 +153,6 @@ class ScriptViolation:
     message: str
 
 
-@dataclass
 class ScriptedProvider:
     """Answers request N with scripted turn N.
 
@@ -152,30 +161,32 @@ class ScriptedProvider:
     request number (never an ``IndexError``), so the run ends cleanly with reason ``error``.
     """
 
-    turns: list[Turn] = field(default_factory=list)
-    strict: bool = True
-    chunk_size: int = 16
-    name: str = "scripted"
-    requests: list[ModelRequest] = field(default_factory=list)
-    violations: list[ScriptViolation] = field(default_factory=list)
+    name = "scripted"
 
     def __init__(self, *turns: TurnLike, strict: bool = True, chunk_size: int = 16) -> None:
         if len(turns) == 1 and isinstance(turns[0], (list, tuple)):
             turns = tuple(turns[0])
         if chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
-        self.turns = [_as_turn(t, f"turn {i + 1}") for i, t in enumerate(turns)]
+        self.turns: list[Turn] = [_as_turn(t, f"turn {i + 1}") for i, t in enumerate(turns)]
         self.strict = strict
         self.chunk_size = chunk_size
-        self.name = "scripted"
-        self.requests = []
-        self.violations = []
+        self.violations: list[ScriptViolation] = []
+        self._requests: list[ModelRequest] = []
         self._next_id = 0
+
+    def __repr__(self) -> str:
+        return f"ScriptedProvider({len(self.turns)} turn(s), {len(self._requests)} request(s), strict={self.strict})"
+
+    @property
+    def requests(self) -> tuple[ModelRequest, ...]:
+        """Every request received, in order. Each is frozen and holds the history as it was sent."""
+        return tuple(self._requests)
 
     # -- inspection -----------------------------------------------------------------------
     @property
     def remaining(self) -> list[Turn]:
-        return self.turns[len(self.requests) :]
+        return self.turns[len(self._requests) :]
 
     def assert_complete(self) -> None:
         """Fail if the agent asked more, or less, of the model than the script says."""
@@ -196,8 +207,8 @@ class ScriptedProvider:
     async def stream(
         self, request: ModelRequest, cancel_event: asyncio.Event | None = None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        number = len(self.requests) + 1
-        self.requests.append(request)
+        number = len(self._requests) + 1
+        self._requests.append(request)
         builder = MessageBuilder(model=request.model or "scripted", provider=self.name)
         if number > len(self.turns):
             text = (
