@@ -11,7 +11,8 @@ import contextlib
 import fnmatch
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -36,6 +37,7 @@ class Function:
         source: str | None = None,
         toolset: str | Iterable[str] | None = None,
         thread: bool = False,
+        localns: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@{self.kind} decorates a function, got {type(fn).__name__}")
@@ -47,6 +49,7 @@ class Function:
         self.source = source or getattr(fn, "__module__", None) or ""
         self.toolsets = frozenset([toolset] if isinstance(toolset, str) else (toolset or ()))
         self.thread = thread
+        self._localns = localns
         self._model: type[BaseModel] | None = None
         self._tool: AgentTool | None = None
 
@@ -60,7 +63,7 @@ class Function:
     @property
     def arguments_model(self) -> type[BaseModel]:
         if self._model is None:
-            self._model = signature_model(self.fn, self._param_docs)
+            self._model = signature_model(self.fn, self._param_docs, self._localns)
         return self._model
 
     @property
@@ -147,6 +150,16 @@ class Registry:
 registry = Registry()
 
 
+def _caller_locals() -> Mapping[str, Any] | None:
+    """The locals of the code applying the decorator, when that is a function body.
+
+    With postponed annotations, ``x: Local`` is the string ``"Local"``; if ``Local`` is a class
+    defined in the same function as the tool, only that function's locals can resolve it.
+    """
+    frame = sys._getframe(2)
+    return None if frame.f_locals is frame.f_globals else frame.f_locals
+
+
 def _decorator(cls: type[Function]) -> Callable[..., Any]:
     def decorate(
         fn: Callable[..., Any] | None = None,
@@ -159,10 +172,20 @@ def _decorator(cls: type[Function]) -> Callable[..., Any]:
         thread: bool = False,
         register: bool = True,
     ) -> Any:
+        localns = _caller_locals()
+
         def wrap(target: Callable[..., Any]) -> Function:
             if inspect.isclass(target):
                 raise TypeError(f"@{cls.kind} decorates functions, not classes ({target.__name__})")
-            wrapped = cls(target, name=name, description=description, source=source, toolset=toolset, thread=thread)
+            wrapped = cls(
+                target,
+                name=name,
+                description=description,
+                source=source,
+                toolset=toolset,
+                thread=thread,
+                localns=localns,
+            )
             if register:
                 registry.register(wrapped)
             return wrapped

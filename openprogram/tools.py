@@ -70,18 +70,26 @@ class AgentTool:
 # ---------------------------------------------------------------------------------------------
 
 
+def _model_as_json(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def to_tool_result(value: Any) -> AgentToolResult:
-    """Turn whatever a tool function returned into the text the model will read."""
+    """Turn whatever a tool function returned into the text the model will read.
+
+    Pydantic models are dumped the same way as dicts (also inside lists and dicts), so a tool's
+    output reads the same whichever of the two it returns.
+    """
     if isinstance(value, AgentToolResult):
         return value
     if value is None:
         return AgentToolResult(content="")
     if isinstance(value, str):
         return AgentToolResult(content=value)
-    if isinstance(value, BaseModel):
-        return AgentToolResult(content=value.model_dump_json())
     try:
-        return AgentToolResult(content=json.dumps(value, ensure_ascii=False))
+        return AgentToolResult(content=json.dumps(value, ensure_ascii=False, default=_model_as_json))
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"tool returned a {type(value).__name__}, which is not JSON-serializable ({exc}); "
@@ -142,7 +150,9 @@ def _coerce_spec(spec: Any, where: str) -> ToolSpec:
         if data.get("type") == "function" and isinstance(data.get("function"), Mapping):
             data = dict(data["function"])  # OpenAI-style {"type": "function", "function": {...}}
         if "name" not in data:
-            raise ValueError(f"{where}: the spec has no 'name'; give {{'name': ..., 'description': ..., 'parameters': ...}}")
+            raise ValueError(
+                f"{where}: the spec has no 'name'; give {{'name': ..., 'description': ..., 'parameters': ...}}"
+            )
         parameters = data.get("parameters") or data.get("input_schema") or {"type": "object", "properties": {}}
         return ToolSpec(name=data["name"], description=data.get("description", ""), parameters=parameters)
     raise TypeError(f"{where}: the spec must be a ToolSpec or a dict, got {type(spec).__name__}")
@@ -171,10 +181,13 @@ def as_agent_tool(entry: Any) -> AgentTool:
             execute=callable_executor(entry["execute"], thread=bool(entry.get("thread", False))),
             source=entry.get("source"),
         )
-    if hasattr(entry, "spec") and hasattr(entry, "execute"):
+    if hasattr(entry, "spec"):
         where = f"tool object {entry!r:.80}"
-        if not callable(entry.execute):
-            raise ValueError(f"{where} has a spec but its 'execute' is not callable")
+        if not callable(getattr(entry, "execute", None)):
+            raise ValueError(
+                f"{where} has a spec but no 'execute' method; add execute(**arguments), "
+                "or decorate a function with @function"
+            )
         spec = _coerce_spec(entry.spec, where)
         return AgentTool(
             name=spec.name,
@@ -269,12 +282,18 @@ def _strip_titles(schema: Any) -> Any:
 
 
 def signature_model(
-    fn: Callable[..., Any], param_docs: Mapping[str, str] | None = None
+    fn: Callable[..., Any],
+    param_docs: Mapping[str, str] | None = None,
+    localns: Mapping[str, Any] | None = None,
 ) -> type[BaseModel]:
-    """A pydantic model of ``fn``'s parameters: the source of both the schema and argument parsing."""
+    """A pydantic model of ``fn``'s parameters: the source of both the schema and argument parsing.
+
+    ``localns`` resolves postponed annotations that name classes local to the function that
+    defined ``fn`` (a test body, a factory), which ``fn.__globals__`` alone cannot see.
+    """
     signature = inspect.signature(fn)
     try:
-        hints = get_type_hints(fn, include_extras=True)
+        hints = get_type_hints(fn, localns=dict(localns) if localns else None, include_extras=True)
     except Exception as exc:  # a postponed annotation naming something undefined
         raise TypeError(f"cannot resolve the type hints of {fn.__qualname__}: {exc}") from exc
     fields: dict[str, Any] = {}

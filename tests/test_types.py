@@ -1,0 +1,92 @@
+"""The contract types: frozen pydantic models with the names and defaults DESIGN.md section 3 gives."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from openprogram.types import (
+    AssistantMessage,
+    Message,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+    parse_tool_arguments,
+)
+
+
+def test_stop_reasons() -> None:
+    assert get_args(StopReason) == ("stop", "length", "toolUse", "error", "aborted")
+
+
+def test_defaults() -> None:
+    assert ToolCall(id="i", name="n").arguments == {}
+    assert ToolCall(id="i", name="n").raw_arguments is None
+    message = AssistantMessage()
+    assert (message.content, message.stop_reason, message.error_message, message.usage) == ((), "stop", None, Usage())
+    assert (message.model, message.provider, message.timestamp) == ("", "", None)
+    result = ToolResultMessage(tool_call_id="i", tool_name="n")
+    assert (result.content, result.is_error, result.details, result.timestamp) == ((), False, None, None)
+    assert ToolSpec(name="t").parameters == {"type": "object", "properties": {}}
+
+
+def test_messages_are_frozen() -> None:
+    message = UserMessage(content="hi")
+    with pytest.raises(ValidationError):
+        message.content = "changed"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        AssistantMessage().stop_reason = "error"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        UserMessage(content="hi", extra_field=1)  # type: ignore[call-arg]
+
+
+def test_text_properties() -> None:
+    assistant = AssistantMessage(
+        content=(
+            ThinkingContent(thinking="hidden"),
+            TextContent(text="a"),
+            ToolCall(id="1", name="f"),
+            TextContent(text="b"),
+        )
+    )
+    assert assistant.text == "ab"
+    assert assistant.tool_calls == [ToolCall(id="1", name="f")]
+    assert UserMessage(content=(TextContent(text="x"), TextContent(text="y"))).text == "xy"
+    assert UserMessage(content="plain").text == "plain"
+    assert ToolResultMessage(tool_call_id="1", tool_name="f", content="r").content == (TextContent(text="r"),)
+
+
+def test_messages_round_trip_through_json_by_role() -> None:
+    adapter = TypeAdapter(Message)
+    for message in [
+        UserMessage(content="hi", timestamp=1),
+        AssistantMessage(
+            content=(TextContent(text="a"), ToolCall(id="1", name="f", arguments={"x": [1]})), stop_reason="toolUse"
+        ),
+        ToolResultMessage(tool_call_id="1", tool_name="f", content="r", is_error=True, details={"k": 1}),
+    ]:
+        assert adapter.validate_json(adapter.dump_json(message)) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ('{"a": 1}', ({"a": 1}, None)),
+        ("", ({}, None)),
+        ("   ", ({}, None)),
+        ("{}", ({}, None)),
+        ('{"a": ', ({}, '{"a": ')),
+        ("[1]", ({}, "[1]")),
+        ("null", ({}, "null")),
+        ('"text"', ({}, '"text"')),
+    ],
+)
+def test_parse_tool_arguments(text: str, parsed: tuple[dict[str, object], str | None]) -> None:
+    assert parse_tool_arguments(text) == parsed
