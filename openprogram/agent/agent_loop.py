@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from openprogram.agent.events import (
 )
 from openprogram.providers import ModelRequest, Provider, ToolChoice
 from openprogram.tools import AgentTool, AgentToolResult, ToolArgumentsError, to_tool_result, validate_tool_arguments
-from openprogram.types import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
+from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, ToolCall, ToolResultMessage, UserMessage
 
 MAX_INNER_ITERATIONS = 50
 """Hard cap on model requests per run, against a model that never stops picking."""
@@ -86,7 +86,9 @@ def agent_loop_continue(
 ) -> EventStream[AgentEvent, list[Message]]:
     """Resume from an existing history (after a tool result, or a user message already in it)."""
     if not context.messages:
-        raise ValueError("agent_loop_continue needs a context with messages; to start a run use agent_loop(prompts, ...)")
+        raise ValueError(
+            "agent_loop_continue needs a context with messages; to start a run use agent_loop(prompts, ...)"
+        )
     if isinstance(context.messages[-1], AssistantMessage):
         raise ValueError(
             "agent_loop_continue cannot continue from an assistant message: the model already answered. "
@@ -223,9 +225,29 @@ async def _run_loop(run: _Run) -> EndReason:
 
 
 async def _stream_assistant_response(run: _Run) -> AssistantMessage:
-    """One model call: stream the reply into message events and commit the final message."""
-    provider = run.config.provider
-    request = ModelRequest.model_construct(
+    """One model call: stream the reply into message events and commit the final message.
+
+    Whatever the provider does (an error event, raising, even raising when asked for the stream,
+    or stopping without a final event) ends in one committed message, so the run goes on or ends
+    through the same two paths.
+    """
+    run.requests += 1
+    reply = _Reply(run)
+    try:
+        final = await reply.read(run.config.provider.stream(_request(run), run.cancel_event))
+    except Exception as exc:
+        final = reply.failed(f"{type(exc).__name__}: {exc}")
+    final = final.model_copy(update={"timestamp": run.clock()})
+    if not reply.started:
+        run.emit(AgentEventMessageStart(message=final))
+    run.emit(AgentEventMessageEnd(message=final))
+    run.messages.append(final)
+    run.new_messages.append(final)
+    return final
+
+
+def _request(run: _Run) -> ModelRequest:
+    return ModelRequest.model_construct(
         model=run.config.model,
         system_prompt=run.system_prompt,
         messages=tuple(run.messages),
@@ -236,44 +258,45 @@ async def _stream_assistant_response(run: _Run) -> AssistantMessage:
         temperature=None,
         extra={},
     )
-    run.requests += 1
-    started = False
-    partial: AssistantMessage | None = None
-    final: AssistantMessage | None = None
-    events = provider.stream(request, run.cancel_event)
-    try:
-        async for event in events:
-            kind = event.type
-            if kind == "done":
-                final = event.message
-                break
-            if kind == "error":
-                final = event.error
-                break
-            partial = event.partial
-            if not started:
-                run.emit(AgentEventMessageStart(message=partial))
-                started = True
-            if kind != "start":
-                run.emit(AgentEventMessageUpdate(message=partial, assistant_message_event=event))
-    except Exception as exc:
-        final = _error_message(run, partial, f"{type(exc).__name__}: {exc}")
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            try:
-                await aclose()
-            except Exception:  # a provider that fails while closing has already given its answer
-                pass
-    if final is None:
-        final = _error_message(run, partial, "provider stream ended without a done or error event")
-    final = final.model_copy(update={"timestamp": run.clock()})
-    if not started:
-        run.emit(AgentEventMessageStart(message=final))
-    run.emit(AgentEventMessageEnd(message=final))
-    run.messages.append(final)
-    run.new_messages.append(final)
-    return final
+
+
+class _Reply:
+    """One streaming reply: emits ``message_start`` / ``message_update`` and finds the final message."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.started = False
+        self.partial: AssistantMessage | None = None
+
+    async def read(self, events: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
+        try:
+            async for event in events:
+                kind = event.type
+                if kind == "done":
+                    return event.message
+                if kind == "error":
+                    return event.error
+                self.partial = event.partial
+                if not self.started:
+                    self.run.emit(AgentEventMessageStart(message=self.partial))
+                    self.started = True
+                if kind != "start":
+                    self.run.emit(AgentEventMessageUpdate(message=self.partial, assistant_message_event=event))
+        finally:
+            await _close(events)
+        return self.failed("provider stream ended without a done or error event")
+
+    def failed(self, text: str) -> AssistantMessage:
+        return _error_message(self.run, self.partial, text)
+
+
+async def _close(events: Any) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:  # a provider that fails while closing has already given its answer
+            pass
 
 
 def _error_message(run: _Run, partial: AssistantMessage | None, text: str) -> AssistantMessage:
@@ -317,7 +340,9 @@ async def _run_tool_call(run: _Run, call: ToolCall) -> AgentToolResult:
         return AgentToolResult(content=str(exc), is_error=True)
 
     def on_update(partial_result: Any) -> None:
-        run.emit(AgentEventToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial_result=partial_result))
+        run.emit(
+            AgentEventToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial_result=partial_result)
+        )
 
     try:
         result = await tool.execute(call.id, args, run.cancel_event, on_update)
