@@ -61,7 +61,9 @@ class ExecResult:
 def use(provider: Provider, model: str | None = None) -> Iterator[Provider]:
     """Make ``provider`` (and ``model``) the one ``exec`` calls in this context, nested calls included."""
     if not callable(getattr(provider, "stream", None)):
-        raise TypeError(f"runtime.use needs a provider with a stream(request, cancel_event) method, got {provider!r:.80}")
+        raise TypeError(
+            f"runtime.use needs a provider with a stream(request, cancel_event) method, got {provider!r:.80}"
+        )
     token = _current_provider.set(_Binding(provider, model))
     try:
         yield provider
@@ -123,7 +125,8 @@ def resolve_tools(
 def _check_tool_choice(tool_choice: ToolChoice | None, menu: list[AgentTool]) -> None:
     if tool_choice is None or tool_choice in ("auto", "required", "none"):
         return
-    if isinstance(tool_choice, dict) and tool_choice.get("type") == "function" and isinstance(tool_choice.get("name"), str):
+    forced = isinstance(tool_choice, dict) and tool_choice.get("type") == "function"
+    if forced and isinstance(tool_choice.get("name"), str):  # type: ignore[union-attr]
         name = tool_choice["name"]
         if name not in {t.name for t in menu}:
             available = ", ".join(t.name for t in menu) or "(none)"
@@ -183,14 +186,25 @@ async def aexec_result(
     finally:
         _current_tools.reset(token)
     reason: EndReason = "stop"
-    async for event in stream:
-        if on_event is not None:
-            on_event(event)
-        if event.type == "agent_end":
-            reason = event.reason
+    try:
+        async for event in stream:
+            if on_event is not None:
+                on_event(event)
+            if event.type == "agent_end":
+                reason = event.reason
+    except BaseException:
+        await _abandon(stream.task)  # nothing of this run may go on after exec has raised
+        raise
     messages = await stream.result()
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     return ExecResult(text=last.text if last is not None else "", reason=reason, messages=messages)
+
+
+async def _abandon(task: asyncio.Task[Any] | None) -> None:
+    """Cancel a run whose consumer gave up (``on_event`` raised, or exec itself was cancelled)."""
+    if task is not None and not task.done():
+        task.cancel()
+        await asyncio.wait({task})
 
 
 async def aexec(content: str | Message, **kwargs: Any) -> str:
@@ -207,7 +221,7 @@ async def aexec(content: str | Message, **kwargs: Any) -> str:
     return result.text
 
 
-def exec(content: str | Message, **kwargs: Any) -> str:  # noqa: A001 - the seed's name
+def exec(content: str | Message, **kwargs: Any) -> str:
     """Synchronous ``aexec``.
 
     Called from a tool body that runs on the loop thread (the nested case), it cannot block that
