@@ -124,7 +124,9 @@ class MessageBuilder:
 
     # -- tool calls -----------------------------------------------------------------------
     def toolcall_start(self, id: str, name: str) -> tuple[int, ToolCallStartEvent]:
-        index = self._open(ToolCall.model_construct(type="toolCall", id=id, name=name, arguments={}, raw_arguments=None))
+        index = self._open(
+            ToolCall.model_construct(type="toolCall", id=id, name=name, arguments={}, raw_arguments=None)
+        )
         self._tool_ids[index] = (id, name)
         return index, ToolCallStartEvent.model_construct(
             type="toolcall_start", content_index=index, partial=self.snapshot()
