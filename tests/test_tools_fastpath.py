@@ -1,0 +1,127 @@
+"""The argument-validation fast path may only ever accept what jsonschema accepts.
+
+``validate_tool_arguments`` first tries a direct check of the common keywords and falls back to
+jsonschema for anything it does not accept; these properties pin that the shortcut never lets
+through arguments jsonschema would reject, on generated schemas and generated values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from openprogram import function
+from openprogram.tools import _fits, _is_simple, as_agent_tool
+
+NAMES = st.sampled_from(["a", "b", "c"])
+TYPES = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
+
+leaf_schemas = st.one_of(
+    st.builds(lambda t: {"type": t}, TYPES),
+    st.builds(lambda ts: {"type": ts}, st.lists(TYPES, min_size=1, max_size=3, unique=True)),
+    st.builds(lambda e: {"type": "string", "enum": e}, st.lists(st.sampled_from(["x", "y", "1"]), min_size=1)),
+    st.builds(lambda e: {"enum": e}, st.lists(st.sampled_from(["x", "y"]), min_size=1)),
+    st.just({}),
+    st.just({"description": "anything", "default": 1}),
+)
+
+
+def _object(props: dict[str, Any], required: list[str], extra: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props, "required": [n for n in required if n in props]}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    return schema
+
+
+schemas = st.recursive(
+    leaf_schemas,
+    lambda children: st.one_of(
+        st.builds(
+            _object,
+            st.dictionaries(NAMES, children, max_size=3),
+            st.lists(NAMES, max_size=3),
+            st.one_of(st.none(), st.booleans(), children),
+        ),
+        st.builds(lambda item: {"type": "array", "items": item}, children),
+        st.builds(lambda branches: {"anyOf": branches}, st.lists(children, min_size=1, max_size=3)),
+    ),
+    max_leaves=8,
+)
+
+values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 3),
+        st.floats(allow_nan=False, allow_infinity=False, width=16),
+        st.sampled_from(["x", "y", "1", "", "true"]),
+    ),
+    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(NAMES, children, max_size=3)),
+    max_leaves=8,
+)
+
+
+def _with_refs(schema: dict[str, Any], definition: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "$defs": {"D": definition},
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/D", "description": "via a ref"}, "b": schema},
+    }
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schemas, values)
+def test_the_fast_path_accepts_only_what_jsonschema_accepts(schema: dict[str, Any], value: Any) -> None:
+    assert _is_simple(schema, schema, 0)
+    if _fits(value, schema, schema):
+        assert jsonschema.Draft202012Validator(schema).is_valid(value), (schema, value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schemas, schemas, st.dictionaries(NAMES, values, max_size=3))
+def test_the_fast_path_follows_refs_faithfully(schema: dict[str, Any], definition: dict[str, Any], value: Any) -> None:
+    root = _with_refs(schema, definition)
+    assert _is_simple(root, root, 0)
+    if _fits(value, root, root):
+        assert jsonschema.Draft202012Validator(root).is_valid(value), (root, value)
+
+
+def test_schemas_with_other_keywords_always_go_to_jsonschema() -> None:
+    for schema in [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": "^a"},
+        {"type": "object", "properties": {"x": {"type": "string", "maxLength": 2}}},
+        {"allOf": [{"type": "string"}]},
+        {"oneOf": [{"type": "string"}]},
+        {"type": "array", "items": [{"type": "string"}]},
+        {"$ref": "#/$defs/Missing"},
+        {"type": "object", "properties": {"x": True}},
+        {"enum": [1, 2]},
+        {"type": "strng"},
+    ]:
+        assert not _is_simple(schema, schema, 0), schema
+
+
+def test_a_recursive_model_is_left_to_jsonschema() -> None:
+    schema = {
+        "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+        "$ref": "#/$defs/Node",
+    }
+    assert not _is_simple(schema, schema, 0)
+
+
+def test_signature_schemas_take_the_fast_path() -> None:
+    @function(register=False)
+    def f(a: int, b: str | None = None, c: list[float] = [], d: bool = False) -> None:  # noqa: B006
+        return None
+
+    tool = as_agent_tool(f)
+    assert _is_simple(tool.parameters, tool.parameters, 0)
+    assert _fits({"a": 1, "b": None, "c": [1, 2.5]}, tool.parameters, tool.parameters)
+    assert not _fits({"a": 1.0}, tool.parameters, tool.parameters)  # 1.0 is jsonschema's call
+    assert not _fits({"a": True}, tool.parameters, tool.parameters)
+    assert not _fits({"b": "x"}, tool.parameters, tool.parameters)
+    assert not _fits({"a": 1, "z": 0}, tool.parameters, tool.parameters)
