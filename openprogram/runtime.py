@@ -36,6 +36,11 @@ _current_provider: contextvars.ContextVar[_Binding | None] = contextvars.Context
 _current_tools: contextvars.ContextVar[tuple[AgentTool, ...] | None] = contextvars.ContextVar(
     "_current_tools", default=None
 )
+# A nested exec stamps its messages with the outer run's clock, so a scenario with an injected
+# clock stays byte-for-byte reproducible all the way down.
+_current_clock: contextvars.ContextVar[Callable[[], int] | None] = contextvars.ContextVar(
+    "_current_clock", default=None
+)
 
 
 class ExecError(RuntimeError):
@@ -123,6 +128,8 @@ def resolve_tools(
 
 
 def _check_tool_choice(tool_choice: ToolChoice | None, menu: list[AgentTool]) -> None:
+    if tool_choice == "required" and not menu:
+        raise ValueError("tool_choice='required' needs at least one tool on the menu, and the menu is empty")
     if tool_choice is None or tool_choice in ("auto", "required", "none"):
         return
     forced = isinstance(tool_choice, dict) and tool_choice.get("type") == "function"
@@ -169,6 +176,8 @@ async def aexec_result(
         model = model if model is not None else binding.model
     menu = resolve_tools(tools, toolset, tools_source, tools_allow, tools_deny)
     _check_tool_choice(tool_choice, menu)
+    if clock is None:
+        clock = _current_clock.get()
     prompt = UserMessage(content=content) if isinstance(content, str) else content
     config = AgentLoopConfig(
         provider=provider,
@@ -180,11 +189,13 @@ async def aexec_result(
         get_follow_up_messages=get_follow_up_messages,
         clock=clock,
     )
-    token = _current_tools.set(tuple(menu))  # the loop task copies this context: tool bodies see the menu
+    # The loop task copies this context, so tool bodies (and a nested exec in them) see both.
+    tools_token, clock_token = _current_tools.set(tuple(menu)), _current_clock.set(clock)
     try:
         stream = agent_loop([prompt], AgentContext(system_prompt, list(history), menu), config, cancel_event)
     finally:
-        _current_tools.reset(token)
+        _current_clock.reset(clock_token)
+        _current_tools.reset(tools_token)
     reason: EndReason = "stop"
     try:
         async for event in stream:

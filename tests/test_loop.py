@@ -851,3 +851,17 @@ def test_result_messages_have_json_dumpable_events() -> None:
     run = run_agent(ScriptedProvider(turn.tool_call("add", a=1, b=2), "three"), tools=[add_tool()])
     for event in run.events:
         json.loads(event.model_dump_json())
+
+
+def test_context_tools_may_be_any_menu_entry() -> None:
+    from openprogram import function
+
+    @function(register=False)
+    def double(x: int) -> int:
+        return 2 * x
+
+    entries: list[Any] = [double, {"spec": {"name": "echo"}, "execute": lambda: "e"}]
+    provider = ScriptedProvider(turn.tool_calls(turn.tool_call("double", x=4), turn.tool_call("echo")), "ok")
+    run = run_agent(provider, tools=entries)
+    assert [m.text for m in result_messages(run.result)] == ["8", "e"]
+    assert [t.name for t in provider.requests[0].tools] == ["double", "echo"]

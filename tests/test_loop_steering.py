@@ -187,3 +187,14 @@ def test_steering_within_a_follow_up_round_is_served_before_the_next_follow_up()
 def test_steering_messages_given_as_strings_become_user_messages() -> None:
     run = run_agent(ScriptedProvider("ok"), steering=Queue(["plain"]))
     assert isinstance(run.result[1], UserMessage) and run.result[1].content == "plain"
+
+
+def test_a_plain_sync_getter_works_too() -> None:
+    batches = [["sync steer"], []]
+
+    def steering() -> list[str]:
+        return batches.pop(0) if batches else []
+
+    provider = ScriptedProvider("ok")
+    run_agent(provider, steering=steering, follow_ups=lambda: None)
+    assert [m.content for m in provider.requests[0].messages] == ["hi", "sync steer"]

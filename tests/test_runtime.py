@@ -357,6 +357,11 @@ def test_invalid_tool_choices_are_refused_before_any_request(choice: Any, messag
     assert provider.requests == ()
 
 
+def test_required_with_an_empty_menu_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"tool_choice='required' needs at least one tool on the menu"):
+        run_exec(ScriptedProvider("ok"), tools=[], tool_choice="required")
+
+
 def test_forcing_a_tool_removed_by_policy_is_refused() -> None:
     with pytest.raises(ValueError, match=r"tool_choice forces 'b', which is not on the menu \(available: a\)"):
         run_exec(
@@ -505,3 +510,21 @@ def test_sync_exec_called_from_async_code_runs_on_a_helper_thread() -> None:
         return runtime.exec("q", tools=[], provider=ScriptedProvider("from a thread"))
 
     assert asyncio.run(main()) == "from a thread"
+
+
+def _nested_trace() -> list[str]:
+    @agentic_function(register=False)
+    def researcher(topic: str) -> str:
+        return runtime.exec(f"research {topic}", tools=[])
+
+    provider = ScriptedProvider(turn.tool_call("researcher", topic="t"), "inner", "outer")
+    with runtime.use(provider):
+        runtime.exec("go", tools=[researcher], clock=Clock())
+    return [r.model_dump_json() for r in provider.requests]
+
+
+def test_a_nested_exec_stamps_with_the_outer_clock_so_traces_repeat() -> None:
+    first = _nested_trace()
+    assert first == _nested_trace()
+    # outer prompt 1001, outer reply 1002, then the nested prompt takes the outer clock's next tick
+    assert '"timestamp":1003' in first[1]

@@ -8,6 +8,7 @@ Events pushed to the stream are the only output; ``new_messages`` is what the ru
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -30,7 +31,14 @@ from openprogram.agent.events import (
     EventStream,
 )
 from openprogram.providers import ModelRequest, Provider, ToolChoice
-from openprogram.tools import AgentTool, AgentToolResult, ToolArgumentsError, to_tool_result, validate_tool_arguments
+from openprogram.tools import (
+    AgentTool,
+    AgentToolResult,
+    ToolArgumentsError,
+    as_agent_tool,
+    to_tool_result,
+    validate_tool_arguments,
+)
 from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, ToolCall, ToolResultMessage, UserMessage
 
 MAX_INNER_ITERATIONS = 50
@@ -38,7 +46,7 @@ MAX_INNER_ITERATIONS = 50
 
 SKIPPED_TEXT = "Skipped due to queued user message."
 
-MessageSource = Callable[[], Awaitable[Sequence[Message | str]]]
+MessageSource = Callable[[], Awaitable[Sequence[Message | str]] | Sequence[Message | str]]
 
 
 @dataclass
@@ -111,7 +119,7 @@ class _Run:
         self.system_prompt = context.system_prompt
         self.messages: list[Message] = list(context.messages)  # the caller's list is never mutated
         self.new_messages: list[Message] = []
-        self.tools = list(context.tools)
+        self.tools = [as_agent_tool(tool) for tool in context.tools]  # any menu entry works here too
         self.tools_by_name: dict[str, AgentTool] = {}
         for tool in self.tools:
             self.tools_by_name.setdefault(tool.name, tool)
@@ -135,7 +143,10 @@ class _Run:
     async def poll(self, source: MessageSource | None) -> list[Message]:
         if source is None:
             return []
-        return [_as_message(m) for m in (await source() or ())]
+        queued = source()
+        if inspect.isawaitable(queued):  # the contract says async; a plain function works too
+            queued = await queued
+        return [_as_message(m) for m in (queued or ())]
 
 
 def _as_message(message: Message | str) -> Message:
