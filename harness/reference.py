@@ -1,0 +1,610 @@
+"""The reference model: what a scenario's run must look like, worked out from the contract alone.
+
+This never imports or runs the loop. It reads DESIGN.md sections 1 and 4 as a recipe and follows
+it one step at a time: ask the model, run each pick, poll the queues, decide whether another
+round happens. It also knows what the harness's own pieces do (the scripted provider streams a
+reply in 16-character chunks and numbers calls ``call_1``, ``call_2``, ...; the clock counts up
+by one from 1000; planned tools follow their plan), so it can predict every message byte for byte.
+
+``predict(scenario)`` gives the expected event sequence, the messages of every model request,
+the tool ledger, ``new_messages`` and the end reason; ``compare(scenario, trace)`` lists, in
+readable lines, where a real run disagrees.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.scenario import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, Scenario, ToolDef, effective_cap
+from harness.trace import LedgerEntry, Trace, render_message
+from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
+from openprogram.types import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    parse_tool_arguments,
+)
+
+__all__ = ["Prediction", "compare", "predict"]
+
+SKIPPED = "Skipped due to queued user message."
+CHUNK = 16  # the scripted provider streams text and argument text in chunks of this size
+FIRST_TICK = 1000  # the scenario clock's first reading
+
+
+@dataclass
+class Prediction:
+    """What the run must show. ``events`` are signatures: ``(type, key fields...)``."""
+
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    ledger: list[LedgerEntry] = field(default_factory=list)
+    new_messages: list[Message] = field(default_factory=list)
+    reason: str = "stop"
+    loose: set[int] = field(default_factory=set)
+    """ids of predicted tool results of real tools: only their text and error flag are known."""
+
+    @property
+    def event_types(self) -> list[str]:
+        return [e[0].rstrip("*") for e in self.events]
+
+
+def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = ()) -> Prediction:
+    """The run ``scenario`` must produce. ``outcomes``: what real (user) tools did, in order."""
+    world = _World(scenario, outcomes)
+    run = _Run(
+        world,
+        prompts=scenario.prompts,
+        menu=list(scenario.tools),
+        turns=scenario.turns,
+        steering=scenario.steering,
+        follow_ups=scenario.follow_ups,
+        max_iterations=scenario.config.max_iterations,
+        model=scenario.config.model,
+        system_prompt=scenario.config.system_prompt,
+        tool_choice=scenario.config.tool_choice,
+        parallel_tool_calls=scenario.config.parallel_tool_calls,
+        depth=0,
+        top=True,
+    )
+    reason = run.play()
+    return Prediction(
+        events=run.events,
+        requests=run.requests,
+        ledger=world.ledger,
+        new_messages=run.new_messages,
+        reason=reason,
+        loose=world.loose,
+    )
+
+
+class _World:
+    """What every level of a scenario shares: the clock, the plan counters, the ledger."""
+
+    def __init__(self, scenario: Scenario, outcomes: Sequence[LedgerEntry]) -> None:
+        self.scenario = scenario
+        self.time = FIRST_TICK - 1
+        self.executions: dict[str, int] = {}
+        self.ledger: list[LedgerEntry] = []
+        self.real_outcomes: Iterator[LedgerEntry] = iter([e for e in outcomes if _is_real(scenario, e.tool_name)])
+        self.loose: set[int] = set()
+        self.validators = {t.name: _validator(t) for t in scenario.tools}
+
+    def tick(self) -> int:
+        self.time += 1
+        return self.time
+
+
+_validators: dict[tuple[str, str], AgentTool] = {}
+
+
+def _validator(tool: ToolDef) -> AgentTool:
+    """A never-executed AgentTool to validate arguments with, reused per name and schema (the
+    schema check behind ``validate_tool_arguments`` is costly and cached per tool object)."""
+    key = (tool.name, json.dumps(tool.parameters, sort_keys=True, default=str))
+    found = _validators.get(key)
+    if found is None:
+        if len(_validators) > 4096:
+            _validators.clear()
+        found = _validators[key] = AgentTool(tool.name, tool.description, dict(tool.parameters), _never)
+    return found
+
+
+async def _never(*_: Any) -> Any:  # pragma: no cover - the reference only validates, never executes
+    raise AssertionError("the reference model does not execute tools")
+
+
+def _is_real(scenario: Scenario, name: str) -> bool:
+    tool = scenario.tool(name)
+    return tool is not None and tool.is_real
+
+
+class _Run:
+    """One run of the loop (the top-level one, or a nested exec), simulated step by step."""
+
+    def __init__(
+        self,
+        world: _World,
+        *,
+        prompts: Sequence[str],
+        menu: list[ToolDef],
+        turns: Sequence[ModelTurn],
+        steering: Any,
+        follow_ups: Any,
+        max_iterations: int | None,
+        model: str | None,
+        system_prompt: str,
+        tool_choice: Any,
+        parallel_tool_calls: bool | None,
+        depth: int,
+        top: bool,
+    ) -> None:
+        self.world = world
+        self.prompts = prompts
+        self.menu = menu
+        self.turns = turns
+        self.steering, self.steering_polls = steering, 0
+        self.follow_ups, self.follow_up_polls = follow_ups, 0
+        self.cap = effective_cap(max_iterations)
+        self.model = model
+        self.system_prompt = system_prompt
+        self.tool_choice = dict(tool_choice) if isinstance(tool_choice, dict) else tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.depth = depth
+        self.top = top
+        self.history: list[Message] = []
+        self.new_messages: list[Message] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.generated_ids = 0
+        self.cancelled = False
+
+    # -- the run, as DESIGN.md tells it ---------------------------------------------------------
+    def play(self) -> str:
+        self.emit("agent_start")
+        self.emit("turn_start")
+        for prompt in self.prompts:
+            self.commit(UserMessage(content=prompt))
+        queued = self.poll_steering()  # once before the first model call
+        first_round = True
+        while True:
+            if not first_round:
+                self.emit("turn_start")
+            first_round = False
+            for message in queued:  # queued user messages go in before the model is asked
+                self.commit(message)
+            queued = []
+            if self.cancelled:  # checked before each model call: the provider is not asked
+                aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
+                aborted = self.commit(aborted)
+                self.emit("turn_end", aborted, ())
+                return self.end("aborted")
+            reply = self.ask_model()
+            if reply.stop_reason in ("error", "aborted"):  # the run ends at once
+                self.emit("turn_end", reply, ())
+                return self.end(reply.stop_reason)
+            calls = [block for block in reply.content if isinstance(block, ToolCall)]
+            results: list[ToolResultMessage] = []
+            arrived: list[Message] = []
+            for position, call in enumerate(calls):  # one by one, in order
+                results.append(self.run_call(call))
+                arrived = self.poll_steering()  # after each executed call
+                if arrived:  # the rest of the batch is skipped, the user goes first
+                    results.extend(self.skip(rest) for rest in calls[position + 1 :])
+                    break
+            self.emit("turn_end", reply, tuple(results))
+            queued = arrived if arrived else self.poll_steering()  # after turn_end, unless the batch got some
+            wants_another_round = bool(calls) or bool(queued)
+            budget_left = len(self.requests) < self.cap
+            if wants_another_round and not budget_left:
+                for message in queued:  # nothing taken from a queue is lost
+                    self.commit(message)
+                return self.end("max_iterations")
+            if wants_another_round:
+                continue
+            # The model answered in text and nothing is queued: the inner loop drains.
+            if not budget_left:
+                return self.end("stop")  # no budget to serve follow-ups, so none are taken
+            queued = self.poll_follow_ups()
+            if not queued:
+                return self.end("stop")
+
+    def end(self, reason: str) -> str:
+        self.emit("agent_end", reason, tuple(self.new_messages))
+        return reason
+
+    # -- small steps ----------------------------------------------------------------------------
+    def emit(self, kind: str, *fields: Any) -> None:
+        if self.top:
+            self.events.append((kind, *fields))
+
+    def commit(self, message: Any) -> Any:
+        """Stamp with the clock, announce, append to the history and to ``new_messages``."""
+        message = message.model_copy(update={"timestamp": self.world.tick()})
+        self.emit("message_start", message.role, None if message.role == "assistant" else message)
+        self.emit("message_end", message)
+        self.history.append(message)
+        self.new_messages.append(message)
+        return message
+
+    def poll_steering(self) -> list[Message]:
+        if not self.steering:
+            return []
+        self.steering_polls += 1
+        return [UserMessage(content=text) for text in self.steering.get(self.steering_polls, ())]
+
+    def poll_follow_ups(self) -> list[Message]:
+        if not self.follow_ups:
+            return []
+        self.follow_up_polls += 1
+        return [UserMessage(content=text) for text in self.follow_ups.get(self.follow_up_polls, ())]
+
+    # -- the model ------------------------------------------------------------------------------
+    def ask_model(self) -> AssistantMessage:
+        self.requests.append(
+            {
+                "model": self.model,
+                "system_prompt": self.system_prompt,
+                "messages": tuple(self.history),
+                "tools": tuple((t.name, t.description, dict(t.parameters)) for t in self.menu),
+                "tool_choice": self.tool_choice,
+                "parallel_tool_calls": self.parallel_tool_calls,
+            }
+        )
+        number = len(self.requests)
+        reported_model = self.model or "scripted"
+        updates = 0
+        if number > len(self.turns):
+            reply = AssistantMessage(
+                stop_reason="error",
+                error_message=(
+                    f"ScriptedProvider: request {number} is beyond the script ({len(self.turns)} turn(s) scripted); "
+                    "add a turn or check why the agent asked again"
+                ),
+                model=reported_model,
+                provider="scripted",
+            )
+        else:
+            scripted = self.turns[number - 1]
+            if scripted.kind in ("error", "aborted"):
+                reply = AssistantMessage(
+                    stop_reason=scripted.kind, error_message=scripted.message, model=reported_model, provider="scripted"
+                )
+            else:
+                content, updates = self.stream_content(scripted)
+                if scripted.kind == "reply":
+                    has_calls = any(isinstance(b, ToolCall) for b in content)
+                    stop = "toolUse" if has_calls and scripted.stop == "stop" else scripted.stop
+                    reply = AssistantMessage(
+                        content=content, stop_reason=stop, model=reported_model, provider="scripted"
+                    )
+                else:  # the provider raised, or hung up: the loop writes the error message itself
+                    why = (
+                        f"ConnectionError: {scripted.message}"
+                        if scripted.kind == "raise"
+                        else "provider stream ended without a done or error event"
+                    )
+                    reply = AssistantMessage(
+                        content=content,
+                        stop_reason="error",
+                        error_message=why,
+                        model=self.model or "",
+                        provider="scripted",
+                    )
+        reply = reply.model_copy(update={"timestamp": self.world.tick()})
+        self.emit("message_start", "assistant", None)
+        for _ in range(updates):
+            self.emit("message_update")
+        self.emit("message_end", reply)
+        self.history.append(reply)
+        self.new_messages.append(reply)
+        return reply
+
+    def stream_content(self, scripted: ModelTurn) -> tuple[tuple[Any, ...], int]:
+        """The reply's blocks, and how many ``message_update`` events streaming them gives."""
+        content: list[Any] = []
+        updates = 0
+        if scripted.thinking is not None:
+            content.append(ThinkingContent(thinking=scripted.thinking))
+            updates += 2 + _chunks(scripted.thinking)
+        if scripted.text is not None:
+            content.append(TextContent(text=scripted.text))
+            updates += 2 + _chunks(scripted.text)
+        for call in scripted.calls:
+            content.append(self.tool_call(call))
+            updates += 2 + _chunks(call.arguments_text())
+        return tuple(content), updates
+
+    def tool_call(self, call: Call) -> ToolCall:
+        call_id = call.id
+        if call_id is None:
+            self.generated_ids += 1
+            call_id = f"call_{self.generated_ids}"
+        arguments, raw = parse_tool_arguments(call.arguments_text())
+        return ToolCall(id=call_id, name=call.name, arguments=arguments, raw_arguments=raw)
+
+    # -- the tools ------------------------------------------------------------------------------
+    def run_call(self, call: ToolCall) -> ToolResultMessage:
+        self.emit("tool_execution_start", call.id, call.name, call.arguments)
+        tool = next((t for t in self.menu if t.name == call.name), None)
+        loose = False
+        if tool is None:
+            available = ", ".join(t.name for t in self.menu) or "(none)"
+            text, is_error = f'Tool "{call.name}" not found. Available tools: {available}', True
+        elif call.raw_arguments is not None:
+            text, is_error = _invalid_json(call), True
+        else:
+            try:
+                arguments = validate_tool_arguments(self.world.validators[tool.name], call)
+            except (ToolArgumentsError, ValueError) as exc:
+                text, is_error = str(exc), True
+            else:
+                text, is_error, loose = self.execute(tool, call, arguments)
+        self.emit("tool_execution_end", call.id, call.name, text, is_error)
+        return self.commit_result(call, text, is_error, loose)
+
+    def skip(self, call: ToolCall) -> ToolResultMessage:
+        self.emit("tool_execution_start", call.id, call.name, call.arguments)
+        self.emit("tool_execution_end", call.id, call.name, SKIPPED, True)
+        return self.commit_result(call, SKIPPED, True, False)
+
+    def commit_result(self, call: ToolCall, text: str, is_error: bool, loose: bool) -> ToolResultMessage:
+        result = ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error)
+        result = self.commit(result)
+        if loose:
+            self.world.loose.add(id(result))
+        return result
+
+    def execute(self, tool: ToolDef, call: ToolCall, arguments: dict[str, Any]) -> tuple[str, bool, bool]:
+        """Run one validated call: ``(text, is_error, loose)``; the top level writes the ledger."""
+        if tool.is_real:
+            outcome = next(self.world.real_outcomes, None)
+            self.emit("tool_execution_update*", call.id, call.name)  # a real tool may report any updates
+            if outcome is None:
+                text, is_error, how = "<the real tool's result>", False, "returned"
+            else:
+                text, is_error, how = outcome.text, outcome.is_error, outcome.outcome
+            self.write_ledger(call, arguments, how, text, is_error)
+            return text, is_error, True
+        index = self.world.executions.get(tool.name, 0)
+        self.world.executions[tool.name] = index + 1
+        behaviour = tool.behaviour(index)
+        for update in behaviour.updates:
+            self.emit("tool_execution_update", call.id, call.name, update)
+        if behaviour.cancel:
+            self.cancelled = True
+        text, is_error, how = self.behave(behaviour)
+        self.write_ledger(call, arguments, how, text, is_error)
+        return text, is_error, False
+
+    def behave(self, behaviour: Behaviour) -> tuple[str, bool, str]:
+        if behaviour.kind == "return":
+            value = behaviour.value
+            if isinstance(value, str):
+                return value, False, "returned"
+            return ("" if value is None else json.dumps(value, ensure_ascii=False)), False, "returned"
+        if behaviour.kind == "error":
+            return behaviour.value, True, "returned"
+        if behaviour.kind == "raise":
+            return behaviour.value or "RuntimeError", True, "raised"
+        assert behaviour.nested is not None
+        return self.nested(behaviour.nested)
+
+    def nested(self, nested: NestedRun) -> tuple[str, bool, str]:
+        """A tool body that calls ``runtime.exec`` again: another level of the same loop."""
+        if self.depth >= MAX_NESTING:
+            return f"scenario nesting limit ({MAX_NESTING}) reached", True, "raised"
+        menu = self.menu if nested.tools is None else [self.world.scenario.tool(n) for n in nested.tools]
+        inner = _Run(
+            self.world,
+            prompts=(nested.prompt,),
+            menu=[t for t in menu if t is not None],
+            turns=nested.turns,
+            steering=nested.steering,
+            follow_ups=nested.follow_ups,
+            max_iterations=nested.max_iterations,
+            model=None,
+            system_prompt="",
+            tool_choice="auto",
+            parallel_tool_calls=None,
+            depth=self.depth + 1,
+            top=False,
+        )
+        reason = inner.play()
+        last = next((m for m in reversed(inner.new_messages) if isinstance(m, AssistantMessage)), None)
+        if reason in ("error", "aborted"):
+            why = (last.error_message if last is not None else None) or reason
+            return f"nested run ended with {reason}: {why}", True, "raised"
+        return (last.text if last is not None else ""), False, "returned"
+
+    def write_ledger(self, call: ToolCall, arguments: dict[str, Any], how: str, text: str, is_error: bool) -> None:
+        if self.top:
+            self.world.ledger.append(
+                LedgerEntry(
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    arguments=dict(arguments),
+                    outcome=how,  # type: ignore[arg-type]
+                    text=text,
+                    is_error=is_error,
+                )
+            )
+
+
+def _chunks(text: str) -> int:
+    return -(-len(text) // CHUNK)
+
+
+def _invalid_json(call: ToolCall) -> str:
+    raw = call.raw_arguments or ""
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        reason = str(exc)
+    else:
+        reason = f"expected a JSON object, got {type(value).__name__}"
+    return f'Invalid JSON arguments for tool "{call.name}": {reason}\n\nReceived arguments:\n{raw}'
+
+
+# ---------------------------------------------------------------------------------------------
+# compare: a prediction against a real trace
+# ---------------------------------------------------------------------------------------------
+
+
+def compare(scenario: Scenario, trace: Trace) -> list[str]:
+    """Readable lines saying where ``trace`` departs from the reference; ``[]`` when it agrees."""
+    expected = predict(scenario, outcomes=trace.ledger or ())
+    same = _Matcher(expected.loose)
+    out: list[str] = []
+    if trace.error is not None:
+        out.append(f"the event stream raised instead of ending: {trace.error}")
+    if trace.reason != expected.reason:
+        out.append(f"end reason: expected {expected.reason!r}, got {trace.reason!r}")
+    out.extend(_compare_events(expected.events, trace.events, same))
+    out.extend(_compare_requests(expected.requests, trace, same))
+    if trace.ledger is not None:
+        out.extend(_compare_list("ledger entry", expected.ledger, trace.ledger, lambda a, b: a == b, repr))
+    out.extend(_compare_list("new_messages", expected.new_messages, trace.new_messages, same, render_message))
+    return out
+
+
+class _Matcher:
+    """Equality of predicted and actual values, loose only for real tools' results."""
+
+    def __init__(self, loose: set[int]) -> None:
+        self.loose = loose
+
+    def __call__(self, expected: Any, actual: Any) -> bool:
+        if isinstance(expected, (tuple, list)):
+            return (
+                isinstance(actual, (tuple, list))
+                and len(expected) == len(actual)
+                and all(self(e, a) for e, a in zip(expected, actual, strict=True))
+            )
+        if id(expected) in self.loose:
+            return isinstance(actual, ToolResultMessage) and (
+                actual.tool_call_id,
+                actual.tool_name,
+                actual.text,
+                actual.is_error,
+                actual.timestamp,
+            ) == (expected.tool_call_id, expected.tool_name, expected.text, expected.is_error, expected.timestamp)
+        return bool(expected == actual)
+
+
+def _signature(event: Any) -> tuple[Any, ...]:
+    kind = event.type
+    if kind == "message_start":
+        role = event.message.role
+        return (kind, role, None if role == "assistant" else event.message)
+    if kind == "message_end":
+        return (kind, event.message)
+    if kind == "tool_execution_start":
+        return (kind, event.tool_call_id, event.tool_name, event.args)
+    if kind == "tool_execution_update":
+        return (kind, event.tool_call_id, event.tool_name, event.partial_result)
+    if kind == "tool_execution_end":
+        return (kind, event.tool_call_id, event.tool_name, event.result.text, event.is_error)
+    if kind == "turn_end":
+        return (kind, event.message, tuple(event.tool_results))
+    if kind == "agent_end":
+        return (kind, event.reason, tuple(event.messages))
+    return (kind,)
+
+
+def _show(signature: tuple[Any, ...] | None) -> str:
+    if signature is None:
+        return "(nothing: the run had ended)"
+    kind, *fields = signature
+    if kind in ("message_start", "message_end"):
+        message = fields[-1]
+        return f"{kind} " + (render_message(message) if message is not None else "(assistant, streaming)")
+    if kind == "turn_end":
+        message, results = fields
+        return f"turn_end {render_message(message)}; results: " + "; ".join(render_message(r) for r in results)
+    if kind == "agent_end":
+        reason, messages = fields
+        return f"agent_end reason={reason} ({len(messages)} messages)"
+    if kind == "tool_execution_end":
+        call_id, name, text, is_error = fields
+        return f"tool_execution_end {name}#{call_id} is_error={is_error} {_clip(text)}"
+    if fields:
+        return f"{kind} " + " ".join(_clip(f) for f in fields)
+    return kind
+
+
+def _clip(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _compare_events(expected: list[tuple[Any, ...]], events: list[Any], same: _Matcher) -> list[str]:
+    actual = [_signature(e) for e in events]
+    i = j = 0
+    while i < len(expected) or j < len(actual):
+        want = expected[i] if i < len(expected) else None
+        if want is not None and want[0] == "tool_execution_update*":
+            while j < len(actual) and actual[j][0] == "tool_execution_update" and actual[j][1] == want[1]:
+                j += 1
+            i += 1
+            continue
+        got = actual[j] if j < len(actual) else None
+        if want is not None and got is not None and want[0] == got[0] and same(want[1:], got[1:]):
+            i += 1
+            j += 1
+            continue
+        before = ", ".join(s[0] for s in actual[max(0, j - 4) : j]) or "(start)"
+        return [
+            f"first event divergence at event #{j}:",
+            f"  after:    {before}",
+            f"  expected: {_show(want)}",
+            f"  actual:   {_show(got)}",
+        ]
+    return []
+
+
+def _compare_requests(expected: list[dict[str, Any]], trace: Trace, same: _Matcher) -> list[str]:
+    out: list[str] = []
+    if len(expected) != len(trace.requests):
+        out.append(f"model requests: expected {len(expected)}, got {len(trace.requests)}")
+    for number, (want, request) in enumerate(zip(expected, trace.requests, strict=False), start=1):
+        got = {
+            "model": request.model,
+            "system_prompt": request.system_prompt,
+            "messages": tuple(request.messages),
+            "tools": tuple((spec.name, spec.description, dict(spec.parameters)) for spec in request.tools),
+            "tool_choice": request.tool_choice,
+            "parallel_tool_calls": request.parallel_tool_calls,
+        }
+        for key, value in want.items():
+            if key == "messages":
+                problems = _compare_list(f"request {number} message", value, got[key], same, render_message)
+                out.extend(problems)
+                if problems:
+                    return out
+            elif value != got[key]:
+                out.append(f"request {number} {key}: expected {value!r}, got {got[key]!r}")
+                return out
+    return out
+
+
+def _compare_list(what: str, expected: Sequence[Any], actual: Sequence[Any], same: Any, show: Any) -> list[str]:
+    for index in range(max(len(expected), len(actual))):
+        want = expected[index] if index < len(expected) else None
+        got = actual[index] if index < len(actual) else None
+        if want is not None and got is not None and same(want, got):
+            continue
+        return [
+            f"first {what} divergence at #{index + 1} (expected {len(expected)}, got {len(actual)}):",
+            f"  expected: {show(want) if want is not None else '(nothing)'}",
+            f"  actual:   {show(got) if got is not None else '(nothing)'}",
+        ]
+    return []

@@ -1,0 +1,192 @@
+"""Regression scenarios: a shrunk failure, written down as YAML, replayed as a test forever after.
+
+When a property fails, Hypothesis shrinks the scenario; the final, minimal one is saved under
+``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``, or a directory you pass) with the
+violated invariant's name and message in the file. ``load_regressions`` reads them back, and a
+test that parametrizes over them (``tests/test_regressions.py``) replays each one against the
+reference model and the invariants. Hand-written files live in the same place: a regression file
+is just a scenario with a comment header, and optionally ``meta.expect`` to pin the outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness.scenario import CheckResult, Problem, Scenario, ScenarioError
+from harness.trace import Trace
+
+__all__ = [
+    "DEFAULT_DIR",
+    "ENV_VAR",
+    "Regression",
+    "ScenarioFailure",
+    "assert_scenario",
+    "check_expectations",
+    "load_regressions",
+    "regression_text",
+    "save_regression",
+    "scenario_dir",
+]
+
+ENV_VAR = "HARNESS_SCENARIO_DIR"
+DEFAULT_DIR = Path("cassettes") / "scenarios"
+
+
+def scenario_dir(directory: str | os.PathLike[str] | None = None) -> Path:
+    """Where regression scenarios live: the argument, else ``$HARNESS_SCENARIO_DIR``, else
+    ``cassettes/scenarios`` under the current directory."""
+    if directory is not None:
+        return Path(directory)
+    return Path(os.environ.get(ENV_VAR) or DEFAULT_DIR)
+
+
+def regression_text(scenario: Scenario, problem: Problem, found_by: str | None = None) -> str:
+    """The file's text: a comment header a person reads first, then the scenario (with the
+    violation also under ``meta`` so tools can read it)."""
+    meta = dict(scenario.meta)
+    meta["violation"] = {"invariant": problem.name, "message": problem.message}
+    if found_by:
+        meta["found_by"] = found_by
+    body = replace(scenario, meta=meta).to_yaml()
+    first_lines = problem.message.splitlines()[:12]
+    header = [
+        "# Regression scenario: the minimal run that broke a rule of the loop.",
+        f"# Violated: {problem.name}",
+        *(f"#   {line}" for line in first_lines),
+        *(["#   ..."] if len(problem.message.splitlines()) > 12 else []),
+    ]
+    if found_by:
+        header.append(f"# Found by: {found_by}")
+    header.append("# Replay: harness run THIS_FILE --show   (tests/test_regressions.py replays every file here)")
+    return "\n".join(header) + "\n" + body
+
+
+def save_regression(
+    scenario: Scenario,
+    problem: Problem,
+    directory: str | os.PathLike[str] | None = None,
+    found_by: str | None = None,
+) -> Path:
+    """Write the scenario as ``<invariant>-<digest>.yaml``; the same scenario gives the same file."""
+    folder = scenario_dir(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1(scenario.to_yaml().encode("utf-8")).hexdigest()[:10]
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in problem.name)
+    path = folder / f"{name}-{digest}.yaml"
+    path.write_text(regression_text(scenario, problem, found_by), encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True)
+class Regression:
+    path: Path
+    scenario: Scenario
+
+    @property
+    def id(self) -> str:
+        return self.path.stem
+
+
+def load_regressions(directory: str | os.PathLike[str] | None = None) -> list[Regression]:
+    """Every ``*.yaml`` / ``*.yml`` scenario in the directory, sorted by file name.
+
+    A malformed file raises ``ScenarioError`` naming it: a regression that cannot be read must not
+    be silently dropped.
+    """
+    folder = scenario_dir(directory)
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return [Regression(path, Scenario.from_yaml(path)) for path in paths]
+
+
+def check_expectations(scenario: Scenario, trace: Trace) -> list[Problem]:
+    """A hand-written file's ``meta.expect``: what the rule it pins says must happen.
+
+    Keys: ``reason``; ``requests`` (model requests of the top-level run); ``executed`` (the ledger
+    as ``name#id`` strings, in order); ``final_text``; ``results`` (the tool results' texts, in
+    order, ``"!"`` prefixed when ``is_error``); ``new_messages`` (count).
+    """
+    expect = scenario.meta.get("expect") if isinstance(scenario.meta, dict) else None
+    if not expect:
+        return []
+    seen: dict[str, Any] = {
+        "reason": trace.reason,
+        "requests": len(trace.requests),
+        "executed": [f"{e.tool_name}#{e.tool_call_id}" for e in trace.ledger or ()],
+        "final_text": trace.final_text,
+        "results": [("!" if r.is_error else "") + r.text for r in trace.tool_results],
+        "new_messages": len(trace.new_messages),
+    }
+    problems = []
+    for key, wanted in expect.items():
+        if key not in seen:
+            problems.append(Problem("expectation", f"unknown expectation {key!r}; known: {', '.join(seen)}"))
+        elif seen[key] != wanted:
+            problems.append(Problem("expectation", f"{key}: expected {wanted!r}, got {seen[key]!r}"))
+    return problems
+
+
+class ScenarioFailure(AssertionError):
+    """A scenario broke a rule. Carries the scenario, the trace, the problem and the saved file."""
+
+    def __init__(self, result: CheckResult, path: Path | None) -> None:
+        self.result = result
+        self.scenario = result.scenario
+        self.trace = result.trace
+        self.problem = result.problems[0]
+        self.path = path
+        lines = [f"[{p.name}] {p.message}" for p in result.problems]
+        lines += ["", "scenario:", result.scenario.to_yaml(), "trace:", result.trace.render()]
+        if path is not None:
+            lines.append(f"saved as {path}")
+        super().__init__("\n".join(lines))
+
+
+def _final_hypothesis_run() -> bool:
+    """True outside Hypothesis, and on the replay of the shrunk example: only that one is saved."""
+    try:
+        from hypothesis.control import current_build_context
+
+        return bool(current_build_context().is_final)
+    except Exception:
+        return True
+
+
+def assert_scenario(
+    scenario: Scenario,
+    *,
+    loop: Callable[..., Any] | None = None,
+    save: bool = True,
+    directory: str | os.PathLike[str] | None = None,
+    determinism: bool = False,
+    found_by: str | None = None,
+) -> Trace:
+    """Run and check a scenario (reference model, invariants, ``meta.expect``); raise
+    ``ScenarioFailure`` on a violation, saving the shrunk scenario as a regression file."""
+    result = scenario.check(loop, determinism=determinism)
+    result.problems.extend(check_expectations(scenario, result.trace))
+    if result.ok:
+        return result.trace
+    path = None
+    if save and _final_hypothesis_run():
+        path = save_regression(scenario, result.problems[0], directory, found_by=found_by)
+    raise ScenarioFailure(result, path)
+
+
+def replay(regressions: Iterable[Regression], loop: Callable[..., Any] | None = None) -> list[ScenarioFailure]:
+    """Check every regression; the failures (none saved again)."""
+    failures = []
+    for regression in regressions:
+        try:
+            assert_scenario(regression.scenario, loop=loop, save=False)
+        except ScenarioFailure as failure:
+            failures.append(failure)
+        except ScenarioError as exc:  # pragma: no cover - load_regressions already parsed it
+            raise ScenarioError(f"{regression.path}: {exc}") from None
+    return failures

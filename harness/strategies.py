@@ -1,0 +1,534 @@
+"""Hypothesis strategies that generate adversarial model behaviour as ``Scenario`` values.
+
+Point them at your own tools and the arguments come from your tools' real JSON Schemas::
+
+    from hypothesis import given
+    from harness.strategies import scenarios
+
+    @given(scenarios(tools=[search, fetch_page]))
+    def test_my_tools_survive_any_model(scenario):
+        result = scenario.check()          # runs the real loop: YOUR tool code executes
+        assert result.ok, result.problems
+
+Defaults are small on purpose (one to three tools, up to ten turns, short texts) and every choice
+lists its simplest option first, so a failure shrinks to a scenario a person can read: few
+tools, few turns, plain text, the fewest calls that still break the rule.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.scenario import Behaviour, Call, Config, ModelTurn, NestedRun, Scenario, ToolDef
+from openprogram.tools import as_agent_tool
+
+__all__ = [
+    "arguments",
+    "behaviours",
+    "configs",
+    "follow_up_schedules",
+    "invalid_arguments",
+    "model_turns",
+    "scenarios",
+    "schemas",
+    "steering_schedules",
+    "tool_calls",
+    "tool_specs",
+    "tools",
+    "tools_from",
+]
+
+TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
+UNKNOWN_TOOL = "no_such_tool"
+NOT_JSON = ("{", "not json", "[1, 2]", '"text"', "null", '{"a": }', "  ", "")
+"""Argument texts a model might send instead of a JSON object (blank text means "no arguments")."""
+DUPLICATE_ID = "dup"
+
+# Short texts from a small alphabet shrink fast and read well; now and then anything printable.
+_words = st.sampled_from(["ok", "done", "wait", "stop", "the answer is 42", "hmm", ""])
+_texts = st.one_of(_words, st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24))
+_messages = st.one_of(st.sampled_from(["stop", "wait, use search", "also check x", "thanks"]), _texts)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema → values
+# ---------------------------------------------------------------------------------------------
+
+_property_schemas = st.sampled_from(
+    [
+        {"type": "integer"},
+        {"type": "string"},
+        {"type": "boolean"},
+        {"type": "number"},
+        {"type": "integer", "minimum": 0, "maximum": 10},
+        {"type": "string", "enum": ["asc", "desc"]},
+        {"type": "array", "items": {"type": "integer"}},
+        {"type": ["integer", "null"]},
+        {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+    ]
+)
+
+
+_property_names = st.sampled_from(("a", "b", "query", "limit", "flag"))
+_booleans = st.booleans()
+
+
+@st.composite
+def schemas(draw: st.DrawFn, max_properties: int = 3) -> dict[str, Any]:
+    """Object schemas of zero to ``max_properties`` typed properties, some required, maybe closed."""
+    names = draw(
+        _memoized(("names", max_properties), lambda: st.lists(_property_names, max_size=max_properties, unique=True))
+    )
+    properties = {name: draw(_property_schemas) for name in names}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    required = [name for name in names if draw(_booleans)]
+    if required:
+        schema["required"] = required
+    if draw(_booleans):
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    for _ in range(32):
+        if not (
+            isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/")
+        ):
+            return schema
+        node: Any = root
+        for part in schema["$ref"][2:].split("/"):
+            node = node.get(part, {}) if isinstance(node, Mapping) else {}
+        schema = node
+    return schema
+
+
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 100), st.text(max_size=8))
+_json = st.recursive(
+    _json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+_memo: dict[Any, Any] = {}
+
+
+def _memoized(key: Any, build: Any) -> Any:
+    """Strategies are built once per key: building and validating them costs more than drawing."""
+    found = _memo.get(key)
+    if found is None:
+        if len(_memo) > 2048:
+            _memo.clear()
+        found = _memo[key] = build()
+    return found
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def arguments(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> st.SearchStrategy[Any]:
+    """Values that fit ``schema`` (the common JSON Schema subset tool schemas use, ``$ref`` included).
+
+    Keywords it does not know are ignored, so a value may occasionally not validate; that is fine:
+    the reference model validates exactly like the loop, so an invalid value is just another case.
+    """
+    root = schema if root is None else root
+    return _memoized(("arguments", _key(schema), _key(root)), lambda: _arguments(schema, root))
+
+
+def _arguments(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    schema = _resolve(schema, root)
+    if not isinstance(schema, Mapping) or not schema:
+        return _json
+    if "const" in schema:
+        return st.just(schema["const"])
+    if "enum" in schema:
+        return st.sampled_from(list(schema["enum"]))
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return st.one_of([arguments(branch, root) for branch in schema[key]])
+    if schema.get("allOf"):
+        merged: dict[str, Any] = {}
+        for branch in schema["allOf"]:
+            merged.update(_resolve(branch, root))
+        return arguments({**merged, **{k: v for k, v in schema.items() if k != "allOf"}}, root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return st.one_of([arguments({**schema, "type": k}, root) for k in kind])
+    if kind == "object" or (kind is None and "properties" in schema):
+        return _objects(schema, root)
+    if kind == "array":
+        items = schema.get("items", {})
+        return st.lists(
+            arguments(items, root) if isinstance(items, Mapping) else _json,
+            min_size=int(schema.get("minItems", 0)),
+            max_size=min(int(schema.get("maxItems", 3)), int(schema.get("minItems", 0)) + 3),
+        )
+    if kind == "string":
+        if isinstance(schema.get("pattern"), str):
+            try:
+                re.compile(schema["pattern"])
+                return st.from_regex(schema["pattern"], fullmatch=True)
+            except re.error:
+                pass
+        low = int(schema.get("minLength", 0))
+        return st.text(min_size=low, max_size=max(low, int(schema.get("maxLength", low + 12))))
+    if kind == "integer":
+        low = schema.get("minimum", schema.get("exclusiveMinimum", -(2**31)))
+        high = schema.get("maximum", schema.get("exclusiveMaximum", 2**31))
+        low = int(low) + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
+        high = int(high) - (1 if "exclusiveMaximum" in schema and "maximum" not in schema else 0)
+        return st.integers(min_value=low, max_value=max(low, high))
+    if kind == "number":
+        return st.floats(
+            min_value=schema.get("minimum"), max_value=schema.get("maximum"), allow_nan=False, allow_infinity=False
+        )
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "null":
+        return st.none()
+    return _json
+
+
+def _objects(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    return st.fixed_dictionaries(
+        {k: arguments(v, root) for k, v in properties.items() if k in required},
+        optional={k: arguments(v, root) for k, v in properties.items() if k not in required},
+    )
+
+
+_ALIENS = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"nested": "object"})
+
+
+_aliens = st.sampled_from(_ALIENS)
+
+
+def invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Valid arguments broken on purpose: a wrong type, a missing required key, or an extra key."""
+    return _memoized(("invalid", _key(schema)), lambda: _invalid_arguments(schema))
+
+
+def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    properties = tuple(sorted(schema.get("properties") or {}))
+    required = tuple(sorted(schema.get("required") or ()))
+    ways = ["wrong type"] if properties else []
+    if required:
+        ways.append("missing required")
+    if schema.get("additionalProperties") is False or not ways:
+        ways.append("extra key")
+    base = arguments(schema)
+    pick_way, pick_property, pick_required = (
+        st.sampled_from(tuple(ways)),
+        st.sampled_from(properties or ("",)),
+        st.sampled_from(required or ("",)),
+    )
+
+    @st.composite
+    def broken(draw: st.DrawFn) -> dict[str, Any]:
+        value = draw(base)
+        args = dict(value) if isinstance(value, dict) else {}
+        way = draw(pick_way)
+        if way == "wrong type":
+            args[draw(pick_property)] = draw(_aliens)
+        elif way == "missing required":
+            args.pop(draw(pick_required), None)
+        else:
+            args["unexpected"] = draw(_aliens)
+        return args
+
+    return broken()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+# ---------------------------------------------------------------------------------------------
+
+_return_values = st.one_of(_words, st.none(), st.integers(-3, 100), _json, _texts)
+_error_texts = st.one_of(st.just(""), _words, _texts)
+_updates = st.lists(st.one_of(_words, st.integers(0, 100)), max_size=2).map(tuple)
+_cancel = st.integers(0, 15).map((15).__eq__)
+_plain_kinds = st.sampled_from(("return", "return", "error", "raise"))
+_all_kinds = st.sampled_from(("return", "return", "error", "raise", "exec"))
+
+
+def _name_of(tool: ToolDef) -> str:
+    return tool.name
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _menu_key(tools: Sequence[ToolDef]) -> str:
+    return _key([[t.name, t.parameters, t.is_real] for t in tools])
+
+
+def behaviours(tools: Sequence[ToolDef] = (), nesting: bool = True) -> st.SearchStrategy[Behaviour]:
+    """One execution of a planned tool: return, is_error, raise (with or without text), nested exec."""
+    tools = tuple(tools)
+    return _memoized(("behaviours", _menu_key(tools), nesting), lambda: _behaviours(tools, nesting))
+
+
+def _behaviours(tools: tuple[ToolDef, ...], nesting: bool) -> st.SearchStrategy[Behaviour]:
+    kinds = _all_kinds if nesting else _plain_kinds
+    nested = nested_runs(tools) if nesting else st.nothing()
+
+    @st.composite
+    def behaviour(draw: st.DrawFn) -> Behaviour:
+        kind = draw(kinds)
+        updates, cancel = draw(_updates), draw(_cancel)
+        if kind == "return":
+            return Behaviour("return", draw(_return_values), updates, cancel)
+        if kind in ("error", "raise"):
+            return Behaviour(kind, draw(_error_texts), updates, cancel)
+        return Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
+
+    return behaviour()
+
+
+def nested_runs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[NestedRun]:
+    """A nested ``runtime.exec`` with its own short script, over some of the tools or the whole menu."""
+    tools = tuple(tools)
+    return _memoized(("nested", _menu_key(tools)), lambda: _nested_runs(tools))
+
+
+def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
+    planned = tuple(t for t in tools if not t.is_real)
+    can_inherit = len(planned) == len(tools)
+    subsets = st.lists(st.sampled_from(planned), unique_by=_name_of, max_size=2) if planned else st.just([])
+    inherit = st.integers(0, 3).map((3).__eq__) if can_inherit else st.just(False)
+    caps = st.one_of(st.none(), st.integers(0, 3))
+    sync = st.integers(0, 7).map((7).__eq__)
+    steering = steering_schedules(max_poll=4)
+
+    @st.composite
+    def nested(draw: st.DrawFn) -> NestedRun:
+        inherits = draw(inherit)
+        chosen = [] if inherits else draw(subsets)
+        visible = tools if inherits else tuple(chosen)
+        return NestedRun(
+            prompt=draw(_words),
+            tools=None if inherits else tuple(t.name for t in chosen),
+            turns=tuple(draw(st.lists(model_turns(visible), min_size=1, max_size=3))),
+            steering=draw(steering),
+            max_iterations=draw(caps),
+            sync=draw(sync),
+        )
+
+    return nested()
+
+
+_names = st.sampled_from(TOOL_NAMES)
+
+
+@st.composite
+def tool_specs(draw: st.DrawFn, name: str | None = None, nesting: bool = True) -> ToolDef:
+    """One planned tool: a name, an object schema, and a plan of zero to three behaviours."""
+    shell = ToolDef(name=name or draw(_names), parameters=draw(schemas()))
+    plan = draw(st.lists(behaviours((shell,), nesting=nesting), max_size=3))
+    return ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(plan))
+
+
+@st.composite
+def tools(draw: st.DrawFn, min_size: int = 0, max_size: int = 3, nesting: bool = True) -> list[ToolDef]:
+    """A menu of planned tools with distinct names; nested runs may use any of them."""
+    names = draw(st.lists(_names, min_size=min_size, max_size=max_size, unique=True))
+    shells = tuple(ToolDef(name=n, parameters=draw(schemas())) for n in names)
+    plans = st.lists(behaviours(shells, nesting=nesting), max_size=3)
+    return [ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw(plans))) for shell in shells]
+
+
+def tools_from(entries: Sequence[Any]) -> list[ToolDef]:
+    """Your tools (``@function``, ``AgentTool``, ``{"spec", "execute"}`` dicts, ToolDefs) as ToolDefs.
+
+    Their execution runs your real code. An ``@function`` found in its module under its own name
+    is saved to YAML as ``python: module:name`` so a saved regression can import it again.
+    """
+    out = []
+    for entry in entries:
+        if isinstance(entry, ToolDef):
+            out.append(entry)
+            continue
+        out.append(ToolDef.from_tool(entry, python=_import_path(entry)))
+    return out
+
+
+def _import_path(entry: Any) -> str | None:
+    module_name = getattr(entry, "__module__", None)
+    if not module_name:
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:  # pragma: no cover - defined in a module that is gone
+        return None
+    for attribute, value in vars(module).items():
+        if value is entry and not attribute.startswith("_"):
+            return f"{module_name}:{attribute}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Model behaviour
+# ---------------------------------------------------------------------------------------------
+
+_ids = st.sampled_from((None, None, None, None, DUPLICATE_ID))
+_not_json = st.sampled_from(NOT_JSON)
+
+
+def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
+    """A pick: mostly valid arguments for a menu tool; else broken arguments, non-JSON text or an unknown name."""
+    tools = tuple(tools)
+    return _memoized(("calls", _menu_key(tools)), lambda: _tool_calls(tools))
+
+
+def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
+    unknown = st.builds(Call, name=st.sampled_from((UNKNOWN_TOOL, *(t.name.upper() for t in tools))), id=_ids)
+    if not tools:
+        return unknown
+    per_tool = []
+    for tool in tools:
+        valid = arguments(tool.parameters).map(_as_dict)
+        per_tool.append(
+            st.one_of(
+                st.builds(Call, name=st.just(tool.name), args=valid, id=_ids),
+                st.builds(Call, name=st.just(tool.name), args=invalid_arguments(tool.parameters), id=_ids),
+                st.builds(Call, name=st.just(tool.name), raw=_not_json, id=_ids),
+            )
+        )
+    known = st.one_of(per_tool)
+    return st.one_of(known, known, known, unknown)  # mostly menu tools
+
+
+_turn_kinds = st.sampled_from(
+    ("text", "calls", "calls", "calls", "calls", "calls", "empty", "error", "aborted", "raise", "hang_up")
+)
+_stops = st.sampled_from(("stop", "stop", "stop", "length"))
+_partial = st.sampled_from(("nothing", "text", "calls"))
+_maybe_word = st.one_of(st.none(), _words)
+
+
+def model_turns(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[ModelTurn]:
+    """One reply: text, one or several calls (maybe cut off by ``length``), empty, error, aborted,
+    a provider that raises mid-stream or hangs up."""
+    tools = tuple(tools)
+    return _memoized(("turns", _menu_key(tools)), lambda: _model_turns(tools))
+
+
+def _model_turns(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[ModelTurn]:
+    calls = st.lists(tool_calls(tools), min_size=1, max_size=3).map(tuple)
+
+    @st.composite
+    def model_turn(draw: st.DrawFn) -> ModelTurn:
+        kind = draw(_turn_kinds)
+        if kind == "text":
+            return ModelTurn(text=draw(_texts), thinking=draw(_maybe_word))
+        if kind == "empty":
+            return ModelTurn(stop=draw(_stops))
+        if kind in ("error", "aborted"):
+            return ModelTurn(kind=kind, message=draw(_error_texts))
+        picks = draw(calls)
+        text = draw(_maybe_word)
+        if kind == "calls":
+            return ModelTurn(text=text, calls=picks, stop=draw(_stops))
+        partial = draw(_partial)
+        return ModelTurn(
+            kind=kind,
+            text=text if partial != "nothing" else None,
+            calls=picks if partial == "calls" else (),
+            message=draw(_words) if kind == "raise" else "",
+        )
+
+    return model_turn()
+
+
+def _schedules(max_poll: int, max_entries: int) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+    return st.dictionaries(
+        st.integers(1, max_poll),
+        st.lists(_messages, min_size=1, max_size=2).map(tuple),
+        max_size=max_entries,
+    )
+
+
+def steering_schedules(max_poll: int = 16, max_entries: int = 3) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+    """``{poll number: messages}``: steering polls come before the first call, after each executed
+    tool call and after each turn, so small numbers land mid-batch as often as between turns."""
+    return _memoized(("steering", max_poll, max_entries), lambda: _schedules(max_poll, max_entries))
+
+
+def follow_up_schedules(max_poll: int = 3, max_entries: int = 2) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+    """``{poll number: messages}`` for follow-ups, which are polled once each time the run drains."""
+    return _memoized(("follow_ups", max_poll, max_entries), lambda: _schedules(max_poll, max_entries))
+
+
+_caps = st.one_of(st.none(), st.integers(1, 6), st.just(0), st.integers(-3, -1), st.integers(51, 60))
+_parallel = st.sampled_from((None, False, True))
+_models = st.sampled_from((None, "model-x"))
+_system_prompts = st.sampled_from(("", "You are terse."))
+
+
+def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
+    """max_iterations mostly unset, else small, 0, negative or above the hard cap of 50."""
+    choices: tuple[Any, ...] = (None, "auto", "required", "none")
+    if tools:
+        choices += ({"type": "function", "name": tools[0].name},)
+    return st.builds(
+        Config,
+        max_iterations=_caps,
+        tool_choice=st.sampled_from(choices),
+        parallel_tool_calls=_parallel,
+        model=_models,
+        system_prompt=_system_prompts,
+    )
+
+
+_prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
+
+
+@st.composite
+def scenarios(
+    draw: st.DrawFn,
+    tools: Sequence[Any] | None = None,
+    max_turns: int = 10,
+    max_tools: int = 3,
+    nesting: bool = True,
+) -> Scenario:
+    """Whole scenarios. ``tools``: your tools (see ``tools_from``) instead of generated planned ones.
+
+    Your tools' real code runs in ``Scenario.run()``: keep them side-effect free (or point them
+    at a sandbox) and deterministic, or the determinism check will say so.
+    """
+    menu = tools_from(tools) if tools is not None else draw(_tools_strategy(max_size=max_tools, nesting=nesting))
+    turns = draw(st.lists(model_turns(menu), min_size=1, max_size=max_turns))
+    return Scenario(
+        prompts=draw(_prompts),
+        tools=tuple(menu),
+        turns=tuple(turns),
+        steering=draw(steering_schedules()),
+        follow_ups=draw(follow_up_schedules()),
+        config=draw(configs(menu)),
+    )
+
+
+_tools_strategy = tools
+
+
+def is_tool_entry(value: Any) -> bool:
+    """True for things ``scenarios(tools=[...])`` accepts (used by ``harness fuzz --tools``)."""
+    if isinstance(value, ToolDef) or inspect.isclass(value):
+        return False
+    try:
+        as_agent_tool(value)
+    except (TypeError, ValueError):
+        return False
+    return hasattr(value, "to_agent_tool") or hasattr(value, "execute")
