@@ -202,12 +202,8 @@ async def _run_loop(run: _Run) -> EndReason:
             first_turn = False
             for message in pending:
                 run.commit(message)
-            pending = []
-
             if run.cancel_event is not None and run.cancel_event.is_set():
-                aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
-                run.emit(AgentEventTurnEnd(message=run.commit(aborted, stamp=True)))
-                return "aborted"
+                return _abort(run)
 
             message = await _stream_assistant_response(run)
             if message.stop_reason in ("error", "aborted"):
@@ -216,10 +212,7 @@ async def _run_loop(run: _Run) -> EndReason:
 
             tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
             has_more_tool_calls = len(tool_calls) > 0
-            results: list[ToolResultMessage] = []
-            steering: list[Message] = []
-            if has_more_tool_calls:
-                results, steering = await _execute_tool_calls(run, tool_calls)
+            results, steering = await _execute_tool_calls(run, tool_calls)
             run.emit(AgentEventTurnEnd(message=message, tool_results=tuple(results)))
             pending = steering or await run.poll(run.config.get_steering_messages)
 
@@ -233,6 +226,13 @@ async def _run_loop(run: _Run) -> EndReason:
         pending = await run.poll(run.config.get_follow_up_messages)
         if not pending:
             return "stop"
+
+
+def _abort(run: _Run) -> EndReason:
+    """Cancelled before a model call: end with a synthesized aborted reply, without asking the model."""
+    aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
+    run.emit(AgentEventTurnEnd(message=run.commit(aborted, stamp=True)))
+    return "aborted"
 
 
 async def _stream_assistant_response(run: _Run) -> AssistantMessage:
