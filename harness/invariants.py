@@ -518,7 +518,8 @@ def tool_calls_answered(trace: Trace) -> None:
             if batch.message.stop_reason not in ("error", "aborted") and k + 1 < len(batches):
                 request = batch.next_request
                 if request is None:
-                    if run.is_root and any(r is not None for r in run.requests):
+                    synthesized = batches[k + 1].message.stop_reason == "aborted"  # cancelled: no request made
+                    if run.is_root and not synthesized and any(r is not None for r in run.requests):
                         raise _fail(
                             name,
                             f"no captured request carries the history before model call {batch.number + 1}"
@@ -560,12 +561,35 @@ def _check_request_results(
 # -- error feedback and the ledger --------------------------------------------------------
 
 
+_validators: dict[str, Any] = {}
+
+
+def _validator(schema: Any) -> Any:
+    """A checked validator for ``schema`` (cached: checking a schema costs more than using it)."""
+    try:
+        key = json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        key = repr(schema)
+    if key not in _validators:
+        try:
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls.check_schema(schema)
+            validator: Any = cls(schema)
+        except Exception:
+            validator = None
+        if len(_validators) >= 512:
+            _validators.clear()
+        _validators[key] = validator
+    return _validators[key]
+
+
 def _schema_errors(schema: Any, arguments: Any) -> list[str] | None:
     """Validation errors of ``arguments`` against ``schema``; ``None`` when the schema is unusable."""
+    validator = _validator(schema)
+    if validator is None:
+        return None
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        return [error.message for error in cls(schema).iter_errors(arguments)]
+        return [error.message for error in validator.iter_errors(arguments)]
     except Exception:
         return None
 

@@ -188,7 +188,90 @@ def nested() -> Trace:
     )
 
 
+def add(a: int, b: int = 0) -> int:
+    return a + b
+
+
+ADD = {
+    "spec": {
+        "name": "add",
+        "description": "Add integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a"],
+        },
+    },
+    "execute": add,
+}
+
+
+def report(q: str, on_update: Any) -> AgentToolResult:
+    on_update({"progress": 0.5})
+    return AgentToolResult(content=f"no data for {q}", is_error=True)
+
+
+def cancel(cancel_event: Any) -> str:
+    cancel_event.set()
+    return "cancelling"
+
+
+REPORT = {"spec": {**LOOKUP["spec"], "name": "report"}, "execute": report}
+CANCEL = {"spec": {"name": "cancel", "parameters": {"type": "object", "properties": {}}}, "execute": cancel}
+
+
+def odd_turns() -> Trace:
+    return record(
+        turn.tool_calls(turn.tool_call("lookup", q="a", id="same"), turn.tool_call("lookup", q="b", id="same")),
+        turn.tool_calls(turn.tool_call("add", a="5", b=" 6 "), turn.tool_call("report", q="x"), stop_reason="length"),
+        turn.empty(),
+        tools=(LOOKUP, ADD, REPORT),
+    )
+
+
+def steered_between_turns() -> Trace:
+    # poll 1 (before the first call) and the poll after a text reply both bring steering
+    return record(
+        turn.text("first"),
+        turn.tool_call("lookup", q="a"),
+        turn.text("last"),
+        steering={1: ["before"], 2: ["keep going"], 3: ["after the call, nothing skipped"]},
+    )
+
+
+def capped_before_follow_ups() -> Trace:
+    return record(turn.text("only"), max_iterations=0, follow_ups={1: ["never polled"]})
+
+
+def provider_raised() -> Trace:
+    def boom(request: Any) -> Any:
+        raise RuntimeError("connection reset")
+
+    return record(turn.tool_call("lookup", q="a"), turn.respond(boom))
+
+
+def cancelled() -> Trace:
+    async def main() -> Trace:
+        provider = ScriptedProvider(turn.tool_call("cancel"), turn.text("never"), strict=False)
+        recorder = TraceRecorder()
+        ticks = itertools.count(1)
+        event = asyncio.Event()
+        config = AgentLoopConfig(provider=provider, clock=lambda: next(ticks))
+        context = AgentContext(tools=recorder.wrap_tools([as_agent_tool(CANCEL)]))
+        with observe_runs(recorder.on_event):
+            stream = agent_loop(["go"], context, config, cancel_event=event)
+            messages = await stream.result()
+        return recorder.finish(provider.requests, new_messages=messages)
+
+    return asyncio.run(main())
+
+
 REAL_RUNS: dict[str, Callable[[], Trace]] = {
+    "odd_turns": odd_turns,
+    "steered_between_turns": steered_between_turns,
+    "capped_before_follow_ups": capped_before_follow_ups,
+    "provider_raised": provider_raised,
+    "cancelled": cancelled,
     "basic": basic,
     "parallel": parallel,
     "errors": errors,
@@ -306,6 +389,12 @@ def test_the_real_runs_exercise_what_they_claim(traces: dict[str, Trace]) -> Non
     assert [e.outcome for e in traces["errors"].ledger] == ["raised", "returned"]
     assert traces["nested"].event_types.count("agent_start") == 2
     assert traces["followed_up"].final_text == "second"
+    assert [r.is_error for r in traces["odd_turns"].tool_results] == [False, False, False, True]
+    assert traces["odd_turns"].ledger[2].arguments == {"a": 5, "b": 6}  # coerced by the loop
+    assert traces["steered_between_turns"].tool_results[0].text == "found a"
+    assert traces["capped_before_follow_ups"].reason == "stop"
+    assert traces["provider_raised"].reason == "error" and len(traces["provider_raised"].requests) == 2
+    assert traces["cancelled"].reason == "aborted" and len(traces["cancelled"].requests) == 1
 
 
 def test_invariant_violation_is_an_assertion_error_with_name_and_message() -> None:
