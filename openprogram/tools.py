@@ -127,6 +127,10 @@ def callable_executor(
         if is_async:
             value = await fn(**kwargs)
         elif thread:
+            if on_update is not None and "on_update" in wants:
+                # Events are pushed on the loop's thread only; FIFO scheduling keeps them in order.
+                loop = asyncio.get_running_loop()
+                kwargs["on_update"] = lambda partial: loop.call_soon_threadsafe(on_update, partial)
             value = await asyncio.to_thread(fn, **kwargs)
         else:
             value = fn(**kwargs)

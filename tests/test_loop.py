@@ -29,6 +29,7 @@ from tests.test_loop_support import (
     Queue,
     call_reply,
     collect,
+    describe,
     make_tool,
     run_agent,
     tool_run,
@@ -865,3 +866,33 @@ def test_context_tools_may_be_any_menu_entry() -> None:
     run = run_agent(provider, tools=entries)
     assert [m.text for m in result_messages(run.result)] == ["8", "e"]
     assert [t.name for t in provider.requests[0].tools] == ["double", "echo"]
+
+
+def test_updates_from_a_worker_thread_tool_are_delivered_on_the_loop_thread_in_order() -> None:
+    def slow(on_update: Any) -> str:
+        for step in range(3):
+            on_update(step)
+        return "done"
+
+    tool = as_agent_tool({"spec": {"name": "slow"}, "execute": slow, "thread": True})
+    pushed_from: set[int] = set()
+
+    async def main() -> list[Any]:
+        provider = ScriptedProvider(turn.tool_call("slow"), "ok")
+        stream = agent_loop(["hi"], AgentContext(tools=[tool]), AgentLoopConfig(provider, clock=Clock()))
+        stream.subscribe(lambda _event: pushed_from.add(threading.get_ident()))
+        events, _, _ = await collect(stream)
+        return events
+
+    events = asyncio.run(main())
+    assert pushed_from == {threading.get_ident()}  # asyncio.run's loop runs on this thread
+    tags = [describe(e) for e in events]
+    start = tags.index("tool_execution_start:call_1")
+    assert tags[start : start + 5] == [
+        "tool_execution_start:call_1",
+        "tool_execution_update:call_1",
+        "tool_execution_update:call_1",
+        "tool_execution_update:call_1",
+        "tool_execution_end:call_1",
+    ]
+    assert [e.partial_result for e in events if e.type == "tool_execution_update"] == [0, 1, 2]
