@@ -896,3 +896,17 @@ def test_updates_from_a_worker_thread_tool_are_delivered_on_the_loop_thread_in_o
         "tool_execution_end:call_1",
     ]
     assert [e.partial_result for e in events if e.type == "tool_execution_update"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
+def test_a_keyboard_interrupt_or_exit_in_a_tool_propagates_without_hanging(exc_type: type[BaseException]) -> None:
+    def interrupted() -> str:
+        raise exc_type()
+
+    async def main() -> None:
+        provider = ScriptedProvider(turn.tool_call("t"), "never")
+        stream = agent_loop(["hi"], AgentContext(tools=[make_tool("t", interrupted)]), AgentLoopConfig(provider))
+        await asyncio.wait_for(collect(stream), timeout=5)
+
+    with pytest.raises(exc_type):
+        asyncio.run(main())

@@ -173,7 +173,14 @@ def _start(
     stream: EventStream[AgentEvent, list[Message]] = EventStream()
     run = _Run(context, config, cancel_event, stream)
     stream.task = asyncio.ensure_future(_main(run, prompts, stream))
+    stream.task.add_done_callback(_retrieved)
     return stream
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """The stream already handed the task's exception to the consumer: no "never retrieved" log."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _main(run: _Run, prompts: list[Message], stream: EventStream[AgentEvent, list[Message]]) -> None:
