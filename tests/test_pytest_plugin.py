@@ -512,6 +512,21 @@ def test_scenario_dir_option_sets_the_fixture_and_the_environment(project: pytes
     assert "HARNESS_SCENARIO_DIR" not in os.environ  # restored after the session
 
 
+def test_scenario_dir_can_come_from_the_ini_file(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nharness_scenario_dir = saved/scenarios\n")
+    write_test(
+        project,
+        """
+        import os
+
+        def test_dir(harness_scenario_dir, pytestconfig):
+            assert harness_scenario_dir == pytestconfig.rootpath / "saved" / "scenarios"
+            assert os.environ["HARNESS_SCENARIO_DIR"] == str(harness_scenario_dir)
+        """,
+    )
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def test_scenario_dir_defaults_to_cassettes_scenarios(project: pytest.Pytester) -> None:
     write_test(
         project,
@@ -534,3 +549,35 @@ def test_markers_and_options_are_registered(project: pytest.Pytester) -> None:
     )
     result = project.runpytest("-p", "no:cacheprovider", "--help")
     result.stdout.fnmatch_lines(["*--harness-profile=NAME*", "*--harness-scenario-dir=DIR*"])
+
+
+def test_the_examples_in_the_docs(project: pytest.Pytester) -> None:
+    write_test(
+        project,
+        """
+        from agent import ask, turn
+        from openprogram import runtime
+
+        def test_the_agent_recovers_from_a_bad_call(scripted, trace):
+            scripted(turn.tool_call("add", a="two", b=3), turn.tool_call("add", a=2, b=3), turn.text("5"))
+            assert ask("2 + 3?") == "5"
+            run = trace.last
+            assert run.reason == "stop"
+            assert run.tool_results[0].is_error
+            assert len(run.requests) == 3
+            trace.check()
+
+        def test_the_tool_result_reaches_the_model(scripted):
+            provider = scripted(turn.tool_call("add", a=2, b=3), turn.text("5"))
+            ask("2 + 3?")
+            assert provider.requests[1].messages[-1].text == "5"
+
+        def test_timestamps_are_reproducible(scripted, trace, clock):
+            scripted(turn.text("hi"))
+            runtime.exec("hello", tools=[], clock=clock)
+            assert [m.timestamp for m in trace.last.new_messages] == [1704067200000, 1704067200001]
+            clock.advance(60_000)
+            assert clock.now == 1704067260002
+        """,
+    )
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
