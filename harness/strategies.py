@@ -257,7 +257,8 @@ def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str,
 _return_values = st.one_of(_words, st.none(), st.integers(-3, 100), _json, _texts)
 _error_texts = st.one_of(st.just(""), _words, _texts)
 _updates = st.lists(st.one_of(_words, st.integers(0, 100)), max_size=2).map(tuple)
-_cancel = st.integers(0, 15).map((15).__eq__)
+CANCEL_ONE_IN = 16
+"""By default one behaviour in 16 also sets the run's cancel_event (a user pressing stop)."""
 _plain_kinds = st.sampled_from(("return", "return", "error", "raise"))
 _all_kinds = st.sampled_from(("return", "return", "error", "raise", "exec"))
 
@@ -274,20 +275,25 @@ def _menu_key(tools: Sequence[ToolDef]) -> str:
     return _key([[t.name, t.parameters, t.is_real] for t in tools])
 
 
-def behaviours(tools: Sequence[ToolDef] = (), nesting: bool = True) -> st.SearchStrategy[Behaviour]:
+def behaviours(
+    tools: Sequence[ToolDef] = (), nesting: bool = True, cancel_one_in: int = CANCEL_ONE_IN
+) -> st.SearchStrategy[Behaviour]:
     """One execution of a planned tool: return, is_error, raise (with or without text), nested exec."""
     tools = tuple(tools)
-    return _memoized(("behaviours", _menu_key(tools), nesting), lambda: _behaviours(tools, nesting))
+    return _memoized(
+        ("behaviours", _menu_key(tools), nesting, cancel_one_in), lambda: _behaviours(tools, nesting, cancel_one_in)
+    )
 
 
-def _behaviours(tools: tuple[ToolDef, ...], nesting: bool) -> st.SearchStrategy[Behaviour]:
+def _behaviours(tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int) -> st.SearchStrategy[Behaviour]:
+    cancels = st.integers(1, max(1, cancel_one_in)).map((1).__eq__) if cancel_one_in else st.just(False)
     kinds = _all_kinds if nesting else _plain_kinds
     nested = nested_runs(tools) if nesting else st.nothing()
 
     @st.composite
     def behaviour(draw: st.DrawFn) -> Behaviour:
         kind = draw(kinds)
-        updates, cancel = draw(_updates), draw(_cancel)
+        updates, cancel = draw(_updates), draw(cancels)
         if kind == "return":
             return Behaviour("return", draw(_return_values), updates, cancel)
         if kind in ("error", "raise"):
@@ -341,11 +347,14 @@ def tool_specs(draw: st.DrawFn, name: str | None = None, nesting: bool = True) -
 
 
 @st.composite
-def tools(draw: st.DrawFn, min_size: int = 0, max_size: int = 3, nesting: bool = True) -> list[ToolDef]:
+def tools(
+    draw: st.DrawFn, min_size: int = 0, max_size: int = 3, nesting: bool = True, cancel_one_in: int = CANCEL_ONE_IN
+) -> list[ToolDef]:
     """A menu of planned tools with distinct names; nested runs may use any of them."""
-    names = draw(st.lists(_names, min_size=min_size, max_size=max_size, unique=True))
+    count = draw(st.integers(min_size, max_size))  # uniform: a menu of one to three is as likely as none
+    names = draw(st.lists(_names, min_size=count, max_size=count, unique=True))
     shells = tuple(ToolDef(name=n, parameters=draw(schemas())) for n in names)
-    plans = st.lists(behaviours(shells, nesting=nesting), max_size=3)
+    plans = st.lists(behaviours(shells, nesting=nesting, cancel_one_in=cancel_one_in), max_size=3)
     return [ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw(plans))) for shell in shells]
 
 
@@ -401,7 +410,7 @@ def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
         valid = arguments(tool.parameters).map(_as_dict)
         per_tool.append(
             st.one_of(
-                st.builds(Call, name=st.just(tool.name), args=valid, id=_ids),
+                *[st.builds(Call, name=st.just(tool.name), args=valid, id=_ids)] * 4,
                 st.builds(Call, name=st.just(tool.name), args=invalid_arguments(tool.parameters), id=_ids),
                 st.builds(Call, name=st.just(tool.name), raw=_not_json, id=_ids),
             )
@@ -411,7 +420,9 @@ def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
 
 
 _turn_kinds = st.sampled_from(
-    ("text", "calls", "calls", "calls", "calls", "calls", "empty", "error", "aborted", "raise", "hang_up")
+    # Mostly picks, so runs go several rounds deep (Hypothesis favours the first entry, so it is a
+    # pick too); the run-ending kinds are rarer.
+    (*["calls"] * 12, "text", "text", "empty", "error", "aborted", "raise", "hang_up")
 )
 _stops = st.sampled_from(("stop", "stop", "stop", "length"))
 _partial = st.sampled_from(("nothing", "text", "calls"))
@@ -460,7 +471,7 @@ def _schedules(max_poll: int, max_entries: int) -> st.SearchStrategy[dict[int, t
     )
 
 
-def steering_schedules(max_poll: int = 16, max_entries: int = 3) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+def steering_schedules(max_poll: int = 10, max_entries: int = 3) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
     """``{poll number: messages}``: steering polls come before the first call, after each executed
     tool call and after each turn, so small numbers land mid-batch as often as between turns."""
     return _memoized(("steering", max_poll, max_entries), lambda: _schedules(max_poll, max_entries))
@@ -471,7 +482,15 @@ def follow_up_schedules(max_poll: int = 3, max_entries: int = 2) -> st.SearchStr
     return _memoized(("follow_ups", max_poll, max_entries), lambda: _schedules(max_poll, max_entries))
 
 
-_caps = st.one_of(st.none(), st.integers(1, 6), st.just(0), st.integers(-3, -1), st.integers(51, 60))
+_caps = st.sampled_from(("unset",) * 6 + ("small", "small", "zero", "negative", "over 50")).flatmap(
+    lambda kind: {
+        "unset": st.none(),
+        "small": st.integers(1, 6),
+        "zero": st.just(0),
+        "negative": st.integers(-3, -1),
+        "over 50": st.integers(51, 60),
+    }[kind]
+)
 _parallel = st.sampled_from((None, False, True))
 _models = st.sampled_from((None, "model-x"))
 _system_prompts = st.sampled_from(("", "You are terse."))
@@ -502,21 +521,32 @@ def scenarios(
     max_turns: int = 10,
     max_tools: int = 3,
     nesting: bool = True,
+    *,
+    steering: st.SearchStrategy[dict[int, tuple[str, ...]]] | None = None,
+    follow_ups: st.SearchStrategy[dict[int, tuple[str, ...]]] | None = None,
+    config: st.SearchStrategy[Config] | None = None,
+    cancel_one_in: int = CANCEL_ONE_IN,
 ) -> Scenario:
     """Whole scenarios. ``tools``: your tools (see ``tools_from``) instead of generated planned ones.
 
+    ``steering`` / ``follow_ups`` / ``config`` replace the default strategies for those parts;
+    ``cancel_one_in`` is how rare a tool that sets the cancel event is (0: never).
     Your tools' real code runs in ``Scenario.run()``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
-    menu = tools_from(tools) if tools is not None else draw(_tools_strategy(max_size=max_tools, nesting=nesting))
-    turns = draw(st.lists(model_turns(menu), min_size=1, max_size=max_turns))
+    if tools is not None:
+        menu = tools_from(tools)
+    else:
+        menu = draw(_tools_strategy(max_size=max_tools, nesting=nesting, cancel_one_in=cancel_one_in))
+    count = draw(st.integers(1, max_turns))  # uniform, so long runs are as common as short ones
+    turns = draw(st.lists(model_turns(menu), min_size=count, max_size=count))
     return Scenario(
         prompts=draw(_prompts),
         tools=tuple(menu),
         turns=tuple(turns),
-        steering=draw(steering_schedules()),
-        follow_ups=draw(follow_up_schedules()),
-        config=draw(configs(menu)),
+        steering=draw(steering if steering is not None else steering_schedules()),
+        follow_ups=draw(follow_ups if follow_ups is not None else follow_up_schedules()),
+        config=draw(config if config is not None else configs(menu)),
     )
 
 

@@ -1,0 +1,225 @@
+"""``harness fuzz``: the property campaign from the command line.
+
+It generates scenarios with ``harness.strategies.scenarios``, runs each through the loop, and
+checks the run against the reference model and every invariant. On a violation Hypothesis shrinks
+the scenario; the minimal one is printed (YAML), saved as a regression file, and the command exits
+1. ``--tools package.module`` fuzzes with your own tools instead of generated ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from harness.reference import SKIPPED
+from harness.regressions import ScenarioFailure, assert_scenario
+from harness.scenario import Scenario
+from harness.strategies import is_tool_entry, scenarios
+from harness.trace import Trace
+
+__all__ = ["CampaignResult", "Stats", "fuzz_command", "load_tools", "run_campaign"]
+
+
+@dataclass
+class Stats:
+    """What a campaign exercised, so a green run also says how much ground it covered."""
+
+    scenarios: int = 0
+    rounds: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def add(self, scenario: Scenario, trace: Trace) -> None:
+        self.scenarios += 1
+        self.rounds += len(trace.requests)
+        self.reasons[str(trace.reason)] += 1
+        for result in trace.tool_results:
+            self.kinds[_result_kind(result.text, result.is_error)] += 1
+        for entry in trace.ledger or ():
+            if entry.outcome == "raised":
+                self.kinds["tool raised"] += 1
+        user_messages = sum(1 for m in trace.new_messages if m.role == "user")
+        if user_messages > len(scenario.prompts):
+            self.kinds["steering/follow-up delivered"] += user_messages - len(scenario.prompts)
+        for message in trace.assistant_messages:
+            if message.stop_reason == "length":
+                self.kinds["length stop"] += 1
+            if message.error_message and message.error_message.startswith("ConnectionError"):
+                self.kinds["provider raised"] += 1
+        if any(b.nested is not None for t in scenario.tools for b in t.plan):
+            self.kinds["scenario with nested exec"] += 1
+
+
+def _result_kind(text: str, is_error: bool) -> str:
+    if not is_error:
+        return "tool result"
+    if text == SKIPPED:
+        return "skipped (steering)"
+    if text.startswith('Tool "') and " not found." in text:
+        return "unknown tool"
+    if text.startswith("Validation failed for tool"):
+        return "invalid arguments"
+    if text.startswith("Invalid JSON arguments"):
+        return "invalid JSON"
+    return "is_error result"
+
+
+@dataclass
+class CampaignResult:
+    stats: Stats
+    seed: int
+    failure: ScenarioFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def run_campaign(
+    examples: int = 200,
+    seed: int | None = None,
+    *,
+    tools: Sequence[Any] | None = None,
+    loop: Callable[..., Any] | None = None,
+    save_dir: str | Path | None = None,
+    max_turns: int = 10,
+    on_example: Callable[[Stats], None] | None = None,
+) -> CampaignResult:
+    """Generate ``examples`` scenarios and check each; shrink and save the first violation.
+
+    ``loop`` replaces the real ``agent_loop`` (to fuzz a copy or a variant); ``seed`` makes the
+    campaign reproducible (a random one is chosen and reported otherwise).
+    """
+    chosen = seed if seed is not None else random.randrange(2**32)
+    stats = Stats()
+    failing = [False]
+    started = time.perf_counter()
+
+    @hypothesis_seed(chosen)
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        report_multiple_bugs=False,
+        print_blob=False,
+        phases=(Phase.generate, Phase.target, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(scenarios(tools=tools, max_turns=max_turns))
+    def campaign(scenario: Scenario) -> None:
+        try:
+            trace = assert_scenario(scenario, loop=loop, directory=save_dir, found_by=f"harness fuzz --seed {chosen}")
+        except ScenarioFailure:
+            failing[0] = True
+            raise
+        if not failing[0]:  # count what was explored, not the shrinker's retries
+            stats.add(scenario, trace)
+            if on_example is not None:
+                on_example(stats)
+
+    failure = None
+    try:
+        campaign()
+    except ScenarioFailure as exc:
+        failure = exc
+    stats.seconds = time.perf_counter() - started
+    return CampaignResult(stats, chosen, failure)
+
+
+def load_tools(module_name: str) -> list[Any]:
+    """The tools a module offers: its ``TOOLS`` list, else every ``@function`` / tool defined in it."""
+    module = importlib.import_module(module_name)
+    listed = getattr(module, "TOOLS", None)
+    if listed is not None:
+        return list(listed)
+    found = [
+        value
+        for name, value in vars(module).items()
+        if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__ and is_tool_entry(value)
+    ]
+    if not found:
+        raise click.UsageError(f"{module_name} defines no @function tools and no TOOLS list")
+    return found
+
+
+@click.command("fuzz")
+@click.option("--examples", "-n", default=200, show_default=True, help="Scenarios to generate.")
+@click.option("--seed", type=int, default=None, help="Reproduce a campaign (printed at the start).")
+@click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
+@click.option(
+    "--save-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to save a shrunk failure [default: $HARNESS_SCENARIO_DIR or cassettes/scenarios].",
+)
+@click.option("--max-turns", default=10, show_default=True, help="Model turns per scenario at most.")
+def fuzz_command(
+    examples: int, seed: int | None, tools_module: str | None, save_dir: Path | None, max_turns: int
+) -> None:
+    """Generate adversarial model behaviour and check every run against the reference and the invariants."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console()
+    tools = load_tools(tools_module) if tools_module else None
+    chosen = seed if seed is not None else random.randrange(2**32)
+    target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
+    console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}")
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("checking", total=examples)
+
+        def advance(stats: Stats) -> None:
+            progress.update(task, completed=min(stats.scenarios, examples))
+
+        result = run_campaign(examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance)
+    _print_summary(console, result)
+    if result.failure is not None:
+        failure = result.failure
+        console.print(f"\n[bold red]VIOLATION[/] [{failure.problem.name}]")
+        console.print(failure.problem.message, markup=False, highlight=False)
+        console.print("\nminimal scenario:", style="bold")
+        console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
+        console.print("trace:", style="bold")
+        console.print(failure.trace.render(), markup=False, highlight=False)
+        if failure.path is not None:
+            console.print(f"\nsaved as {failure.path} (replay: harness run {failure.path} --show)")
+        raise SystemExit(1)
+    console.print("[bold green]no violation[/]")
+
+
+def _print_summary(console: Any, result: CampaignResult) -> None:
+    from rich.table import Table
+
+    stats = result.stats
+    rate = stats.scenarios / stats.seconds if stats.seconds else 0.0
+    console.print(
+        f"{stats.scenarios} scenarios, {stats.rounds} model rounds, {stats.seconds:.1f}s ({rate:.0f} scenarios/s), "
+        f"seed {result.seed}"
+    )
+    table = Table(title="exercised", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for reason, count in sorted(stats.reasons.items()):
+        table.add_row(f"end reason {reason}", str(count))
+    for kind, count in sorted(stats.kinds.items()):
+        table.add_row(kind, str(count))
+    console.print(table)

@@ -1,0 +1,100 @@
+"""The loop, over generated scenarios: the reference model, every invariant, determinism.
+
+Each property runs the real loop. A failure is shrunk by Hypothesis to a minimal scenario, saved
+under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
+``tests/test_regressions.py`` from then on. The example budget comes from the Hypothesis profile:
+``--harness-profile harness-ci`` in CI, ``--harness-profile harness-deep`` for a long campaign.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.regressions import assert_scenario
+from harness.scenario import Config, ModelTurn, Scenario
+from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
+from harness.trace import diff
+
+# Scenarios are big values; generating them is legitimately slower than Hypothesis' default limits.
+relaxed = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
+
+
+@relaxed
+@given(scenarios())
+def test_every_run_agrees_with_the_reference_model_and_the_invariants(scenario: Scenario) -> None:
+    assert_scenario(scenario, found_by="tests/property/test_loop_properties.py")
+
+
+# The default distribution touches everything; these lean on one area each, so that a bounded CI
+# budget still reaches every branch: tools that press stop, queues that are rarely empty, tight caps.
+
+
+@relaxed
+@given(scenarios(cancel_one_in=2))
+def test_runs_whose_tools_set_the_cancel_event(scenario: Scenario) -> None:
+    assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (cancel)")
+
+
+@relaxed
+@given(
+    scenarios(
+        steering=steering_schedules(max_poll=6, max_entries=4),
+        follow_ups=follow_up_schedules(max_poll=3, max_entries=3),
+        nesting=False,
+    )
+)
+def test_runs_with_busy_steering_and_follow_up_queues(scenario: Scenario) -> None:
+    assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (queues)")
+
+
+@relaxed
+@given(
+    scenarios(
+        config=st.builds(Config, max_iterations=st.integers(-2, 4)),
+        steering=steering_schedules(max_poll=8, max_entries=4),
+        follow_ups=follow_up_schedules(max_poll=3, max_entries=3),
+        nesting=False,
+    )
+)
+def test_runs_under_a_tight_iteration_cap(scenario: Scenario) -> None:
+    assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (tight cap)")
+
+
+@relaxed
+@given(scenarios(max_turns=6))
+def test_the_same_scenario_gives_a_byte_identical_trace(scenario: Scenario) -> None:
+    first, second = scenario.run(), scenario.run()
+    assert first.to_json() == second.to_json(), diff(first, second)
+
+
+@st.composite
+def long_scenarios(draw: st.DrawFn) -> Scenario:
+    """Models that keep picking tools for 45 to 60 turns: only the hard cap of 50 stops them."""
+    menu = draw(tools(min_size=1, max_size=2, nesting=False))
+    picks = st.lists(tool_calls(menu), min_size=1, max_size=2).map(lambda calls: ModelTurn(calls=tuple(calls)))
+    turns = draw(st.lists(picks, min_size=45, max_size=60))
+    cap = draw(st.sampled_from([None, 50, 51, 1000, 49]))
+    return Scenario(
+        prompts=("keep going",),
+        tools=tuple(menu),
+        turns=tuple(turns),
+        steering=draw(steering_schedules(max_poll=120)),
+        config=Config(max_iterations=cap),
+    )
+
+
+@settings(relaxed, max_examples=max(3, settings.default.max_examples // 10))
+@given(long_scenarios())
+def test_a_model_that_never_stops_is_stopped_by_the_cap(scenario: Scenario) -> None:
+    trace = assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (long runs)")
+    assert len(trace.requests) <= 50
+
+
+@relaxed
+@given(scenarios())
+def test_scenarios_survive_a_yaml_round_trip(scenario: Scenario) -> None:
+    text = scenario.to_yaml()
+    again = Scenario.from_yaml(text)
+    assert again == scenario
+    assert again.to_yaml() == text
