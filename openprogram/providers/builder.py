@@ -31,9 +31,6 @@ from openprogram.types import (
     parse_tool_arguments,
 )
 
-_construct_text = TextContent.model_construct
-_construct_thinking = ThinkingContent.model_construct
-
 
 class MessageBuilder:
     """Mutable scratch space for one streaming reply; every method returns the event to yield.
@@ -50,19 +47,24 @@ class MessageBuilder:
         self._buffers: list[list[str]] = []
         self._tool_ids: dict[int, tuple[str, str]] = {}
         self._closed: set[int] = set()
+        self._snapshot: AssistantMessage | None = None  # valid until a block or the usage changes
 
     # -- snapshots ------------------------------------------------------------------------
     def snapshot(self, stop_reason: StopReason = "stop", error_message: str | None = None) -> AssistantMessage:
-        return AssistantMessage.model_construct(
-            role="assistant",
+        cached = self._snapshot
+        if cached is not None and stop_reason == "stop" and error_message is None and cached.usage is self.usage:
+            return cached  # nothing changed since the last event: share it
+        snapshot = AssistantMessage(
             content=tuple(self._blocks),
             stop_reason=stop_reason,
             error_message=error_message,
             usage=self.usage,
             model=self.model,
             provider=self.provider,
-            timestamp=None,
         )
+        if stop_reason == "stop" and error_message is None:
+            self._snapshot = snapshot
+        return snapshot
 
     @property
     def has_content(self) -> bool:
@@ -73,79 +75,61 @@ class MessageBuilder:
         return [i for i in range(len(self._blocks)) if i not in self._closed]
 
     def start(self) -> StartEvent:
-        return StartEvent.model_construct(type="start", partial=self.snapshot())
+        return StartEvent(partial=self.snapshot())
 
     # -- text -----------------------------------------------------------------------------
     def text_start(self) -> tuple[int, TextStartEvent]:
-        index = self._open(_construct_text(type="text", text=""))
-        return index, TextStartEvent.model_construct(type="text_start", content_index=index, partial=self.snapshot())
+        index = self._open(TextContent(type="text", text=""))
+        return index, TextStartEvent(content_index=index, partial=self.snapshot())
 
     def text_delta(self, index: int, delta: str) -> TextDeltaEvent:
         self._buffers[index].append(delta)
-        self._blocks[index] = _construct_text(type="text", text="".join(self._buffers[index]))
-        return TextDeltaEvent.model_construct(
-            type="text_delta", content_index=index, delta=delta, partial=self.snapshot()
-        )
+        self._set(index, TextContent(type="text", text="".join(self._buffers[index])))
+        return TextDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
 
     def text_end(self, index: int) -> TextEndEvent:
         self._closed.add(index)
         text = "".join(self._buffers[index])
-        return TextEndEvent.model_construct(type="text_end", content_index=index, content=text, partial=self.snapshot())
+        return TextEndEvent(content_index=index, content=text, partial=self.snapshot())
 
     # -- thinking -------------------------------------------------------------------------
     def thinking_start(self) -> tuple[int, ThinkingStartEvent]:
-        index = self._open(_construct_thinking(type="thinking", thinking="", signature=None))
-        return index, ThinkingStartEvent.model_construct(
-            type="thinking_start", content_index=index, partial=self.snapshot()
-        )
+        index = self._open(ThinkingContent(type="thinking", thinking="", signature=None))
+        return index, ThinkingStartEvent(content_index=index, partial=self.snapshot())
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDeltaEvent:
         self._buffers[index].append(delta)
         signature = self._blocks[index].signature
-        self._blocks[index] = _construct_thinking(
-            type="thinking", thinking="".join(self._buffers[index]), signature=signature
-        )
-        return ThinkingDeltaEvent.model_construct(
-            type="thinking_delta", content_index=index, delta=delta, partial=self.snapshot()
-        )
+        self._set(index, ThinkingContent(thinking="".join(self._buffers[index]), signature=signature))
+        return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
 
     def thinking_signature(self, index: int, signature: str) -> None:
         block = self._blocks[index]
-        self._blocks[index] = _construct_thinking(
-            type="thinking", thinking=block.thinking, signature=(block.signature or "") + signature
-        )
+        self._set(index, ThinkingContent(thinking=block.thinking, signature=(block.signature or "") + signature))
 
     def thinking_end(self, index: int) -> ThinkingEndEvent:
         self._closed.add(index)
         text = "".join(self._buffers[index])
-        return ThinkingEndEvent.model_construct(
-            type="thinking_end", content_index=index, content=text, partial=self.snapshot()
-        )
+        return ThinkingEndEvent(content_index=index, content=text, partial=self.snapshot())
 
     # -- tool calls -----------------------------------------------------------------------
     def toolcall_start(self, id: str, name: str) -> tuple[int, ToolCallStartEvent]:
-        index = self._open(
-            ToolCall.model_construct(type="toolCall", id=id, name=name, arguments={}, raw_arguments=None)
-        )
+        index = self._open(ToolCall(id=id, name=name, arguments={}, raw_arguments=None))
         self._tool_ids[index] = (id, name)
-        return index, ToolCallStartEvent.model_construct(
-            type="toolcall_start", content_index=index, partial=self.snapshot()
-        )
+        return index, ToolCallStartEvent(content_index=index, partial=self.snapshot())
 
     def toolcall_rename(self, index: int, *, id: str | None = None, name: str | None = None) -> None:
         """Fill in an id or name that arrived after the call opened (OpenAI sends them in deltas)."""
         old_id, old_name = self._tool_ids[index]
         self._tool_ids[index] = (id or old_id, name or old_name)
-        self._blocks[index] = self._blocks[index].model_copy(update={"id": id or old_id, "name": name or old_name})
+        self._set(index, self._blocks[index].model_copy(update={"id": id or old_id, "name": name or old_name}))
 
     def tool_identity(self, index: int) -> tuple[str, str]:
         return self._tool_ids[index]
 
     def toolcall_delta(self, index: int, delta: str) -> ToolCallDeltaEvent:
         self._buffers[index].append(delta)
-        return ToolCallDeltaEvent.model_construct(
-            type="toolcall_delta", content_index=index, delta=delta, partial=self.snapshot()
-        )
+        return ToolCallDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCallEndEvent:
         """Close a call; ``arguments`` skips JSON parsing for backends that receive objects."""
@@ -155,11 +139,9 @@ class MessageBuilder:
             arguments, raw = parse_tool_arguments("".join(self._buffers[index]))
         else:
             raw = None
-        call = ToolCall.model_construct(type="toolCall", id=id, name=name, arguments=arguments, raw_arguments=raw)
-        self._blocks[index] = call
-        return ToolCallEndEvent.model_construct(
-            type="toolcall_end", content_index=index, tool_call=call, partial=self.snapshot()
-        )
+        call = ToolCall(id=id, name=name, arguments=arguments, raw_arguments=raw)
+        self._set(index, call)
+        return ToolCallEndEvent(content_index=index, tool_call=call, partial=self.snapshot())
 
     # -- finishing ------------------------------------------------------------------------
     def done(self, reason: StopReason = "stop") -> DoneEvent:
@@ -168,13 +150,18 @@ class MessageBuilder:
             reason = "toolUse"
         if reason not in ("stop", "length", "toolUse"):
             return self.error(reason, f"provider finished with stop reason {reason!r}")  # type: ignore[return-value]
-        return DoneEvent.model_construct(type="done", reason=reason, message=self.snapshot(reason))
+        return DoneEvent(reason=reason, message=self.snapshot(reason))
 
     def error(self, reason: StopReason, message: str) -> ErrorEvent:
         reason = "aborted" if reason == "aborted" else "error"
-        return ErrorEvent.model_construct(type="error", reason=reason, error=self.snapshot(reason, message))
+        return ErrorEvent(reason=reason, error=self.snapshot(reason, message))
+
+    def _set(self, index: int, block: Any) -> None:
+        self._blocks[index] = block
+        self._snapshot = None
 
     def _open(self, block: Any) -> int:
+        self._snapshot = None
         self._blocks.append(block)
         self._buffers.append([])
         return len(self._blocks) - 1
