@@ -20,6 +20,7 @@ from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageS
 from openprogram.agent.events import AgentEvent, EndReason
 from openprogram.functions import matches, registry
 from openprogram.providers import Provider, ToolChoice
+from openprogram.providers import tool_choice as tool_choice_table
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram.types import AssistantMessage, Message, UserMessage
 
@@ -127,21 +128,17 @@ def resolve_tools(
     return menu
 
 
-def _check_tool_choice(tool_choice: ToolChoice | None, menu: list[AgentTool]) -> None:
-    if tool_choice == "required" and not menu:
+def _check_tool_choice(tool_choice: ToolChoice | None, menu: list[AgentTool]) -> ToolChoice | None:
+    """Refuse a choice no provider could honour before any request is made; return its canonical form."""
+    choice = tool_choice_table.normalize(tool_choice)  # the one table's check: shape and spelling
+    if choice == "required" and not menu:
         raise ValueError("tool_choice='required' needs at least one tool on the menu, and the menu is empty")
-    if tool_choice is None or tool_choice in ("auto", "required", "none"):
-        return
-    forced = isinstance(tool_choice, dict) and tool_choice.get("type") == "function"
-    if forced and isinstance(tool_choice.get("name"), str):  # type: ignore[union-attr]
-        name = tool_choice["name"]
+    if isinstance(choice, dict):
+        name = choice["name"]
         if name not in {t.name for t in menu}:
             available = ", ".join(t.name for t in menu) or "(none)"
             raise ValueError(f"tool_choice forces {name!r}, which is not on the menu (available: {available})")
-        return
-    raise ValueError(
-        f"tool_choice must be 'auto', 'required', 'none' or {{'type': 'function', 'name': NAME}}, got {tool_choice!r}"
-    )
+    return choice
 
 
 async def aexec_result(
@@ -175,7 +172,7 @@ async def aexec_result(
         provider = binding.provider
         model = model if model is not None else binding.model
     menu = resolve_tools(tools, toolset, tools_source, tools_allow, tools_deny)
-    _check_tool_choice(tool_choice, menu)
+    tool_choice = _check_tool_choice(tool_choice, menu)
     if clock is None:
         clock = _current_clock.get()
     prompt = UserMessage(content=content) if isinstance(content, str) else content

@@ -336,12 +336,13 @@ def test_the_default_tool_choice_is_auto() -> None:
     [
         (
             "any",
-            "tool_choice must be 'auto', 'required', 'none' or {'type': 'function', 'name': NAME}, got 'any'",
+            "unknown tool_choice 'any'; accepted: \"auto\", \"required\", \"none\", "
+            '{"type": "function", "name": "<tool name>"} or None',
         ),
         (
             {"type": "function"},
-            "tool_choice must be 'auto', 'required', 'none' or {'type': 'function', 'name': NAME}, "
-            "got {'type': 'function'}",
+            "tool_choice {'type': 'function'} is not a function pick; accepted: \"auto\", \"required\", "
+            '"none", {"type": "function", "name": "<tool name>"} or None',
         ),
         (
             {"type": "function", "name": "zzz"},
