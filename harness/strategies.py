@@ -351,8 +351,7 @@ def tools(
     draw: st.DrawFn, min_size: int = 0, max_size: int = 3, nesting: bool = True, cancel_one_in: int = CANCEL_ONE_IN
 ) -> list[ToolDef]:
     """A menu of planned tools with distinct names; nested runs may use any of them."""
-    count = draw(st.integers(min_size, max_size))  # uniform: a menu of one to three is as likely as none
-    names = draw(st.lists(_names, min_size=count, max_size=count, unique=True))
+    names = draw(st.lists(_names, min_size=min_size, max_size=max_size, unique=True))
     shells = tuple(ToolDef(name=n, parameters=draw(schemas())) for n in names)
     plans = st.lists(behaviours(shells, nesting=nesting, cancel_one_in=cancel_one_in), max_size=3)
     return [ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw(plans))) for shell in shells]
@@ -464,11 +463,15 @@ def _model_turns(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[ModelTurn]:
 
 
 def _schedules(max_poll: int, max_entries: int) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
-    return st.dictionaries(
-        st.integers(1, max_poll),
-        st.lists(_messages, min_size=1, max_size=2).map(tuple),
-        max_size=max_entries,
-    )
+    # Drawn as one slot per poll, mostly empty: a message shrinks away by emptying its slot, and
+    # a late poll number shrinks by dropping the trailing slots.
+    batch = st.lists(_messages, min_size=1, max_size=2).map(tuple)
+    slots = st.lists(st.one_of(st.just(()), st.just(()), st.just(()), batch), max_size=max_poll)
+    return slots.map(_schedule_of).filter(lambda schedule: len(schedule) <= max_entries)
+
+
+def _schedule_of(slots: list[tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
+    return {poll: messages for poll, messages in enumerate(slots, start=1) if messages}
 
 
 def steering_schedules(max_poll: int = 10, max_entries: int = 3) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
@@ -538,8 +541,8 @@ def scenarios(
         menu = tools_from(tools)
     else:
         menu = draw(_tools_strategy(max_size=max_tools, nesting=nesting, cancel_one_in=cancel_one_in))
-    count = draw(st.integers(1, max_turns))  # uniform, so long runs are as common as short ones
-    turns = draw(st.lists(model_turns(menu), min_size=count, max_size=count))
+    # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed
+    turns = draw(st.lists(model_turns(menu), min_size=1, max_size=max_turns))
     return Scenario(
         prompts=draw(_prompts),
         tools=tuple(menu),

@@ -1,0 +1,108 @@
+"""How many generated scenarios per second the property campaign checks.
+
+Each scenario (up to 10 model rounds, from ``harness.strategies.scenarios()``) is run through the
+real loop, compared with the reference model, and checked against every invariant (when
+``harness.invariants`` exists). Two figures, each the median of several runs:
+
+* checked/s: run + reference + invariants on scenarios Hypothesis generated beforehand; the cost
+  of the harness and the loop, which is what the 200/s target is about;
+* end to end/s: the same inside ``@given``, so Hypothesis' own generation is included (what a
+  campaign or a property test actually achieves on this machine).
+
+Usage: ``python benchmarks/property_throughput.py [--scenarios 300] [--repeats 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from harness.scenario import Scenario, invariants_available, problems_of
+from harness.strategies import scenarios
+
+TARGET = 200.0
+
+
+def _settings(count: int, seed: int) -> settings:
+    return settings(
+        max_examples=count,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def generate(count: int) -> list[Scenario]:
+    found: list[Scenario] = []
+
+    @_settings(count, 0)
+    @given(scenarios(max_turns=10))
+    def collect(scenario: Scenario) -> None:
+        found.append(scenario)
+
+    collect()
+    return found
+
+
+def check(scenario: Scenario) -> int:
+    trace = scenario.run()
+    problems = problems_of(scenario, trace)
+    if problems:
+        raise AssertionError(f"benchmark scenario failed: {problems[0]}\n{scenario.to_yaml()}")
+    return len(trace.requests)
+
+
+def checked_per_second(batch: list[Scenario]) -> tuple[float, int]:
+    started = time.perf_counter()
+    rounds = sum(check(s) for s in batch)
+    return len(batch) / (time.perf_counter() - started), rounds
+
+
+def end_to_end_per_second(count: int) -> float:
+    done = [0]
+
+    @_settings(count, 0)
+    @given(scenarios(max_turns=10))
+    def campaign(scenario: Scenario) -> None:
+        check(scenario)
+        done[0] += 1
+
+    started = time.perf_counter()
+    campaign()
+    return done[0] / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+
+    batch = generate(args.scenarios)
+    checked_per_second(batch[:20])  # warm caches (schema validators, strategies)
+    checked, rounds = zip(*(checked_per_second(batch) for _ in range(args.repeats)), strict=True)
+    end_to_end = [end_to_end_per_second(args.scenarios) for _ in range(args.repeats)]
+    print(f"scenarios per run: {len(batch)} (max 10 rounds each, {rounds[0] / len(batch):.1f} model rounds on average)")
+    print(f"invariants checked: {'yes' if invariants_available() else 'no (harness.invariants missing)'}")
+    median = statistics.median(checked)
+    print(
+        f"checked (run + reference + invariants): median {median:.0f} scenarios/s over {args.repeats} runs "
+        f"{[round(x) for x in checked]}  target >= {TARGET:.0f}/s: {'met' if median >= TARGET else 'NOT met'}"
+    )
+    print(
+        f"end to end (with Hypothesis generation):  median {statistics.median(end_to_end):.0f} scenarios/s "
+        f"{[round(x) for x in end_to_end]}"
+    )
+
+
+if __name__ == "__main__":
+    main()

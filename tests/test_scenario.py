@@ -1,0 +1,295 @@
+"""Scenario: the YAML a person writes, the run it drives, and `harness run`."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import harness.scenario as scenario_module
+from harness.cli import main
+from harness.scenario import (
+    Behaviour,
+    Call,
+    Config,
+    ModelTurn,
+    NestedRun,
+    Scenario,
+    ScenarioError,
+    ToolDef,
+    effective_cap,
+)
+from openprogram import function
+from openprogram.agent.agent_loop import agent_loop
+from openprogram.functions import registry
+
+ADD = ToolDef(
+    name="add",
+    parameters={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+    plan=(Behaviour("return", 5),),
+)
+
+HAND_WRITTEN = textwrap.dedent(
+    """\
+    name: add two numbers
+    prompts: [Add 2 and 3]
+    tools:
+      - name: add
+        parameters:
+          type: object
+          properties: {a: {type: integer}, b: {type: integer}}
+          required: [a, b]
+        plan:
+          - return: 5
+    turns:
+      - calls:
+          - {name: add, args: {a: 2, b: 3}}
+      - The answer is 5.
+    steering: {3: [thanks]}
+    config: {max_iterations: 4, tool_choice: auto}
+    """
+)
+
+
+def test_a_hand_written_scenario_reads_as_values() -> None:
+    scenario = Scenario.from_yaml(HAND_WRITTEN)
+    assert scenario.name == "add two numbers"
+    assert scenario.tools == (ADD,)
+    assert scenario.turns == (ModelTurn(calls=(Call("add", {"a": 2, "b": 3}),)), ModelTurn(text="The answer is 5."))
+    assert scenario.steering == {3: ("thanks",)}
+    assert scenario.config == Config(max_iterations=4, tool_choice="auto")
+
+
+def test_yaml_round_trips_exactly_and_is_canonical() -> None:
+    scenario = Scenario.from_yaml(HAND_WRITTEN)
+    text = scenario.to_yaml()
+    assert Scenario.from_yaml(text) == scenario
+    assert Scenario.from_yaml(text).to_yaml() == text
+    assert "- The answer is 5." in text  # a plain text reply stays a bare string
+
+
+def test_every_turn_and_behaviour_kind_round_trips() -> None:
+    nested = NestedRun(prompt="dig", tools=None, turns=(ModelTurn(text="x"),), steering={1: ("s",)}, sync=True)
+    scenario = Scenario(
+        prompts=("p1", "multi\nline prompt"),
+        tools=(
+            ToolDef(
+                name="t",
+                description="a tool",
+                plan=(
+                    Behaviour("return", {"k": [1, 2.5, None, True]}, updates=("10%", 3), cancel=True),
+                    Behaviour("error", "bad"),
+                    Behaviour("raise", ""),
+                    Behaviour("exec", nested=nested),
+                    Behaviour("return", None),
+                ),
+            ),
+        ),
+        turns=(
+            ModelTurn(text="", thinking="hmm"),
+            ModelTurn(calls=(Call("t", raw="{oops", id="x"), Call("t", {"a": "yes"})), text="t", stop="length"),
+            ModelTurn(),
+            ModelTurn(stop="length"),
+            ModelTurn(kind="error", message="rate limited"),
+            ModelTurn(kind="aborted"),
+            ModelTurn(kind="raise", message="reset", calls=(Call("t"),)),
+            ModelTurn(kind="hang_up", text="Once"),
+            ModelTurn(text="true"),  # would read back as a boolean if written bare
+        ),
+        steering={2: ("a", "b")},
+        follow_ups={1: ("more",)},
+        config=Config(
+            max_iterations=-3,
+            tool_choice={"type": "function", "name": "t"},
+            parallel_tool_calls=False,
+            model="m",
+            system_prompt="sys",
+        ),
+        notes="why this scenario exists",
+        meta={"expect": {"reason": "stop"}},
+    )
+    text = scenario.to_yaml()
+    assert Scenario.from_yaml(text) == scenario, text
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("prompts: [a]\nturns: [{txt: hi}]", "unknown key(s) txt"),
+        ("turns: [{error: x, text: y}]", "unknown key(s) text"),
+        ("tools: [{name: a, plan: [{return: 1, raise: x}]}]", "exactly one of return, error, raise, exec"),
+        ("tools: [{name: a}, {name: a}]", "two tools share the name(s) a"),
+        ("steering: {0: [x]}", "poll numbers start at 1"),
+        ("turns: [{calls: [{name: a, args: [1]}]}]", "args must be a mapping"),
+        ("turns: [{calls: [{name: a, args: {}, raw: x}]}]", "give args or raw, not both"),
+        (
+            "tools: [{name: a, plan: [{exec: {tools: [b], turns: []}}]}]",
+            "may use only planned tools",
+        ),
+        ("- just a list", "a scenario is a mapping"),
+        ("prompts: [", "not valid YAML"),
+    ],
+)
+def test_malformed_yaml_says_where_and_what(text: str, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Scenario.from_yaml(text)
+
+
+def test_from_yaml_reads_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(HAND_WRITTEN)
+    assert Scenario.from_yaml(path) == Scenario.from_yaml(str(path)) == Scenario.from_yaml(HAND_WRITTEN)
+
+
+def test_run_drives_the_real_loop_and_records_the_ledger() -> None:
+    trace = Scenario.from_yaml(HAND_WRITTEN).run()
+    assert trace.reason == "stop"
+    assert trace.max_iterations == 4
+    assert [(e.tool_name, e.tool_call_id, e.arguments, e.text) for e in trace.ledger or ()] == [
+        ("add", "call_1", {"a": 2, "b": 3}, "5")
+    ]
+    assert trace.final_text == "The answer is 5."
+    assert [m.timestamp for m in trace.new_messages] == [1000, 1001, 1002, 1003, 1004]  # "thanks" came at poll 3
+    assert len(trace.requests) == 2
+    assert trace.requests[1].tool_choice == "auto"
+
+
+def test_arun_works_inside_a_running_event_loop() -> None:
+    trace = asyncio.run(Scenario.from_yaml(HAND_WRITTEN).arun())
+    assert trace.reason == "stop"
+
+
+def test_the_same_scenario_gives_byte_identical_traces() -> None:
+    scenario = Scenario.from_yaml(HAND_WRITTEN)
+    assert scenario.run().to_json() == scenario.run().to_json()
+
+
+def test_the_loop_is_injectable_and_patchable(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append("called")
+        return agent_loop(*args, **kwargs)  # type: ignore[arg-type]
+
+    scenario = Scenario.from_yaml(HAND_WRITTEN)
+    scenario.run(loop=spy)
+    assert seen == ["called"]
+    monkeypatch.setattr(scenario_module, "agent_loop", spy)
+    scenario.run()
+    assert seen == ["called", "called"]
+
+
+def test_a_loop_that_fails_its_consumer_is_recorded_not_raised() -> None:
+    def broken(*args: object, **kwargs: object) -> object:
+        stream = agent_loop(*args, **kwargs)  # type: ignore[arg-type]
+
+        class Failing:
+            def __aiter__(self) -> Failing:
+                return self
+
+            async def __anext__(self) -> object:
+                raise RuntimeError("stream exploded")
+
+            async def result(self) -> object:
+                return await stream.result()
+
+        return Failing()
+
+    trace = Scenario.from_yaml(HAND_WRITTEN).run(loop=broken)
+    assert trace.error == "RuntimeError: stream exploded"
+    assert not Scenario.from_yaml(HAND_WRITTEN).check(loop=broken).ok
+
+
+def test_effective_cap_is_the_contract_formula() -> None:
+    assert [effective_cap(v) for v in (None, 0, -5, 1, 7, 50, 51, 1000)] == [50, 1, 1, 1, 7, 50, 50, 50]
+
+
+@function(register=False)
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+def test_real_tools_run_the_users_code_and_save_as_an_import_path() -> None:
+    tool = ToolDef.from_tool(shout, python="tests.test_scenario:shout")
+    scenario = Scenario(
+        prompts=("hi",),
+        tools=(tool,),
+        turns=(ModelTurn(calls=(Call("shout", {"text": "hey"}),)), ModelTurn(text="done")),
+    )
+    trace = scenario.run()
+    assert [r.text for r in trace.tool_results] == ["HEY"]
+    assert scenario.check().ok
+    reloaded = Scenario.from_yaml(scenario.to_yaml())
+    assert reloaded.tools[0].python == "tests.test_scenario:shout"
+    assert [r.text for r in reloaded.run().tool_results] == ["HEY"]
+
+
+def test_a_tool_cannot_be_both_real_and_planned() -> None:
+    with pytest.raises(ScenarioError, match="cannot also have a plan"):
+        ToolDef(name="x", python="m:x", plan=(Behaviour(),))
+
+
+def test_nested_runs_can_inherit_only_an_all_planned_menu() -> None:
+    nested = Behaviour("exec", nested=NestedRun(tools=None))
+    with pytest.raises(ScenarioError, match="inherit the menu only when every tool has a plan"):
+        Scenario(tools=(ToolDef(name="a", plan=(nested,)), ToolDef.from_tool(shout)))
+
+
+def test_nesting_stops_at_the_limit() -> None:
+    loop_forever = Behaviour(
+        "exec", nested=NestedRun(tools=("deep",), turns=(ModelTurn(calls=(Call("deep"),)), ModelTurn(text="up")))
+    )
+    scenario = Scenario(
+        tools=(ToolDef(name="deep", plan=(loop_forever,)),),
+        turns=(ModelTurn(calls=(Call("deep"),)), ModelTurn(text="done")),
+    )
+    trace = scenario.run()
+    assert trace.reason == "stop"
+    assert scenario.check().ok
+    assert trace.tool_results[0].text == "up"
+
+
+def test_registry_is_untouched_by_scenarios() -> None:
+    before = {fn.name for fn in registry}
+    Scenario.from_yaml(HAND_WRITTEN).run()
+    assert {fn.name for fn in registry} == before
+
+
+def test_harness_run_checks_files_and_shows_the_trace(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(HAND_WRITTEN)
+    result = CliRunner().invoke(main, ["run", str(good), "--show"])
+    assert result.exit_code == 0, result.output
+    assert "ok   " in result.output and "agent_end reason=stop" in result.output
+
+
+def test_harness_run_exits_1_on_a_violated_expectation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(HAND_WRITTEN + "meta:\n  expect: {reason: error}\n")
+    result = CliRunner().invoke(main, ["run", str(bad)])
+    assert result.exit_code == 1
+    assert "reason: expected 'error', got 'stop'" in result.output
+
+
+def test_harness_run_reports_malformed_files(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("turns: [{txt: hi}]")
+    result = CliRunner().invoke(main, ["run", str(broken)])
+    assert result.exit_code == 1
+    assert "unknown key(s) txt" in result.output
+
+
+def test_harness_run_takes_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(HAND_WRITTEN)
+    (tmp_path / "b.yml").write_text(HAND_WRITTEN)
+    result = CliRunner().invoke(main, ["run", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "all 2 scenario(s) passed" in result.output
