@@ -10,19 +10,28 @@ an ``error`` event: the loop must never have to catch a provider exception.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import anthropic
 
 from openprogram.providers import ModelRequest, tool_choice
+from openprogram.providers._shared import (
+    END,
+    Aborted,
+    CancelRace,
+    ReplyError,
+    SDKProvider,
+    describe_exception,
+    error_body_fields,
+    http_error_text,
+    is_replayable,
+    retry_after,
+)
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AssistantMessage,
@@ -74,14 +83,8 @@ _ERROR_TYPE_STATUS: dict[str, int] = {
 
 _TOOL_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
-_T = TypeVar("_T")
 
-
-class _Aborted(Exception):
-    """The cancel event fired while a request or a stream read was pending."""
-
-
-class AnthropicProvider:
+class AnthropicProvider(SDKProvider[anthropic.AsyncAnthropic]):
     """A ``Provider`` over the official ``anthropic`` SDK (``AsyncAnthropic().messages.create``).
 
     ``client`` is used as given. Without one, a client is built from ``client_kwargs`` and the
@@ -90,68 +93,26 @@ class AnthropicProvider:
     """
 
     name: ClassVar[str] = "anthropic"
+    model_example: ClassVar[str | None] = "claude-sonnet-4-5"
 
-    def __init__(
-        self,
-        client: anthropic.AsyncAnthropic | None = None,
-        *,
-        model: str | None = None,
-        stream: bool = True,
-        max_tokens: int | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        self.model = model
-        self.streaming = stream
-        self.max_tokens = max_tokens
-        self._client = client
-        self._client_kwargs = client_kwargs
-        self._clients: dict[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = {}
-        self._clients_lock = threading.Lock()
+    def _build_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(**self._client_kwargs)
 
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client for the running event loop (the user's own client when one was given)."""
-        if self._client is not None:
-            return self._client
-        loop = asyncio.get_running_loop()
-        with self._clients_lock:
-            for stale in [known for known in self._clients if known.is_closed()]:
-                del self._clients[stale]
-            built = self._clients.get(loop)
-            if built is None:
-                built = anthropic.AsyncAnthropic(**self._client_kwargs)
-                self._clients[loop] = built
-            return built
+        return self._client_for_running_loop()
 
-    async def stream(
-        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
     ) -> AsyncIterator[AssistantMessageEvent]:
-        model = request.model or self.model
-        builder = MessageBuilder(model=model or "", provider=self.name)
-        yield builder.start()
-        if not model:
-            yield builder.error(
-                "error",
-                "No model given: pass model= to AnthropicProvider(...) or set ModelRequest.model "
-                "(e.g. 'claude-sonnet-4-5').",
-            )
-            return
-        if cancel_event is not None and cancel_event.is_set():
-            yield builder.error("aborted", "Request was aborted")
-            return
-        try:
-            client = self.client()
-            kwargs = _request_kwargs(client, request, model, request.max_tokens or self.max_tokens)
-            if self.streaming:
-                events = _stream_events(client, kwargs, builder, cancel_event)
-            else:
-                events = _whole_message_events(client, kwargs, builder, cancel_event)
-            async with aclosing(events):
-                async for event in events:
-                    yield event
-        except _Aborted:
-            yield builder.error("aborted", "Request was aborted")
-        except Exception as exc:
-            yield builder.error("error", describe_error(exc))
+        client = self.client()
+        kwargs = _request_kwargs(client, request, model, request.max_tokens or self.max_tokens)
+        if self.streaming:
+            return _stream_events(client, kwargs, builder, race)
+        return _whole_message_events(client, kwargs, builder, race)
+
+    def _describe(self, exc: Exception) -> str:
+        return describe_error(exc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,7 +210,7 @@ def convert_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if isinstance(message, UserMessage):
             converted.append({"role": "user", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
+            if not is_replayable(message):
                 continue
             blocks = _assistant_blocks(message)
             if blocks:
@@ -312,26 +273,25 @@ async def _stream_events(
     client: anthropic.AsyncAnthropic,
     kwargs: dict[str, Any],
     builder: MessageBuilder,
-    cancel_event: asyncio.Event | None,
+    race: CancelRace,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    sdk_stream = await _unless_cancelled(client.messages.create(**kwargs, stream=True), cancel_event)
+    sdk_stream = await race.run(client.messages.create(**kwargs, stream=True))
     decoder = _StreamDecoder(builder)
     try:
         iterator = sdk_stream.__aiter__()
         while True:
             try:
-                event = await _unless_cancelled(iterator.__anext__(), cancel_event)
-            except StopAsyncIteration:
-                break
-            except (_Aborted, anthropic.APIStatusError):
+                event = await race.run(anext(iterator, END))
+            except (Aborted, anthropic.APIStatusError):
                 raise
-            except Exception as exc:
+            except Exception as exc:  # the SSE body broke off after the request succeeded
                 status = getattr(getattr(sdk_stream, "response", None), "status_code", "?")
-                raise _StreamCut(f"stream interrupted after HTTP {status}: {type(exc).__name__}: {exc}") from exc
+                raise ReplyError(f"stream interrupted after HTTP {status}: {describe_exception(exc)}") from exc
+            if event is END:
+                break
             for built in decoder.feed(event):
                 yield built
-            if cancel_event is not None and cancel_event.is_set():
-                raise _Aborted
+            race.raise_if_cancelled()
         yield decoder.finish()
     finally:
         await sdk_stream.close()
@@ -341,9 +301,9 @@ async def _whole_message_events(
     client: anthropic.AsyncAnthropic,
     kwargs: dict[str, Any],
     builder: MessageBuilder,
-    cancel_event: asyncio.Event | None,
+    race: CancelRace,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    message = await _unless_cancelled(client.messages.create(**kwargs), cancel_event)
+    message = await race.run(client.messages.create(**kwargs))
     for event in _message_events(builder, message):
         yield event
 
@@ -380,10 +340,6 @@ def _message_events(builder: MessageBuilder, message: Any) -> Iterator[Assistant
     yield _finish(builder, message.stop_reason, getattr(message, "stop_details", None))
 
 
-class _StreamCut(Exception):
-    """The SSE body broke off (connection error, truncated body) after the request succeeded."""
-
-
 class _StreamDecoder:
     """Maps Anthropic's SSE events onto builder calls, tracking its block index to ours."""
 
@@ -416,7 +372,7 @@ class _StreamDecoder:
 
     def finish(self) -> AssistantMessageEvent:
         if not self.stopped:
-            raise _StreamCut("stream ended before message_stop: the response is incomplete")
+            raise ReplyError("stream ended before message_stop: the response is incomplete")
         return _finish(self.builder, self.stop_reason, self.stop_details)
 
     def _count(self, usage: Any) -> None:
@@ -516,29 +472,8 @@ def _usage(counts: Mapping[str, int]) -> Usage:
 
 
 # ---------------------------------------------------------------------------------------------
-# Cancellation and errors
+# Errors
 # ---------------------------------------------------------------------------------------------
-
-
-async def _unless_cancelled(awaitable: Awaitable[_T], cancel_event: asyncio.Event | None) -> _T:
-    """Await ``awaitable`` unless ``cancel_event`` fires first; a hung read must not outlive a cancel."""
-    if cancel_event is None:
-        return await awaitable
-    work = asyncio.ensure_future(awaitable)
-    if cancel_event.is_set():
-        work.cancel()
-        raise _Aborted
-    waiter = asyncio.ensure_future(cancel_event.wait())
-    try:
-        await asyncio.wait((work, waiter), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-        if not work.done():
-            work.cancel()
-            await asyncio.gather(work, return_exceptions=True)
-    if work.cancelled():
-        raise _Aborted
-    return work.result()
 
 
 def describe_error(exc: BaseException) -> str:
@@ -549,52 +484,20 @@ def describe_error(exc: BaseException) -> str:
         return f"request timed out: {exc.message}"
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
-        reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        reason = f" ({describe_exception(cause)})" if cause is not None else ""
         return f"connection error: {exc.message}{reason}"
-    if isinstance(exc, _StreamCut):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    return describe_exception(exc)
 
 
 def _describe_status_error(exc: anthropic.APIStatusError) -> str:
-    error_type, message = _error_fields(exc.body)
-    if message is None:
-        message = exc.message
+    error_type, message = error_body_fields(exc.body)
     status = exc.status_code
     if status < 400:  # an `event: error` inside a 2xx stream
         implied = _ERROR_TYPE_STATUS.get(error_type or "")
-        prefix = f"HTTP {implied}" if implied else f"HTTP {status}"
-        return f"{prefix} {error_type or 'error'}: {message} (error event in the stream)"
-    text = f"HTTP {status} {error_type}: {message}" if error_type else f"HTTP {status}: {message}"
-    if status == 429:
-        retry_after = _retry_after(exc.response.headers)
-        if retry_after is not None:
-            text += f" (retry after {retry_after}s)"
-    return text
-
-
-def _error_fields(body: object) -> tuple[str | None, str | None]:
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping):
-            error_type, message = error.get("type"), error.get("message")
-            return (str(error_type) if error_type else None, str(message) if message is not None else None)
-    if isinstance(body, str) and body.strip():
-        return None, body.strip()[:500]
-    return None, None
-
-
-def _retry_after(headers: Mapping[str, str]) -> str | None:
-    value = headers.get("retry-after")
-    if value:
-        return value.strip()
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return f"{float(millis) / 1000:g}"
-        except ValueError:
-            return None
-    return None
+        return f"HTTP {implied or status} {error_type or 'error'}: {message or exc.message} (error event in the stream)"
+    # The delay is reported for a rate limit (429) only.
+    delay = retry_after(exc.response.headers) if status == 429 else None
+    return http_error_text(status, error_type, message or exc.message, delay)
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "REDACTED_THINKING_PREFIX", "AnthropicProvider", "convert_messages", "convert_tools"]

@@ -29,6 +29,17 @@ except ImportError as exc:  # pragma: no cover - exercised by simulating the mis
     raise ImportError('The Bedrock backend needs boto3, an optional extra: pip install "openprogram[bedrock]"') from exc
 
 from openprogram.providers import ModelRequest, tool_choice
+from openprogram.providers._shared import (
+    END,
+    Aborted,
+    CancelRace,
+    ReplyError,
+    SDKProvider,
+    describe_exception,
+    http_error_text,
+    merge_same_role,
+    retry_after,
+)
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AssistantMessage,
@@ -57,14 +68,8 @@ _STOP_REASONS = {
 _EMPTY_RESULT = "(no output)"
 """Converse rejects empty text blocks; a tool result must still say something."""
 
-_END = object()
 
-
-class _Aborted(Exception):
-    """The caller's cancel event fired while we were waiting on Bedrock."""
-
-
-class BedrockProvider:
+class BedrockProvider(SDKProvider[Any]):
     """A :class:`~openprogram.providers.Provider` for models on Amazon Bedrock's Converse API.
 
     ``client`` is a ready boto3 ``bedrock-runtime`` client and is used as given. Without one, a
@@ -75,75 +80,48 @@ class BedrockProvider:
 
     name: ClassVar[str] = "bedrock"
 
-    def __init__(
-        self,
-        client: Any = None,
-        *,
-        model: str | None = None,
-        stream: bool = True,
-        max_tokens: int | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        self._client = client
-        self._client_kwargs = client_kwargs
-        self.model = model
-        self.streaming = stream
-        self.max_tokens = max_tokens
-
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = boto3.client("bedrock-runtime", **self._client_kwargs)
+            self._client = self._build_client()
         return self._client
 
-    async def stream(
-        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        model = request.model or self.model
-        builder = MessageBuilder(model=model or "", provider=self.name)
-        yield builder.start()
-        if not model:
-            yield builder.error(
-                "error", "No Bedrock model given: pass BedrockProvider(model=...) or set ModelRequest.model."
-            )
-            return
-        if cancel_event is not None and cancel_event.is_set():
-            yield builder.error("aborted", "Request was aborted")
-            return
+    def _build_client(self) -> Any:
+        return boto3.client("bedrock-runtime", **self._client_kwargs)
 
-        event_stream: Any = None
-        try:
-            kwargs = self._converse_kwargs(model, request)
-            client = await asyncio.to_thread(lambda: self.client)
-            reader = _ReplyReader(builder)
-            if self.streaming:
-                response = await _in_thread(
-                    functools.partial(client.converse_stream, **kwargs), cancel_event, on_abandon=_close_stream_of
-                )
-                event_stream = response["stream"]
+    def _client_for_running_loop(self) -> Any:
+        """Not one per loop: a boto3 client is thread-safe and bound to no event loop, so one serves all."""
+        return self.client
+
+    def _describe(self, exc: Exception) -> str:
+        return describe_error(exc)
+
+    async def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        kwargs = self._converse_kwargs(model, request)
+        client = await asyncio.to_thread(self._client_for_running_loop)  # building one reads files
+        reader = _ReplyReader(builder)
+        if self.streaming:
+            response = await _in_thread(
+                functools.partial(client.converse_stream, **kwargs), race, on_abandon=_close_stream_of
+            )
+            event_stream = response["stream"]
+            try:
                 events = iter(event_stream)
-                while True:
-                    item = await _in_thread(functools.partial(next, events, _END), cancel_event)
-                    if item is _END:
-                        break
+                while (item := await _in_thread(functools.partial(next, events, END), race)) is not END:
                     for event in reader.feed_stream_event(item):
                         yield event
-            else:
-                response = await _in_thread(functools.partial(client.converse, **kwargs), cancel_event)
-                for event in reader.feed_response(response):
-                    yield event
-            if cancel_event is not None and cancel_event.is_set():
-                raise _Aborted
-            for event in reader.finish():
-                yield event
-        except _Aborted:
-            yield builder.error("aborted", "Request was aborted")
-        except Exception as error:  # HTTP, in-band and transport failures: never raise into the loop
-            yield builder.error("error", describe_error(error))
-        finally:
-            if event_stream is not None:
+            finally:
                 with contextlib.suppress(Exception):
                     event_stream.close()
+        else:
+            response = await _in_thread(functools.partial(client.converse, **kwargs), race)
+            for event in reader.feed_response(response):
+                yield event
+        race.raise_if_cancelled()
+        for event in reader.finish():
+            yield event
 
     def _converse_kwargs(self, model: str, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"modelId": model}
@@ -186,23 +164,15 @@ def to_bedrock_messages(messages: Sequence[Message], *, tool_blocks: bool = True
     ``toolConfig``. Assistant messages that ended in error or abort are dropped: their calls never
     got results, and Converse rejects a ``toolUse`` without its ``toolResult``.
     """
-    converted: list[dict[str, Any]] = []
-    for message in messages:
+
+    def turn(message: Message) -> tuple[str, list[dict[str, Any]]]:
         if isinstance(message, UserMessage):
-            role, content = "user", _user_blocks(message)
-        elif isinstance(message, ToolResultMessage):
-            role, content = "user", [_tool_result_block(message) if tool_blocks else _tool_result_text(message)]
-        elif message.stop_reason in ("error", "aborted"):
-            continue
-        else:
-            role, content = "assistant", _assistant_blocks(message, tool_blocks=tool_blocks)
-        if not content:
-            continue
-        if converted and converted[-1]["role"] == role:
-            converted[-1]["content"].extend(content)
-        else:
-            converted.append({"role": role, "content": content})
-    return converted
+            return "user", _user_blocks(message)
+        if isinstance(message, ToolResultMessage):
+            return "user", [_tool_result_block(message) if tool_blocks else _tool_result_text(message)]
+        return "assistant", _assistant_blocks(message, tool_blocks=tool_blocks)
+
+    return [{"role": role, "content": content} for role, content in merge_same_role(messages, turn)]
 
 
 def _user_blocks(message: UserMessage) -> list[dict[str, Any]]:
@@ -287,7 +257,7 @@ class _ReplyReader:
             for key, value in event.items():
                 if key.endswith("Exception"):  # an exception frame the SDK handed over instead of raising
                     message = value.get("message", value) if isinstance(value, Mapping) else value
-                    raise _InBandError(f"Bedrock stream error {key}: {message}")
+                    raise ReplyError(f"Bedrock stream error {key}: {message}")
 
     def _delta(self, delta_event: Mapping[str, Any]) -> Iterator[AssistantMessageEvent]:
         builder = self._builder
@@ -391,10 +361,6 @@ class _ReplyReader:
         return [*closing, builder.error("error", f"Bedrock stopped the reply: {reason}")]
 
 
-class _InBandError(Exception):
-    """An exception frame inside a 2xx event stream."""
-
-
 def _usage(usage: Mapping[str, Any]) -> Usage:
     """Converse's ``inputTokens`` already excludes cache reads and writes."""
     input_tokens = usage.get("inputTokens", 0) or 0
@@ -419,19 +385,15 @@ def describe_error(error: BaseException) -> str:
         details = error.response.get("Error", {})
         metadata = error.response.get("ResponseMetadata", {})
         status = metadata.get("HTTPStatusCode")
-        code = details.get("Code") or ""
+        code = details.get("Code") or None
+        if code == str(status):  # botocore falls back to the status when the type header is gone
+            code = None
         message = details.get("Message") or str(error)
-        head = f"HTTP {status}" if status else "Bedrock error"
-        if code and code != str(status):  # botocore falls back to the status when the type header is gone
-            head += f" {code}"
-        text = f"{head}: {message}"
-        retry_after = {k.lower(): v for k, v in (metadata.get("HTTPHeaders") or {}).items()}.get("retry-after")
-        if retry_after:
-            text += f" (retry after {retry_after}s)" if str(retry_after).isdigit() else f" (retry after {retry_after})"
-        return text
-    if isinstance(error, _InBandError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
+        if not status:
+            return f"Bedrock error {code}: {message}" if code else f"Bedrock error: {message}"
+        headers = {name.lower(): value for name, value in (metadata.get("HTTPHeaders") or {}).items()}
+        return http_error_text(status, code, message, retry_after(headers))
+    return describe_exception(error)
 
 
 def _close_stream_of(response: Mapping[str, Any]) -> None:
@@ -441,7 +403,7 @@ def _close_stream_of(response: Mapping[str, Any]) -> None:
 
 async def _in_thread(
     call: Callable[[], _T],
-    cancel_event: asyncio.Event | None,
+    race: CancelRace,
     *,
     on_abandon: Callable[[_T], None] | None = None,
 ) -> _T:
@@ -451,19 +413,17 @@ async def _in_thread(
     then receives its late result (e.g. to close a stream nobody will read). The hand-over is
     settled under a lock in the worker itself, so it happens even if the event loop is gone by then.
     """
+    race.raise_if_cancelled()  # no thread for a step nobody will wait for
     handover = _Handover(on_abandon)
     work = asyncio.ensure_future(asyncio.to_thread(handover.run, call))
-    waiter = asyncio.ensure_future(cancel_event.wait()) if cancel_event is not None else None
     try:
-        await asyncio.wait({work} if waiter is None else {work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        await race.wait(work)
     finally:  # also reached when our own task is cancelled: the late result is still disposed of
-        if waiter is not None:
-            waiter.cancel()
         if not work.done():
             work.add_done_callback(_consume)
             handover.abandon()
     if not work.done():
-        raise _Aborted
+        raise Aborted
     return work.result()
 
 

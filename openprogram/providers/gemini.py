@@ -21,7 +21,7 @@ import base64
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
 try:
@@ -34,6 +34,15 @@ except ImportError as exc:  # pragma: no cover - exercised by simulating the mis
     ) from exc
 
 from openprogram.providers import ModelRequest, tool_choice
+from openprogram.providers._shared import (
+    CancelRace,
+    SDKProvider,
+    describe_exception,
+    http_error_text,
+    merge_same_role,
+    retry_after,
+    usage_with_cached_prompt,
+)
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AssistantMessage,
@@ -54,11 +63,7 @@ _STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 """Every other finish reason (safety, recitation, malformed or unexpected function call, ...) is an error."""
 
 
-class _Aborted(Exception):
-    """The caller's cancel event fired while we were waiting on Gemini."""
-
-
-class GeminiProvider:
+class GeminiProvider(SDKProvider[genai.Client]):
     """A :class:`~openprogram.providers.Provider` for Google's Gemini models.
 
     ``client`` is a ready ``google.genai.Client`` and is used as given. Without one, a client is
@@ -69,82 +74,38 @@ class GeminiProvider:
 
     name: ClassVar[str] = "gemini"
 
-    def __init__(
-        self,
-        client: genai.Client | None = None,
-        *,
-        model: str | None = None,
-        stream: bool = True,
-        max_tokens: int | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        self._client = client
-        self._client_kwargs = client_kwargs
-        self._loop_clients: dict[asyncio.AbstractEventLoop, genai.Client] = {}
-        self.model = model
-        self.streaming = stream
-        self.max_tokens = max_tokens
+    def _build_client(self) -> genai.Client:
+        return genai.Client(**self._client_kwargs)
 
-    def _client_for_running_loop(self) -> genai.Client:
-        if self._client is not None:
-            return self._client
-        loop = asyncio.get_running_loop()
-        client = self._loop_clients.get(loop)
-        if client is None:
-            client = genai.Client(**self._client_kwargs)
-            live = {other: kept for other, kept in self._loop_clients.items() if not other.is_closed()}
-            self._loop_clients = {**live, loop: client}
-        return client
+    def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, genai_errors.APIError):
+            return describe_api_error(exc)
+        return describe_exception(exc)  # transport failures, a cut stream, bad config
 
-    async def stream(
-        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    async def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
     ) -> AsyncIterator[AssistantMessageEvent]:
-        model = request.model or self.model
-        builder = MessageBuilder(model=model or "", provider=self.name)
-        yield builder.start()
-        if not model:
-            yield builder.error(
-                "error", "No Gemini model given: pass GeminiProvider(model=...) or set ModelRequest.model."
+        contents = to_gemini_contents(request.messages)
+        config = self._config(request)
+        reader = _ReplyReader(builder, id_prefix=_turn_hash(model, contents))
+        models = self._client_for_running_loop().aio.models
+        if self.streaming:
+            pump = _ChunkPump(
+                await race.run(models.generate_content_stream(model=model, contents=contents, config=config))
             )
-            return
-        if cancel_event is not None and cancel_event.is_set():
-            yield builder.error("aborted", "Request was aborted")
-            return
-
-        pump: _ChunkPump | None = None
-        try:
-            contents = to_gemini_contents(request.messages)
-            config = self._config(request)
-            reader = _ReplyReader(builder, id_prefix=_turn_hash(model, contents))
-            models = self._client_for_running_loop().aio.models
-            if self.streaming:
-                pump = _ChunkPump(
-                    await _unless_cancelled(
-                        models.generate_content_stream(model=model, contents=contents, config=config), cancel_event
-                    )
-                )
-                while (chunk := await _unless_cancelled(pump.next(), cancel_event)) is not None:
+            try:
+                while (chunk := await race.run(pump.next())) is not None:
                     for event in reader.feed(chunk):
                         yield event
-            else:
-                response = await _unless_cancelled(
-                    models.generate_content(model=model, contents=contents, config=config), cancel_event
-                )
-                for event in reader.feed(response):
-                    yield event
-            if cancel_event is not None and cancel_event.is_set():
-                raise _Aborted
-            for event in reader.finish():
-                yield event
-        except _Aborted:
-            yield builder.error("aborted", "Request was aborted")
-        except genai_errors.APIError as error:
-            yield builder.error("error", describe_api_error(error))
-        except Exception as error:  # transport failures, a cut stream, bad config: never raise into the loop
-            yield builder.error("error", f"{type(error).__name__}: {error}")
-        finally:
-            if pump is not None:
+            finally:
                 await pump.close()
+        else:
+            response = await race.run(models.generate_content(model=model, contents=contents, config=config))
+            for event in reader.feed(response):
+                yield event
+        race.raise_if_cancelled()
+        for event in reader.finish():
+            yield event
 
     def _config(self, request: ModelRequest) -> genai_types.GenerateContentConfig:
         fields: dict[str, Any] = {
@@ -189,23 +150,15 @@ def to_gemini_contents(messages: Sequence[Message]) -> list[genai_types.Content]
     batch in the same turn. Assistant messages that ended in error or abort are dropped: their
     calls never got results, and Gemini rejects a call without its response.
     """
-    contents: list[genai_types.Content] = []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            role, parts = "user", _user_parts(message)
-        elif isinstance(message, ToolResultMessage):
-            role, parts = "user", [_tool_result_part(message)]
-        elif message.stop_reason in ("error", "aborted"):
-            continue
-        else:
-            role, parts = "model", _assistant_parts(message)
-        if not parts:
-            continue
-        if contents and contents[-1].role == role:
-            contents[-1].parts.extend(parts)  # type: ignore[union-attr]
-        else:
-            contents.append(genai_types.Content(role=role, parts=parts))
-    return contents
+    return [genai_types.Content(role=role, parts=parts) for role, parts in merge_same_role(messages, _turn)]
+
+
+def _turn(message: Message) -> tuple[str, list[genai_types.Part]]:
+    if isinstance(message, UserMessage):
+        return "user", _user_parts(message)
+    if isinstance(message, ToolResultMessage):
+        return "user", [_tool_result_part(message)]
+    return "model", _assistant_parts(message)
 
 
 def _user_parts(message: UserMessage) -> list[genai_types.Part]:
@@ -401,8 +354,7 @@ def _usage(meta: genai_types.GenerateContentResponseUsageMetadata) -> Usage:
     cached = meta.cached_content_token_count or 0
     prompt = (meta.prompt_token_count or 0) + (meta.tool_use_prompt_token_count or 0)
     output = (meta.candidates_token_count or 0) + (meta.thoughts_token_count or 0)
-    total = meta.total_token_count or prompt + output
-    return Usage(input=max(prompt - cached, 0), output=output, cache_read=cached, cache_write=0, total_tokens=total)
+    return usage_with_cached_prompt(prompt, output, cached, meta.total_token_count)
 
 
 def _enum_name(value: Any) -> str:
@@ -414,21 +366,16 @@ def _enum_name(value: Any) -> str:
 
 def describe_api_error(error: genai_errors.APIError) -> str:
     """``HTTP <code> <STATUS>: <Gemini's message>``, plus the retry delay a 429 asks for."""
-    status = f" {error.status}" if error.status else ""
-    text = f"HTTP {error.code}{status}: {error.message or error.details}"
-    retry_after = _retry_after(error)
-    if retry_after is not None:
-        text += f" (retry after {retry_after})"
-    return text
+    return http_error_text(error.code, error.status or None, str(error.message or error.details), _retry_after(error))
 
 
 def _retry_after(error: genai_errors.APIError) -> str | None:
     headers = getattr(error.response, "headers", None)
     if headers is not None:
-        with contextlib.suppress(Exception):
-            value = headers.get("retry-after")
-            if value:
-                return f"{value}s" if str(value).isdigit() else str(value)
+        with contextlib.suppress(Exception):  # whatever response object the SDK's HTTP library gave
+            delay = retry_after(headers)
+            if delay is not None:
+                return delay
     details = error.details.get("error", error.details) if isinstance(error.details, dict) else {}
     for detail in details.get("details", ()) if isinstance(details, dict) else ():
         if isinstance(detail, dict) and detail.get("retryDelay"):
@@ -468,24 +415,6 @@ class _ChunkPump:
     async def close(self) -> None:
         self._task.cancel()
         await asyncio.wait({self._task})
-
-
-async def _unless_cancelled(awaitable: Awaitable[_T], cancel_event: asyncio.Event | None) -> _T:
-    """Await ``awaitable``, abandoning it (cancelled, so its HTTP request is dropped) on cancel."""
-    if cancel_event is None:
-        return await awaitable
-    work = asyncio.ensure_future(awaitable)
-    waiter = asyncio.ensure_future(cancel_event.wait())
-    try:
-        await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-        if not work.done():
-            work.cancel()
-            await asyncio.wait({work})
-    if work.cancelled():
-        raise _Aborted
-    return work.result()
 
 
 __all__ = ["GeminiProvider", "describe_api_error", "to_gemini_contents", "to_gemini_tool"]

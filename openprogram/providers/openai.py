@@ -1,9 +1,9 @@
 """OpenAI backends: Chat Completions and Responses, over the official ``openai`` SDK.
 
 Both APIs are decoded into the same ``MessageBuilder`` calls, so the loop cannot tell which one
-answered. The two share everything that is not wire format: the per-event-loop client cache,
-cancellation, and the rule that HTTP and SDK failures become an ``error`` event, never an
-exception in the loop.
+answered. The two share everything that is not wire format (``_OpenAIProvider``); the
+per-event-loop client cache, cancellation, and the rule that HTTP and SDK failures become an
+``error`` event, never an exception in the loop, are every SDK backend's (``_shared``).
 
 Choices a reader might wonder about:
 
@@ -27,19 +27,28 @@ Choices a reader might wonder about:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import threading
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, ClassVar, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, ClassVar
 
 import httpx2
 import openai
 from openai import AsyncOpenAI
 
 from openprogram.providers import ModelRequest, tool_choice
+from openprogram.providers._shared import (
+    END,
+    CancelRace,
+    ReplyError,
+    SDKProvider,
+    describe_exception,
+    error_body_fields,
+    http_error_text,
+    is_replayable,
+    retry_after,
+    usage_with_cached_prompt,
+)
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AssistantMessage,
@@ -54,10 +63,6 @@ from openprogram.types import (
     UserMessage,
 )
 
-_T = TypeVar("_T")
-
-ABORTED_MESSAGE = "Request was aborted"
-
 # Chat ``finish_reason`` → our stop reason. Unknown values (proxies invent their own) count as a
 # normal stop: the content already tells whether it was a tool call.
 CHAT_STOP_REASONS: dict[str, StopReason] = {
@@ -71,130 +76,26 @@ CHAT_STOP_REASONS: dict[str, StopReason] = {
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared machinery: clients, cancellation, error text
+# Error text and history rules both APIs share
 # ---------------------------------------------------------------------------------------------
-
-
-class _ClientCache:
-    """One lazily built client per event loop.
-
-    An ``AsyncOpenAI`` client's connection pool belongs to the loop that first used it; a sync
-    ``runtime.exec`` nested in a tool runs a second loop on a helper thread, and reusing the first
-    loop's client there fails. Loops are weak keys so a finished ``asyncio.run`` frees its client.
-    """
-
-    def __init__(self, factory: Callable[[], Any]) -> None:
-        self._factory = factory
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
-
-    def get(self) -> Any:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._factory()
-                self._clients[loop] = client
-            return client
-
-
-class _Aborted(Exception):
-    """The cancel event fired while we were waiting on the network."""
-
-
-_END = object()
-
-
-async def _next_item(iterator: AsyncIterator[_T]) -> _T | object:
-    try:
-        return await iterator.__anext__()
-    except StopAsyncIteration:
-        return _END
-
-
-class _CancelRace:
-    """Races each network wait against the cancel event, so a stalled server cannot delay an abort."""
-
-    def __init__(self, event: asyncio.Event | None) -> None:
-        self._event = event
-        self._waiter: asyncio.Future[Any] | None = None
-
-    async def run(self, awaitable: Awaitable[_T]) -> _T:
-        if self._event is None:
-            return await awaitable
-        if self._event.is_set():
-            if asyncio.iscoroutine(awaitable):
-                awaitable.close()
-            raise _Aborted
-        if self._waiter is None:
-            self._waiter = asyncio.ensure_future(self._event.wait())
-        task = asyncio.ensure_future(awaitable)
-        try:
-            await asyncio.wait({task, self._waiter}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            task.cancel()
-            raise
-        if task.done():
-            return task.result()
-        task.cancel()
-        await asyncio.wait({task})
-        raise _Aborted
-
-    def close(self) -> None:
-        if self._waiter is not None:
-            self._waiter.cancel()
-
-
-def _error_fields(body: object) -> tuple[str | None, str | None]:
-    """``(type or code, message)`` from an OpenAI error body, whichever shape it came in."""
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            kind = inner.get("type") or inner.get("code")
-            message = inner.get("message")
-            return (str(kind) if kind else None, str(message) if message else None)
-        if isinstance(inner, str):
-            return None, inner
-    if isinstance(body, str) and body.strip():
-        return None, body.strip()[:500]
-    return None, None
-
-
-def _retry_after(headers: httpx2.Headers) -> str | None:
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        with contextlib.suppress(ValueError):
-            return f"{float(milliseconds) / 1000:g}s"
-    seconds = headers.get("retry-after")
-    if not seconds:
-        return None
-    try:
-        return f"{float(seconds):g}s"
-    except ValueError:
-        return seconds  # an HTTP date: show it as sent
 
 
 def describe_error(exc: BaseException, *, mid_stream: bool = False) -> str:
     """The error text of an ``error`` event: HTTP status and the provider's own words first."""
     if isinstance(exc, openai.APIStatusError):
-        kind, message = _error_fields(exc.body)
-        message = message or exc.message
-        text = f"HTTP {exc.status_code} {kind}: {message}" if kind else f"HTTP {exc.status_code}: {message}"
-        retry = _retry_after(exc.response.headers)
-        if retry:
-            text += f" (retry after {retry})"
-        return text
+        kind, message = error_body_fields(exc.body)
+        return http_error_text(exc.status_code, kind, message or exc.message, retry_after(exc.response.headers))
     if isinstance(exc, openai.APITimeoutError):
         return "stream cut mid-way: request timed out" if mid_stream else "request timed out"
     if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
         cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
-        detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        detail = describe_exception(cause) if cause is not None else str(exc)
         return f"{'stream cut mid-way' if mid_stream else 'connection error'}: {detail}"
     if isinstance(exc, openai.APIError):  # an error object inside a 200 stream
-        kind, message = _error_fields(exc.body)
+        kind, message = error_body_fields(exc.body)
         message = message or exc.message
         return f"stream error {kind}: {message}" if kind else f"stream error: {message}"
-    return f"{type(exc).__name__}: {exc}"
+    return describe_exception(exc)
 
 
 def _result_text(message: ToolResultMessage) -> str:
@@ -203,10 +104,6 @@ def _result_text(message: ToolResultMessage) -> str:
 
 def _call_arguments_text(call: ToolCall) -> str:
     return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
-
-
-def _replayable(message: AssistantMessage) -> bool:
-    return message.stop_reason not in ("error", "aborted")
 
 
 class _Blocks:
@@ -278,30 +175,20 @@ class _Decoder:
         raise NotImplementedError
 
 
-class _OpenAIProvider:
+class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
     name: ClassVar[str] = "openai"
 
-    def __init__(
-        self,
-        client: AsyncOpenAI | None = None,
-        *,
-        model: str | None = None,
-        stream: bool = True,
-        max_tokens: int | None = None,
-        **client_kwargs: Any,
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.streaming = stream
-        self.max_tokens = max_tokens
-        self._client_kwargs = client_kwargs
-        self._clients = _ClientCache(self._build_client)
+    @property
+    def client(self) -> AsyncOpenAI | None:
+        """The client given to the constructor (None: one is built per event loop)."""
+        return self._client
+
+    @client.setter
+    def client(self, client: AsyncOpenAI | None) -> None:
+        self._client = client
 
     def _build_client(self) -> AsyncOpenAI:
         return AsyncOpenAI(**self._client_kwargs)
-
-    def _get_client(self) -> AsyncOpenAI:
-        return self.client if self.client is not None else self._clients.get()
 
     # -- the two things each API defines ---------------------------------------------------
     def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
@@ -314,57 +201,41 @@ class _OpenAIProvider:
     def _decoder(self, builder: MessageBuilder) -> _Decoder:
         raise NotImplementedError
 
-    # -- the protocol ----------------------------------------------------------------------
-    async def stream(
-        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    # -- the reply -------------------------------------------------------------------------
+    def _describe(self, exc: Exception) -> str:
+        return describe_error(exc)
+
+    async def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
     ) -> AsyncIterator[AssistantMessageEvent]:
-        model = request.model or self.model
-        builder = MessageBuilder(model=model or "", provider=self.name)
-        yield builder.start()
-        if not model:
-            yield builder.error(
-                "error",
-                f"no model given: pass model=... to {type(self).__name__}(...) or set ModelRequest.model",
-            )
-            return
-        if cancel_event is not None and cancel_event.is_set():
-            yield builder.error("aborted", ABORTED_MESSAGE)
-            return
-        try:
-            client = self._get_client()
-            kwargs = self.build_request(request, model)
-        except Exception as exc:
-            yield builder.error("error", f"{type(exc).__name__}: {exc}")
-            return
+        client = self._client_for_running_loop()
+        kwargs = self.build_request(request, model)
         if self.streaming:
             kwargs["stream"] = True
         decoder = self._decoder(builder)
-        race = _CancelRace(cancel_event)
         sdk_stream: Any = None
         try:
-            try:
-                result = await race.run(self._create(client, kwargs))
-                if not self.streaming:
-                    for event in decoder.whole(result):
-                        yield event
-                    return
-                sdk_stream = result
-                iterator = sdk_stream.__aiter__()
-                while not decoder.finished:
-                    item = await race.run(_next_item(iterator))
-                    if item is _END:
-                        break
-                    for event in decoder.feed(item):
-                        yield event
-                if not decoder.finished:
-                    for event in decoder.finish():
-                        yield event
-            except _Aborted:
-                yield builder.error("aborted", ABORTED_MESSAGE)
-            except Exception as exc:
-                yield builder.error("error", describe_error(exc, mid_stream=decoder.started))
+            result = await race.run(self._create(client, kwargs))
+            if not self.streaming:
+                for event in decoder.whole(result):
+                    yield event
+                return
+            sdk_stream = result
+            iterator = sdk_stream.__aiter__()
+            while not decoder.finished:
+                item = await race.run(anext(iterator, END))
+                if item is END:
+                    break
+                for event in decoder.feed(item):
+                    yield event
+            if not decoder.finished:
+                for event in decoder.finish():
+                    yield event
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
+            if not decoder.started:
+                raise
+            raise ReplyError(describe_error(exc, mid_stream=True)) from exc
         finally:
-            race.close()
             if sdk_stream is not None:
                 with contextlib.suppress(Exception):
                     await sdk_stream.close()
@@ -396,7 +267,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
             )
             out.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
-            if not _replayable(message):
+            if not is_replayable(message):
                 continue
             text = message.text
             calls = [
@@ -417,17 +288,8 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 def chat_usage(usage: Any) -> Usage:
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-    prompt = usage.prompt_tokens or 0
-    completion = usage.completion_tokens or 0
-    return Usage(
-        input=max(prompt - cached, 0),
-        output=completion,
-        cache_read=cached,
-        cache_write=0,
-        total_tokens=usage.total_tokens or prompt + completion,
-    )
+    cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
+    return usage_with_cached_prompt(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, usage.total_tokens)
 
 
 class _ChatDecoder(_Decoder):
@@ -610,7 +472,7 @@ def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
             )
             items.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
-            if not _replayable(message):
+            if not is_replayable(message):
                 continue
             has_calls = bool(message.tool_calls)
             for block in message.content:
@@ -638,17 +500,8 @@ def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 def responses_usage(usage: Any) -> Usage:
-    details = getattr(usage, "input_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-    prompt = usage.input_tokens or 0
-    completion = usage.output_tokens or 0
-    return Usage(
-        input=max(prompt - cached, 0),
-        output=completion,
-        cache_read=cached,
-        cache_write=0,
-        total_tokens=usage.total_tokens or prompt + completion,
-    )
+    cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", None) or 0
+    return usage_with_cached_prompt(usage.input_tokens or 0, usage.output_tokens or 0, cached, usage.total_tokens)
 
 
 class _ResponsesDecoder(_Decoder):

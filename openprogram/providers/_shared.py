@@ -1,0 +1,395 @@
+"""What the SDK backends (OpenAI, Anthropic, Gemini, Bedrock) have in common, written once.
+
+Each backend speaks its own wire format; everything around the wire format lives here, so the
+four cannot drift apart on it:
+
+- :class:`SDKProvider`: the ``Provider.stream`` skeleton (start event, the missing-model and
+  cancelled-before-start errors, every failure turned into an ``error`` event) and the lazily
+  built SDK client.
+- :class:`PerLoopClients`: one SDK client per event loop, for SDKs whose async HTTP pool is bound
+  to the loop that first used it.
+- :class:`CancelRace`: races each network wait against the caller's cancel event.
+- :func:`http_error_text`, :func:`retry_after`, :func:`error_body_fields`: the one shape of an
+  HTTP failure's text, ``HTTP <status> <type>: <message> (retry after <delay>)``.
+- :func:`is_replayable` and :func:`merge_same_role`: history rules more than one API imposes.
+- :func:`usage_with_cached_prompt`: token counts from APIs whose prompt count includes the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import aclosing
+from typing import Any, ClassVar, Generic, TypeVar
+
+from openprogram.providers import ModelRequest
+from openprogram.providers.builder import MessageBuilder
+from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, Usage
+
+_T = TypeVar("_T")
+_ClientT = TypeVar("_ClientT")
+_PartT = TypeVar("_PartT")
+
+ABORTED_MESSAGE = "Request was aborted"
+"""``error_message`` of every aborted reply, whichever backend produced it."""
+
+END: Any = object()
+"""Returned in place of an item by ``anext(iterator, END)`` / ``next(iterator, END)`` at the end."""
+
+
+class Aborted(Exception):
+    """The caller's cancel event fired while a backend was waiting on the network."""
+
+
+class ReplyError(Exception):
+    """A failure whose text is already the whole ``error_message`` (a stream cut after a 2xx, an
+    error frame inside one): reported as it is, not re-described."""
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The error text of a failure no backend knows more about: ``<ExceptionType>: <text>``."""
+    if isinstance(exc, ReplyError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Clients
+# ---------------------------------------------------------------------------------------------
+
+
+class PerLoopClients(Generic[_ClientT]):
+    """One lazily built client per event loop, safe to use from several threads.
+
+    An async SDK client's connection pool belongs to the loop that first used it; a sync
+    ``runtime.exec`` nested in a tool runs a second loop on a helper thread, and reusing the first
+    loop's client there fails. Clients of loops that have closed since (a finished ``asyncio.run``)
+    are dropped whenever a client is asked for, so they do not pile up.
+    """
+
+    def __init__(self, build: Callable[[], _ClientT]) -> None:
+        self._build = build
+        self._clients: dict[asyncio.AbstractEventLoop, _ClientT] = {}
+        self._lock = threading.Lock()
+
+    def get(self) -> _ClientT:
+        """The running loop's client, built on its first use; call it from inside a coroutine."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            for stale in [known for known in self._clients if known.is_closed()]:
+                del self._clients[stale]
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._build()
+                self._clients[loop] = client
+            return client
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cancellation
+# ---------------------------------------------------------------------------------------------
+
+
+class CancelRace:
+    """Races network waits against one cancel event, so a stalled server cannot delay an abort.
+
+    One instance serves every wait of one reply (it keeps a single waiter on the event rather than
+    one per streamed chunk); :meth:`close` it when the reply is over.
+    """
+
+    def __init__(self, cancel_event: asyncio.Event | None) -> None:
+        self._event = cancel_event
+        self._waiter: asyncio.Future[Any] | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event is not None and self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`Aborted` if the cancel event has fired."""
+        if self.cancelled:
+            raise Aborted
+
+    async def wait(self, work: asyncio.Future[Any]) -> None:
+        """Return once ``work`` is done or the cancel event fires, whichever comes first.
+
+        ``work`` is left as it is: deciding what to do with unfinished work is the caller's part.
+        """
+        if self._event is None:
+            await asyncio.wait({work})
+            return
+        if self._waiter is None or (self._waiter.done() and not self._event.is_set()):
+            self._waiter = asyncio.ensure_future(self._event.wait())
+        await asyncio.wait({work, self._waiter}, return_when=asyncio.FIRST_COMPLETED)
+
+    async def run(self, awaitable: Awaitable[_T]) -> _T:
+        """Await ``awaitable``, or cancel it and raise :class:`Aborted` as soon as the event fires.
+
+        The abandoned work is cancelled and awaited (so its HTTP request or response is closed)
+        before this returns, also when the calling task itself is cancelled.
+        """
+        if self._event is None:
+            return await awaitable
+        if self._event.is_set():
+            _discard(awaitable)
+            raise Aborted
+        work = asyncio.ensure_future(awaitable)
+        try:
+            await self.wait(work)
+        finally:
+            if not work.done():
+                work.cancel()
+                await asyncio.wait({work})
+        if work.cancelled():
+            raise Aborted
+        return work.result()
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
+            self._waiter = None
+
+
+def _discard(awaitable: Awaitable[Any]) -> None:
+    """Drop work that will never be awaited, without a "never awaited" warning."""
+    if isinstance(awaitable, asyncio.Future):
+        awaitable.cancel()
+    elif asyncio.iscoroutine(awaitable):
+        awaitable.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The Provider.stream skeleton
+# ---------------------------------------------------------------------------------------------
+
+
+class SDKProvider(Generic[_ClientT]):
+    """Base of the SDK backends: the constructor, the client for the running loop, and ``stream``.
+
+    ``client`` is used as given. Without one, :meth:`_build_client` makes one from
+    ``client_kwargs`` (and the SDK's own environment variables) once per event loop: see
+    :class:`PerLoopClients`. A backend whose client is bound to no loop overrides
+    :meth:`_client_for_running_loop`.
+
+    ``stream`` yields the start event, then the events of :meth:`_reply`. It never raises into the
+    loop: a missing model, a cancel that came before the call, a cancel during it and every
+    exception end as one ``error`` event, described by :meth:`_describe`.
+    """
+
+    name: ClassVar[str]
+    model_example: ClassVar[str | None] = None
+    """A model name quoted in the "no model given" error, as a hint."""
+
+    def __init__(
+        self,
+        client: _ClientT | None = None,
+        *,
+        model: str | None = None,
+        stream: bool = True,
+        max_tokens: int | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        self.model = model
+        self.streaming = stream
+        self.max_tokens = max_tokens
+        self._client = client
+        self._client_kwargs = client_kwargs
+        self._loop_clients: PerLoopClients[_ClientT] = PerLoopClients(self._build_client)
+
+    # -- what each backend defines ---------------------------------------------------------
+    def _build_client(self) -> _ClientT:
+        """A new SDK client from ``client_kwargs``."""
+        raise NotImplementedError
+
+    def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """Call the API and yield the reply's events through ``builder``, ending in done or error.
+
+        Wait on the network only through ``race``; raising is fine (see :meth:`_describe`).
+        """
+        raise NotImplementedError
+
+    def _describe(self, exc: Exception) -> str:
+        """The ``error_message`` for an exception ``_reply`` raised."""
+        return describe_exception(exc)
+
+    # -- shared ----------------------------------------------------------------------------
+    def _client_for_running_loop(self) -> _ClientT:
+        """The client given to the constructor, else the running loop's own lazily built one."""
+        if self._client is not None:
+            return self._client
+        return self._loop_clients.get()
+
+    def _missing_model_message(self) -> str:
+        example = f" (e.g. {self.model_example!r})" if self.model_example else ""
+        return f"No model given: pass model= to {type(self).__name__}(...) or set ModelRequest.model{example}."
+
+    async def stream(
+        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        model = request.model or self.model
+        builder = MessageBuilder(model=model or "", provider=self.name)
+        yield builder.start()
+        if not model:
+            yield builder.error("error", self._missing_model_message())
+            return
+        if cancel_event is not None and cancel_event.is_set():
+            yield builder.error("aborted", ABORTED_MESSAGE)
+            return
+        race = CancelRace(cancel_event)
+        try:
+            async with aclosing(self._reply(request, model, builder, race)) as events:
+                async for event in events:
+                    yield event
+        except Aborted:
+            yield builder.error("aborted", ABORTED_MESSAGE)
+        except Exception as exc:  # HTTP, transport, SDK and conversion failures: never raise into the loop
+            yield builder.error("error", self._describe(exc))
+        finally:
+            race.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Error text
+# ---------------------------------------------------------------------------------------------
+
+
+def http_error_text(status: int | str, kind: str | None, message: str, retry_after: str | None = None) -> str:
+    """``HTTP <status> <kind>: <message> (retry after <retry_after>)``; ``kind`` and the retry only when known.
+
+    ``kind`` is the provider's error type or code (``rate_limit_error``, ``RESOURCE_EXHAUSTED``,
+    ``ThrottlingException``); ``retry_after`` is a delay as :func:`retry_after` renders it.
+    """
+    text = f"HTTP {status} {kind}: {message}" if kind else f"HTTP {status}: {message}"
+    if retry_after:
+        text += f" (retry after {retry_after})"
+    return text
+
+
+def retry_after(headers: Mapping[str, Any]) -> str | None:
+    """The delay a rate-limited reply asks for: ``"20s"``, ``"1.5s"``, or an HTTP date as sent.
+
+    ``retry-after-ms`` (OpenAI, Anthropic) is preferred over ``retry-after`` (seconds or a date).
+    ``headers`` must find lower-case names: an ``httpx.Headers``, or a dict with lower-case keys.
+    """
+    millis = _seconds(headers.get("retry-after-ms"), scale=1000)
+    if millis is not None:
+        return millis
+    value = headers.get("retry-after")
+    if value is None or not str(value).strip():
+        return None
+    return _seconds(value) or str(value).strip()
+
+
+def _seconds(value: Any, *, scale: float = 1) -> str | None:
+    """``"<n>s"`` for a finite number of ``scale``-ths of a second, else None."""
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        seconds = float(str(value).strip()) / scale
+        if math.isfinite(seconds):
+            return f"{int(seconds)}s" if seconds.is_integer() else f"{seconds:g}s"
+    return None
+
+
+def error_body_fields(body: object) -> tuple[str | None, str | None]:
+    """``(type or code, message)`` from an HTTP error body, whichever common shape it came in.
+
+    Reads ``{"error": {"type"|"code", "message"}}`` (OpenAI, Anthropic), the same object without
+    the ``error`` wrapper, ``{"error": "<text>"}``, and a plain text body (a proxy's HTML page,
+    cut to 500 characters). Missing parts are None, so the caller can fall back to the SDK's text.
+    """
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            kind = inner.get("type") or inner.get("code")
+            message = inner.get("message")
+            return (str(kind) if kind else None, str(message) if message else None)
+        if isinstance(inner, str):
+            return None, inner
+    if isinstance(body, str) and body.strip():
+        return None, body.strip()[:500]
+    return None, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Usage
+# ---------------------------------------------------------------------------------------------
+
+
+def usage_with_cached_prompt(prompt: int, output: int, cached: int, total: int | None = None) -> Usage:
+    """``Usage`` from an API whose prompt count includes the cached tokens (OpenAI, Gemini).
+
+    Our ``input`` counts the uncached prompt only, as Anthropic and Bedrock report it; ``total``
+    falls back to prompt plus output when the API sent none.
+    """
+    return Usage(
+        input=max(prompt - cached, 0),
+        output=output,
+        cache_read=cached,
+        cache_write=0,
+        total_tokens=total or prompt + output,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# History rules
+# ---------------------------------------------------------------------------------------------
+
+
+def is_replayable(message: AssistantMessage) -> bool:
+    """Whether an assistant turn may be sent back to a model.
+
+    Turns that ended in ``error`` or ``aborted`` are not: their tool calls never got results, and
+    every provider rejects a tool call without its result.
+    """
+    return message.stop_reason not in ("error", "aborted")
+
+
+def merge_same_role(
+    messages: Iterable[Message], convert: Callable[[Message], tuple[str, list[_PartT]]]
+) -> list[tuple[str, list[_PartT]]]:
+    """The history as ``(role, parts)`` turns, for APIs whose roles must alternate (Gemini, Bedrock).
+
+    ``convert`` maps one message to its role and parts. Assistant turns that are not
+    :func:`replayable <is_replayable>` and messages with no parts are left out, and neighbours of
+    the same role are merged into one turn, which puts a batch of tool results (and a steering
+    message that follows it) into a single user turn.
+    """
+    turns: list[tuple[str, list[_PartT]]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and not is_replayable(message):
+            continue
+        role, parts = convert(message)
+        if not parts:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(parts)
+        else:
+            turns.append((role, list(parts)))
+    return turns
+
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "END",
+    "Aborted",
+    "CancelRace",
+    "PerLoopClients",
+    "ReplyError",
+    "SDKProvider",
+    "describe_exception",
+    "error_body_fields",
+    "http_error_text",
+    "is_replayable",
+    "merge_same_role",
+    "retry_after",
+    "usage_with_cached_prompt",
+]
