@@ -190,9 +190,16 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
     def _build_client(self) -> AsyncOpenAI:
         return AsyncOpenAI(**self._client_kwargs)
 
-    # -- the two things each API defines ---------------------------------------------------
-    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
-        """The SDK keyword arguments for this request (without ``stream``)."""
+    # -- what each API defines ---------------------------------------------------------------
+    max_tokens_field: ClassVar[str]
+    """The body field that caps the reply's length."""
+
+    def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
+        """The history (and system prompt) in this API's body fields."""
+        raise NotImplementedError
+
+    def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
+        """The tools and the tool choice in this API's body fields; called when there are tools."""
         raise NotImplementedError
 
     def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
@@ -201,7 +208,21 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
     def _decoder(self, builder: MessageBuilder) -> _Decoder:
         raise NotImplementedError
 
-    # -- the reply -------------------------------------------------------------------------
+    # -- the request and the reply ----------------------------------------------------------
+    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        """The SDK keyword arguments for this request (without ``stream``)."""
+        kwargs: dict[str, Any] = {"model": model, **self._history_fields(request)}
+        if request.tools:
+            kwargs.update(self._tool_fields(request))
+        max_tokens = request.max_tokens or self.max_tokens
+        if max_tokens is not None:
+            kwargs[self.max_tokens_field] = max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.extra:
+            kwargs["extra_body"] = dict(request.extra)
+        return kwargs
+
     def _describe(self, exc: Exception) -> str:
         return describe_error(exc)
 
@@ -402,19 +423,14 @@ class _ChatDecoder(_Decoder):
 class OpenAIChatProvider(_OpenAIProvider):
     """``client.chat.completions.create``: the API every OpenAI-compatible server speaks."""
 
-    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": model, "messages": chat_messages(request)}
-        if request.tools:
-            kwargs["tools"] = chat_tools(request.tools)
-            kwargs.update(tool_choice.openai_chat(request.tool_choice, request.parallel_tool_calls))
-        max_tokens = request.max_tokens or self.max_tokens
-        if max_tokens is not None:
-            kwargs["max_completion_tokens"] = max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.extra:
-            kwargs["extra_body"] = dict(request.extra)
-        return kwargs
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+
+    def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
+        return {"messages": chat_messages(request)}
+
+    def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
+        choice = tool_choice.openai_chat(request.tool_choice, request.parallel_tool_calls)
+        return {"tools": chat_tools(request.tools), **choice}
 
     def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if kwargs.get("stream"):
@@ -666,21 +682,17 @@ class _ResponsesDecoder(_Decoder):
 class OpenAIResponsesProvider(_OpenAIProvider):
     """``client.responses.create``: OpenAI's current API, the one that returns reasoning items."""
 
-    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": model, "input": responses_input(request)}
-        if request.system_prompt:
-            kwargs["instructions"] = request.system_prompt
-        if request.tools:
-            kwargs["tools"] = responses_tools(request.tools)
-            kwargs.update(tool_choice.openai_responses(request.tool_choice, request.parallel_tool_calls))
-        max_tokens = request.max_tokens or self.max_tokens
-        if max_tokens is not None:
-            kwargs["max_output_tokens"] = max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.extra:
-            kwargs["extra_body"] = dict(request.extra)
-        return kwargs
+    max_tokens_field: ClassVar[str] = "max_output_tokens"
+
+    def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
+        fields: dict[str, Any] = {"input": responses_input(request)}
+        if request.system_prompt:  # Responses takes the system prompt apart from the input
+            fields["instructions"] = request.system_prompt
+        return fields
+
+    def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
+        choice = tool_choice.openai_responses(request.tool_choice, request.parallel_tool_calls)
+        return {"tools": responses_tools(request.tools), **choice}
 
     def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
         return client.responses.create(**kwargs)
