@@ -217,7 +217,8 @@ class SDKProvider(Generic[_ClientT]):
         raise NotImplementedError
 
     def _describe(self, exc: Exception) -> str:
-        """The ``error_message`` for an exception ``_reply`` raised."""
+        """The ``error_message`` for an exception ``_reply`` raised; end with :func:`describe_exception`
+        for what the backend does not know, so a :class:`ReplyError` keeps its own text."""
         return describe_exception(exc)
 
     # -- shared ----------------------------------------------------------------------------
