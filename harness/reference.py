@@ -47,9 +47,11 @@ class Prediction:
     requests: list[dict[str, Any]] = field(default_factory=list)
     ledger: list[LedgerEntry] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
-    reason: str = "stop"
+    reason: str | None = "stop"
     loose: set[int] = field(default_factory=set)
     """ids of predicted tool results of real tools: only their text and error flag are known."""
+    error: str | None = None
+    """What the run raises instead of ending (its type name, then the text when it is known)."""
 
     @property
     def event_types(self) -> list[str]:
@@ -58,9 +60,14 @@ class Prediction:
 
 def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = ()) -> Prediction:
     """The run ``scenario`` must produce. ``outcomes``: what real (user) tools did, in order."""
+    history = [message.message() for message in scenario.history]
+    if scenario.resumes and isinstance(history[-1], AssistantMessage):
+        # agent_loop_continue refuses, at call time, to continue after the model already answered
+        return Prediction(reason=None, error="ValueError: agent_loop_continue")
     world = _World(scenario, outcomes)
     run = _Run(
         world,
+        history=history,
         prompts=scenario.prompts,
         menu=list(scenario.tools),
         turns=scenario.turns,
@@ -74,15 +81,25 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = ()) -> Predict
         depth=0,
         top=True,
     )
-    reason = run.play()
+    reason: str | None = None
+    error = None
+    try:
+        reason = run.play()
+    except _Killed as killed:  # a BaseException from a tool: the stream raises it to the consumer
+        error = f"ToolKilled: {killed}"
     return Prediction(
         events=run.events,
         requests=run.requests,
         ledger=world.ledger,
-        new_messages=run.new_messages,
+        new_messages=run.new_messages if error is None else [],
         reason=reason,
         loose=world.loose,
+        error=error,
     )
+
+
+class _Killed(Exception):
+    """A tool raised ``ToolKilled``: nothing in the loop catches it, so it ends every level."""
 
 
 class _World:
@@ -133,6 +150,7 @@ class _Run:
         self,
         world: _World,
         *,
+        history: Sequence[Message] = (),
         prompts: Sequence[str],
         menu: list[ToolDef],
         turns: Sequence[ModelTurn],
@@ -159,7 +177,7 @@ class _Run:
         self.parallel_tool_calls = parallel_tool_calls
         self.depth = depth
         self.top = top
-        self.history: list[Message] = []
+        self.history: list[Message] = list(history)  # the context; never committed again
         self.new_messages: list[Message] = []
         self.events: list[tuple[Any, ...]] = []
         self.requests: list[dict[str, Any]] = []
@@ -256,6 +274,9 @@ class _Run:
                 "tools": tuple((t.name, t.description, dict(t.parameters)) for t in self.menu),
                 "tool_choice": self.tool_choice,
                 "parallel_tool_calls": self.parallel_tool_calls,
+                "max_tokens": None,  # the loop sets no generation limits of its own
+                "temperature": None,
+                "extra": {},
             }
         )
         number = len(self.requests)
@@ -273,7 +294,16 @@ class _Run:
             )
         else:
             scripted = self.turns[number - 1]
-            if scripted.kind in ("error", "aborted"):
+            if scripted.cancel:
+                self.cancelled = True  # the user pressed stop as the reply started streaming
+            if scripted.cancel and scripted.has_content:  # the scripted provider notices before a block
+                reply = AssistantMessage(
+                    stop_reason="aborted",
+                    error_message="Request was aborted",
+                    model=reported_model,
+                    provider="scripted",
+                )
+            elif scripted.kind in ("error", "aborted"):
                 reply = AssistantMessage(
                     stop_reason=scripted.kind, error_message=scripted.message, model=reported_model, provider="scripted"
                 )
@@ -334,7 +364,7 @@ class _Run:
     def run_call(self, call: ToolCall) -> ToolResultMessage:
         self.emit("tool_execution_start", call.id, call.name, call.arguments)
         tool = next((t for t in self.menu if t.name == call.name), None)
-        loose = False
+        loose, details = False, None
         if tool is None:
             available = ", ".join(t.name for t in self.menu) or "(none)"
             text, is_error = f'Tool "{call.name}" not found. Available tools: {available}', True
@@ -346,24 +376,28 @@ class _Run:
             except (ToolArgumentsError, ValueError) as exc:
                 text, is_error = str(exc), True
             else:
-                text, is_error, loose = self.execute(tool, call, arguments)
+                text, is_error, loose, details = self.execute(tool, call, arguments)
         self.emit("tool_execution_end", call.id, call.name, text, is_error)
-        return self.commit_result(call, text, is_error, loose)
+        return self.commit_result(call, text, is_error, loose, details)
 
     def skip(self, call: ToolCall) -> ToolResultMessage:
         self.emit("tool_execution_start", call.id, call.name, call.arguments)
         self.emit("tool_execution_end", call.id, call.name, SKIPPED, True)
         return self.commit_result(call, SKIPPED, True, False)
 
-    def commit_result(self, call: ToolCall, text: str, is_error: bool, loose: bool) -> ToolResultMessage:
-        result = ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error)
+    def commit_result(
+        self, call: ToolCall, text: str, is_error: bool, loose: bool, details: Any = None
+    ) -> ToolResultMessage:
+        result = ToolResultMessage(
+            tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error, details=details
+        )
         result = self.commit(result)
         if loose:
             self.world.loose.add(id(result))
         return result
 
-    def execute(self, tool: ToolDef, call: ToolCall, arguments: dict[str, Any]) -> tuple[str, bool, bool]:
-        """Run one validated call: ``(text, is_error, loose)``; the top level writes the ledger."""
+    def execute(self, tool: ToolDef, call: ToolCall, arguments: dict[str, Any]) -> tuple[str, bool, bool, Any]:
+        """Run one validated call: ``(text, is_error, loose, details)``; the top level writes the ledger."""
         if tool.is_real:
             outcome = next(self.world.real_outcomes, None)
             self.emit("tool_execution_update*", call.id, call.name)  # a real tool may report any updates
@@ -372,7 +406,7 @@ class _Run:
             else:
                 text, is_error, how = outcome.text, outcome.is_error, outcome.outcome
             self.write_ledger(call, arguments, how, text, is_error)
-            return text, is_error, True
+            return text, is_error, True, None
         index = self.world.executions.get(tool.name, 0)
         self.world.executions[tool.name] = index + 1
         behaviour = tool.behaviour(index)
@@ -380,9 +414,13 @@ class _Run:
             self.emit("tool_execution_update", call.id, call.name, update)
         if behaviour.cancel:
             self.cancelled = True
-        text, is_error, how = self.behave(behaviour)
+        try:
+            text, is_error, how = self.behave(behaviour)
+        except _Killed as killed:
+            self.write_ledger(call, arguments, "raised", str(killed) or "ToolKilled", True)
+            raise
         self.write_ledger(call, arguments, how, text, is_error)
-        return text, is_error, False
+        return text, is_error, False, behaviour.details
 
     def behave(self, behaviour: Behaviour) -> tuple[str, bool, str]:
         if behaviour.kind == "return":
@@ -392,6 +430,8 @@ class _Run:
             return ("" if value is None else json.dumps(value, ensure_ascii=False)), False, "returned"
         if behaviour.kind == "error":
             return behaviour.value, True, "returned"
+        if behaviour.kind == "raise" and behaviour.base:
+            raise _Killed(behaviour.value)
         if behaviour.kind == "raise":
             return behaviour.value or "RuntimeError", True, "raised"
         assert behaviour.nested is not None
@@ -463,8 +503,10 @@ def compare(scenario: Scenario, trace: Trace) -> list[str]:
     expected = predict(scenario, outcomes=trace.ledger or ())
     same = _Matcher(expected.loose)
     out: list[str] = []
-    if trace.error is not None:
+    if expected.error is None and trace.error is not None:
         out.append(f"the event stream raised instead of ending: {trace.error}")
+    elif expected.error is not None and not (trace.error or "").startswith(expected.error):
+        out.append(f"expected the run to raise {expected.error}..., got {trace.error or 'no error'}")
     if trace.reason != expected.reason:
         out.append(f"end reason: expected {expected.reason!r}, got {trace.reason!r}")
     out.extend(_compare_events(expected.events, trace.events, same))
@@ -583,6 +625,9 @@ def _compare_requests(expected: list[dict[str, Any]], trace: Trace, same: _Match
             "tools": tuple((spec.name, spec.description, dict(spec.parameters)) for spec in request.tools),
             "tool_choice": request.tool_choice,
             "parallel_tool_calls": request.parallel_tool_calls,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "extra": dict(request.extra),
         }
         for key, value in want.items():
             if key == "messages":

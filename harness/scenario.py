@@ -40,10 +40,24 @@ import yaml
 from harness.script import ScriptedCall, ScriptedProvider, Turn, turn
 from harness.trace import LedgerEntry, Trace, TraceRecorder
 from openprogram import runtime
-from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, agent_loop  # noqa: F401 - patchable default
+from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run time, so they can be patched
+    AgentContext,
+    AgentLoopConfig,
+    agent_loop,
+    agent_loop_continue,
+)
 from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, as_agent_tool, to_tool_result
-from openprogram.types import AssistantMessageEvent
+from openprogram.types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    parse_tool_arguments,
+)
 
 __all__ = [
     "MAX_NESTING",
@@ -57,7 +71,9 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "ScenarioProvider",
+    "HistoryMessage",
     "ToolDef",
+    "ToolKilled",
     "effective_cap",
     "run_command",
 ]
@@ -119,6 +135,9 @@ class ModelTurn:
     the provider reports that outcome with ``message``. ``raise``: the provider streams the
     content, then raises ``ConnectionError(message)`` (before anything when there is no
     content). ``hang_up``: it streams the content and stops without a done or error event.
+    ``cancel``: the user presses stop as this reply starts streaming: the provider sets the
+    ``cancel_event`` it was given, and the scripted provider then reports ``aborted`` before
+    its first block (a reply without blocks finishes, and the loop stops before the next call).
     """
 
     kind: TurnKind = "reply"
@@ -127,6 +146,7 @@ class ModelTurn:
     calls: tuple[Call, ...] = ()
     stop: Literal["stop", "length"] = "stop"
     message: str = ""
+    cancel: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
@@ -134,6 +154,8 @@ class ModelTurn:
             raise ScenarioError(f"an {self.kind} turn has no content; drop text/thinking/calls")
         if self.kind not in ("reply", "error", "aborted", "raise", "hang_up"):
             raise ScenarioError(f"unknown turn kind {self.kind!r}")
+        if self.cancel and self.kind != "reply":
+            raise ScenarioError("only a reply can be cancelled while it streams")
 
     @property
     def has_content(self) -> bool:
@@ -196,9 +218,12 @@ class Behaviour:
 
     ``return``: return ``value`` (a str as is, ``None`` as ``""``, other JSON values as JSON
     text). ``error``: return an ``is_error`` result with text ``value``. ``raise``: raise
-    ``RuntimeError(value)`` (``value=""`` raises it without a message). ``exec``: run ``nested``.
+    ``RuntimeError(value)`` (``value=""`` raises it without a message); with ``base=True`` it
+    raises ``ToolKilled(value)``, a ``BaseException`` the loop does not catch (the run's stream
+    must then raise it to the consumer instead of hanging). ``exec``: run ``nested``.
     Before that, each of ``updates`` is reported with ``on_update``, and ``cancel`` sets the
-    run's ``cancel_event`` (a user pressing stop while the tool runs).
+    run's ``cancel_event`` (a user pressing stop while the tool runs). ``details`` goes into
+    the result (``AgentToolResult.details``) of a ``return`` or ``error``.
     """
 
     kind: BehaviourKind = "return"
@@ -206,6 +231,8 @@ class Behaviour:
     updates: tuple[Any, ...] = ()
     cancel: bool = False
     nested: NestedRun | None = None
+    details: Any = None
+    base: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "updates", tuple(self.updates))
@@ -215,6 +242,15 @@ class Behaviour:
             raise ScenarioError("an exec behaviour needs `nested` (and only exec has one)")
         if self.kind in ("error", "raise") and not isinstance(self.value, str):
             raise ScenarioError(f"a {self.kind} behaviour takes a text, got {self.value!r:.60}")
+        if self.base and self.kind != "raise":
+            raise ScenarioError("base: true goes with raise")
+        if self.details is not None and self.kind not in ("return", "error"):
+            raise ScenarioError("details go with return or error")
+
+
+class ToolKilled(BaseException):
+    """What a ``raise`` behaviour with ``base: true`` raises: not an ``Exception``, so no tool
+    error handler catches it (think of a cancellation or a kill reaching the tool)."""
 
 
 DEFAULT_BEHAVIOUR = Behaviour("return", DEFAULT_BEHAVIOUR_TEXT)
@@ -291,6 +327,47 @@ class ToolDef:
 
 
 @dataclass(frozen=True)
+class HistoryMessage:
+    """A message already in the context before the run (``AgentContext.messages``).
+
+    ``role``: ``user`` (``text``), ``assistant`` (``text`` and/or ``calls``, which need ids) or
+    ``toolResult`` (``text``, ``tool_call_id``, ``tool_name``, ``is_error``).
+    """
+
+    role: Literal["user", "assistant", "toolResult"]
+    text: str | None = None
+    calls: tuple[Call, ...] = ()
+    tool_call_id: str = ""
+    tool_name: str = ""
+    is_error: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", tuple(self.calls))
+        if self.role not in ("user", "assistant", "toolResult"):
+            raise ScenarioError(f"a history message is user, assistant or toolResult, not {self.role!r}")
+        if self.calls and self.role != "assistant":
+            raise ScenarioError("only an assistant message in the history has calls")
+        if any(call.id is None for call in self.calls):
+            raise ScenarioError("calls in the history need an id")
+
+    def message(self) -> Message:
+        if self.role == "user":
+            return UserMessage(content=self.text or "")
+        if self.role == "toolResult":
+            return ToolResultMessage(
+                tool_call_id=self.tool_call_id,
+                tool_name=self.tool_name,
+                content=self.text or "",
+                is_error=self.is_error,
+            )
+        blocks: list[Any] = [TextContent(text=self.text)] if self.text is not None else []
+        for call in self.calls:
+            arguments, raw = parse_tool_arguments(call.arguments_text())
+            blocks.append(ToolCall(id=call.id or "", name=call.name, arguments=arguments, raw_arguments=raw))
+        return AssistantMessage(content=tuple(blocks), stop_reason="toolUse" if self.calls else "stop")
+
+
+@dataclass(frozen=True)
 class Config:
     """The loop's knobs; ``max_iterations`` is passed through unclamped (None, 0, -3, 99 ...)."""
 
@@ -314,9 +391,13 @@ class Scenario:
     name: str = ""
     notes: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    history: tuple[HistoryMessage, ...] = ()
+    """Messages already in the context. With a history and no prompts the run *resumes* it
+    (``agent_loop_continue``); otherwise ``agent_loop(prompts, ...)`` starts after it."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompts", tuple(self.prompts))
+        object.__setattr__(self, "history", tuple(self.history))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "turns", tuple(self.turns))
         object.__setattr__(self, "steering", _schedule(self.steering, "steering"))
@@ -346,6 +427,11 @@ class Scenario:
     @property
     def cap(self) -> int:
         return effective_cap(self.config.max_iterations)
+
+    @property
+    def resumes(self) -> bool:
+        """True when the run is ``agent_loop_continue`` (a history and no prompts)."""
+        return bool(self.history) and not self.prompts
 
     def tool(self, name: str) -> ToolDef | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -381,13 +467,18 @@ class Scenario:
             raise ScenarioError(f"{where}: {exc}") from None
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, loop: Callable[..., Any] | None = None) -> Trace:
+    def run(self, loop: Any = None) -> Trace:
         """Run in a fresh event loop; from async code use ``await scenario.arun()``."""
         return run_coroutine(self.arun(loop))
 
-    async def arun(self, loop: Callable[..., Any] | None = None) -> Trace:
-        """Drive ``loop`` (default: the real ``agent_loop``) through this scenario."""
-        loop_fn = loop if loop is not None else _default_loop()
+    async def arun(self, loop: Any = None) -> Trace:
+        """Drive ``loop`` through this scenario.
+
+        ``loop``: an ``agent_loop``-like function, or a module with ``agent_loop`` and
+        ``agent_loop_continue`` (a copy of the loop's module); default: the real ones, looked up
+        as ``harness.scenario.agent_loop`` / ``agent_loop_continue`` so a test can patch them.
+        """
+        start, resume = _loops(loop)
         recorder = TraceRecorder()
         world = _World(self, recorder)
         provider = ScenarioProvider(self.turns)
@@ -405,12 +496,19 @@ class Scenario:
             get_follow_up_messages=_Schedule(self.follow_ups).source(),
             clock=world.clock,
         )
-        context = AgentContext(system_prompt=self.config.system_prompt, messages=[], tools=menu)
+        history = [message.message() for message in self.history]
+        context = AgentContext(system_prompt=self.config.system_prompt, messages=history, tools=menu)
         # The loop's task copies this context: its tools find the world, and a nested exec
         # without tools= inherits the menu, exactly as under runtime.aexec.
         tokens = (_world.set(world), _depth.set(0), runtime._current_tools.set(tuple(plain)))
         try:
-            stream = loop_fn(list(self.prompts), context, config, asyncio.Event())
+            if self.resumes:
+                stream = resume(context, config, asyncio.Event())
+            else:
+                stream = start(list(self.prompts), context, config, asyncio.Event())
+        except Exception as exc:  # refused at call time (agent_loop_continue's ValueError)
+            recorder.error = f"{type(exc).__name__}: {exc}"
+            return recorder.finish(provider.requests, new_messages=[], max_iterations=self.cap)
         finally:
             runtime._current_tools.reset(tokens[2])
             _depth.reset(tokens[1])
@@ -420,11 +518,11 @@ class Scenario:
             async for event in stream:
                 recorder.on_event(event)
             new_messages = await stream.result()
-        except Exception as exc:  # a loop that fails its consumer: keep what was seen, say why
+        except (Exception, ToolKilled) as exc:  # the stream raised to its consumer: keep what was seen
             recorder.error = f"{type(exc).__name__}: {exc}"
         return recorder.finish(provider.requests, new_messages=new_messages, max_iterations=self.cap)
 
-    def check(self, loop: Callable[..., Any] | None = None, *, determinism: bool = False) -> CheckResult:
+    def check(self, loop: Any = None, *, determinism: bool = False) -> CheckResult:
         """Run, then compare with the reference model and check every invariant."""
         trace = self.run(loop)
         problems = problems_of(self, trace)
@@ -439,9 +537,14 @@ class Scenario:
         return CheckResult(self, trace, problems)
 
 
-def _default_loop() -> Callable[..., Any]:
+def _loops(loop: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
     # Looked up at call time so a test can monkeypatch ``harness.scenario.agent_loop``.
-    return sys.modules[__name__].agent_loop  # type: ignore[no-any-return]
+    here = sys.modules[__name__]
+    if loop is None:
+        return here.agent_loop, here.agent_loop_continue
+    if callable(loop):
+        return loop, here.agent_loop_continue
+    return loop.agent_loop, loop.agent_loop_continue
 
 
 def _plain(value: Any) -> Any:
@@ -574,7 +677,7 @@ class _World:
             cancel_event.set()
         try:
             result = await self._behave(behaviour)
-        except Exception as exc:
+        except (Exception, ToolKilled) as exc:
             if top:
                 self._write(name, tool_call_id, args, "raised", str(exc) or type(exc).__name__, True)
             raise
@@ -598,12 +701,14 @@ class _World:
     async def _behave(self, behaviour: Behaviour) -> Any:
         if behaviour.kind == "return":
             value = behaviour.value
+            if behaviour.details is not None:
+                return AgentToolResult(content=to_tool_result(value).content, details=behaviour.details)
             # A plain str is returned as is (as a hand-written executor might); the loop wraps it.
             return value if isinstance(value, str) else to_tool_result(value)
         if behaviour.kind == "error":
-            return AgentToolResult(content=behaviour.value, is_error=True)
+            return AgentToolResult(content=behaviour.value, is_error=True, details=behaviour.details)
         if behaviour.kind == "raise":
-            raise RuntimeError(behaviour.value)
+            raise ToolKilled(behaviour.value) if behaviour.base else RuntimeError(behaviour.value)
         assert behaviour.nested is not None
         return await self._nested(behaviour.nested)
 
@@ -632,28 +737,38 @@ class _World:
 
 
 class ScenarioProvider(ScriptedProvider):
-    """The ScriptedProvider, plus the two failures it cannot script: raising and hanging up."""
+    """The ScriptedProvider, plus what it cannot script: raising, hanging up, a user pressing stop
+    mid-stream; and one piece of hygiene a real HTTP backend needs: a stream must be closed before
+    the next request (else this provider fails that request, naming the leak)."""
 
     def __init__(self, turns: Sequence[ModelTurn]) -> None:
         super().__init__(*[t.scripted() for t in turns], strict=False)
-        self._manual = {i: t for i, t in enumerate(turns) if t.kind in ("raise", "hang_up")}
+        self._manual = {i: t for i, t in enumerate(turns) if t.kind in ("raise", "hang_up") or t.cancel}
+        self._open: int | None = None
 
     async def stream(
         self, request: ModelRequest, cancel_event: asyncio.Event | None = None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        special = self._manual.get(len(self.requests))
+        number = len(self.requests) + 1
+        if self._open is not None:
+            raise RuntimeError(f"request {number} arrived while the stream of request {self._open} was still open")
+        special = self._manual.get(number - 1)
         events = super().stream(request, cancel_event)
+        self._open = number
         try:
             async for event in events:
                 if special is not None:
-                    if event.type == "start" and not special.has_content:
+                    if special.cancel and event.type == "start" and cancel_event is not None:
+                        cancel_event.set()  # the user presses stop as the reply starts
+                    if event.type == "start" and not special.has_content and special.kind != "reply":
                         continue  # nothing streamed: fail before the first event
-                    if event.type == "done":
+                    if event.type == "done" and special.kind != "reply":
                         if special.kind == "raise":
                             raise ConnectionError(special.message)
                         return  # hang_up: the stream just ends, with no done or error event
                 yield event
         finally:
+            self._open = None
             await events.aclose()
 
 
@@ -784,7 +899,14 @@ def _turn_data(t: ModelTurn) -> Any:
         return {"error": t.message}
     if t.kind == "aborted":
         return {"aborted": t.message}
-    if t.kind == "reply" and t.thinking is None and not t.calls and t.stop == "stop" and t.text is not None:
+    if (
+        t.kind == "reply"
+        and t.thinking is None
+        and not t.calls
+        and t.stop == "stop"
+        and t.text is not None
+        and not t.cancel
+    ):
         if t.text and t.text == t.text.strip() and "\n" not in t.text and _plain_scalar(t.text):
             return t.text  # a bare string is a text reply: the most readable form
         return {"text": t.text}
@@ -803,6 +925,8 @@ def _turn_data(t: ModelTurn) -> Any:
         data["hang_up"] = True
     if not data:
         data["empty"] = True
+    if t.cancel:
+        data["cancel"] = True
     return data
 
 
@@ -861,6 +985,10 @@ def _behaviour_data(b: Behaviour) -> dict[str, Any]:
         data["exec"] = _nested_data(b.nested)
     else:
         data[b.kind] = _jsonish(b.value)
+    if b.base:
+        data["base"] = True
+    if b.details is not None:
+        data["details"] = _jsonish(b.details)
     if b.updates:
         data["updates"] = _jsonish(list(b.updates))
     if b.cancel:
@@ -880,6 +1008,49 @@ def _tool_data(t: ToolDef) -> dict[str, Any]:
     return data
 
 
+def _history_data(h: HistoryMessage) -> dict[str, Any]:
+    if h.role == "user":
+        return {"user": h.text or ""}
+    if h.role == "toolResult":
+        data: dict[str, Any] = {"tool_result": h.text or "", "id": h.tool_call_id, "name": h.tool_name}
+        if h.is_error:
+            data["is_error"] = True
+        return data
+    data = {"assistant": h.text}
+    if h.calls:
+        data["calls"] = [_call_data(c) for c in h.calls]
+    return data
+
+
+def _history_from(data: Any, where: str) -> HistoryMessage:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(
+            f"{where}: a history message is {{user: TEXT}}, {{assistant: TEXT, calls: [...]}} "
+            "or {tool_result: TEXT, id: ..., name: ...}"
+        )
+    if "user" in data:
+        _expect_keys(data, {"user"}, where)
+        return HistoryMessage("user", text=_text(data["user"] or "", where))
+    if "tool_result" in data:
+        _expect_keys(data, {"tool_result", "id", "name", "is_error"}, where)
+        return HistoryMessage(
+            "toolResult",
+            text=_text(data["tool_result"] or "", where),
+            tool_call_id=str(data.get("id", "")),
+            tool_name=str(data.get("name", "")),
+            is_error=bool(data.get("is_error", False)),
+        )
+    if "assistant" in data:
+        _expect_keys(data, {"assistant", "calls"}, where)
+        calls = data.get("calls") or []
+        return HistoryMessage(
+            "assistant",
+            text=_str_or_none(data["assistant"], where),
+            calls=tuple(_call_from(c, f"{where}, call {i + 1}") for i, c in enumerate(calls)),
+        )
+    raise ScenarioError(f"{where}: a history message has one of user, assistant, tool_result")
+
+
 def _scenario_data(s: Scenario) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if s.name:
@@ -889,6 +1060,8 @@ def _scenario_data(s: Scenario) -> dict[str, Any]:
     if s.meta:
         data["meta"] = _jsonish(s.meta)
     data["prompts"] = list(s.prompts)
+    if s.history:
+        data["history"] = [_history_data(h) for h in s.history]
     if s.tools:
         data["tools"] = [_tool_data(t) for t in s.tools]
     data["turns"] = [_turn_data(t) for t in s.turns]
@@ -957,7 +1130,7 @@ def _turn_from(data: Any, where: str) -> ModelTurn:
         kind = "error" if "error" in data else "aborted"
         _expect_keys(data, {kind}, where)
         return ModelTurn(kind=kind, message=_text(data[kind] or "", where))
-    _expect_keys(data, {"text", "thinking", "calls", "stop", "raise", "hang_up", "empty"}, where)
+    _expect_keys(data, {"text", "thinking", "calls", "stop", "raise", "hang_up", "empty", "cancel"}, where)
     calls = data.get("calls") or []
     if not isinstance(calls, list):
         raise ScenarioError(f"{where}: calls is a list of {{name: ..., args: ...}}")
@@ -977,6 +1150,7 @@ def _turn_from(data: Any, where: str) -> ModelTurn:
         calls=tuple(_call_from(c, f"{where}, call {i + 1}") for i, c in enumerate(calls)),
         stop=stop,
         message=message,
+        cancel=bool(data.get("cancel", False)),
     )
     if data.get("empty") and result.has_content:
         raise ScenarioError(f"{where}: empty: true, but the turn has content")
@@ -1018,7 +1192,7 @@ def _behaviour_from(data: Any, where: str) -> Behaviour:
         raise ScenarioError(
             f"{where}: a plan entry is {{return: VALUE}}, {{error: TEXT}}, {{raise: TEXT}} or {{exec: ...}}"
         )
-    _expect_keys(data, {"return", "error", "raise", "exec", "updates", "cancel"}, where)
+    _expect_keys(data, {"return", "error", "raise", "exec", "updates", "cancel", "details", "base"}, where)
     kinds = [k for k in ("return", "error", "raise", "exec") if k in data]
     if len(kinds) != 1:
         raise ScenarioError(f"{where}: give exactly one of return, error, raise, exec")
@@ -1033,7 +1207,14 @@ def _behaviour_from(data: Any, where: str) -> Behaviour:
     value = data[kind]
     if kind in ("error", "raise"):
         value = _text("" if value is None else value, where)
-    return Behaviour(kind, value=value, updates=tuple(updates), cancel=bool(data.get("cancel")))
+    return Behaviour(
+        kind,
+        value=value,
+        updates=tuple(updates),
+        cancel=bool(data.get("cancel")),
+        details=data.get("details"),
+        base=bool(data.get("base")),
+    )
 
 
 def _tool_from(data: Any, where: str) -> ToolDef:
@@ -1057,7 +1238,9 @@ def _tool_from(data: Any, where: str) -> ToolDef:
 
 def _scenario_from(data: Mapping[str, Any]) -> Scenario:
     _expect_keys(
-        data, {"name", "notes", "meta", "prompts", "tools", "turns", "steering", "follow_ups", "config"}, "scenario"
+        data,
+        {"name", "notes", "meta", "prompts", "history", "tools", "turns", "steering", "follow_ups", "config"},
+        "scenario",
     )
     prompts = data.get("prompts", [])
     if isinstance(prompts, str):
@@ -1090,6 +1273,7 @@ def _scenario_from(data: Mapping[str, Any]) -> Scenario:
         name=_text(data.get("name", ""), "name"),
         notes=_text(data.get("notes", ""), "notes"),
         meta=dict(meta),
+        history=tuple(_history_from(h, f"history {i + 1}") for i, h in enumerate(data.get("history") or [])),
     )
 
 

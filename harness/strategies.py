@@ -17,6 +17,7 @@ tools, few turns, plain text, the fewest calls that still break the rule.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import json
@@ -26,7 +27,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.scenario import Behaviour, Call, Config, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenario import Behaviour, Call, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
 from openprogram.tools import as_agent_tool
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "behaviours",
     "configs",
     "follow_up_schedules",
+    "histories",
     "invalid_arguments",
     "model_turns",
     "scenarios",
@@ -256,9 +258,12 @@ def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str,
 
 _return_values = st.one_of(_words, st.none(), st.integers(-3, 100), _json, _texts)
 _error_texts = st.one_of(st.just(""), _words, _texts)
+_details = st.one_of(st.none(), st.none(), st.none(), st.fixed_dictionaries({"status": st.integers(200, 503)}))
 _updates = st.lists(st.one_of(_words, st.integers(0, 100)), max_size=2).map(tuple)
 CANCEL_ONE_IN = 16
 """By default one behaviour in 16 also sets the run's cancel_event (a user pressing stop)."""
+BASE_ONE_IN = 12
+"""One ``raise`` in 12 raises a BaseException (``ToolKilled``) instead of an Exception."""
 _plain_kinds = st.sampled_from(("return", "return", "error", "raise"))
 _all_kinds = st.sampled_from(("return", "return", "error", "raise", "exec"))
 
@@ -276,17 +281,27 @@ def _menu_key(tools: Sequence[ToolDef]) -> str:
 
 
 def behaviours(
-    tools: Sequence[ToolDef] = (), nesting: bool = True, cancel_one_in: int = CANCEL_ONE_IN
+    tools: Sequence[ToolDef] = (),
+    nesting: bool = True,
+    cancel_one_in: int = CANCEL_ONE_IN,
+    base_one_in: int = BASE_ONE_IN,
 ) -> st.SearchStrategy[Behaviour]:
     """One execution of a planned tool: return, is_error, raise (with or without text), nested exec."""
     tools = tuple(tools)
     return _memoized(
-        ("behaviours", _menu_key(tools), nesting, cancel_one_in), lambda: _behaviours(tools, nesting, cancel_one_in)
+        ("behaviours", _menu_key(tools), nesting, cancel_one_in, base_one_in),
+        lambda: _behaviours(tools, nesting, cancel_one_in, base_one_in),
     )
 
 
-def _behaviours(tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int) -> st.SearchStrategy[Behaviour]:
-    cancels = st.integers(1, max(1, cancel_one_in)).map((1).__eq__) if cancel_one_in else st.just(False)
+def _one_in(n: int) -> st.SearchStrategy[bool]:
+    return st.integers(1, n).map(n.__eq__) if n > 0 else st.just(False)  # shrinks towards False
+
+
+def _behaviours(
+    tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
+) -> st.SearchStrategy[Behaviour]:
+    cancels, bases = _one_in(cancel_one_in), _one_in(base_one_in)
     kinds = _all_kinds if nesting else _plain_kinds
     nested = nested_runs(tools) if nesting else st.nothing()
 
@@ -295,9 +310,11 @@ def _behaviours(tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int) -
         kind = draw(kinds)
         updates, cancel = draw(_updates), draw(cancels)
         if kind == "return":
-            return Behaviour("return", draw(_return_values), updates, cancel)
-        if kind in ("error", "raise"):
-            return Behaviour(kind, draw(_error_texts), updates, cancel)
+            return Behaviour("return", draw(_return_values), updates, cancel, details=draw(_details))
+        if kind == "error":
+            return Behaviour(kind, draw(_error_texts), updates, cancel, details=draw(_details))
+        if kind == "raise":
+            return Behaviour(kind, draw(_error_texts), updates, cancel, base=draw(bases))
         return Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
 
     return behaviour()
@@ -348,12 +365,17 @@ def tool_specs(draw: st.DrawFn, name: str | None = None, nesting: bool = True) -
 
 @st.composite
 def tools(
-    draw: st.DrawFn, min_size: int = 0, max_size: int = 3, nesting: bool = True, cancel_one_in: int = CANCEL_ONE_IN
+    draw: st.DrawFn,
+    min_size: int = 0,
+    max_size: int = 3,
+    nesting: bool = True,
+    cancel_one_in: int = CANCEL_ONE_IN,
+    base_one_in: int = BASE_ONE_IN,
 ) -> list[ToolDef]:
     """A menu of planned tools with distinct names; nested runs may use any of them."""
     names = draw(st.lists(_names, min_size=min_size, max_size=max_size, unique=True))
     shells = tuple(ToolDef(name=n, parameters=draw(schemas())) for n in names)
-    plans = st.lists(behaviours(shells, nesting=nesting, cancel_one_in=cancel_one_in), max_size=3)
+    plans = st.lists(behaviours(shells, nesting, cancel_one_in, base_one_in), max_size=3)
     return [ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw(plans))) for shell in shells]
 
 
@@ -418,29 +440,58 @@ def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
     return st.one_of(known, known, known, unknown)  # mostly menu tools
 
 
-_turn_kinds = st.sampled_from(
-    # Mostly picks, so runs go several rounds deep (Hypothesis favours the first entry, so it is a
-    # pick too); the run-ending kinds are rarer.
-    (*["calls"] * 12, "text", "text", "empty", "error", "aborted", "raise", "hang_up")
-)
+TURN_WEIGHTS: Mapping[str, int] = {
+    "calls": 12,
+    "text": 2,
+    "empty": 1,
+    "error": 1,
+    "aborted": 1,
+    "raise": 1,
+    "hang_up": 1,
+}
+"""How often each kind of reply is drawn. Mostly picks, so runs go several rounds deep; the kinds
+that end a run are rarer. The first kind is also where shrinking goes."""
+CANCEL_TURN_ONE_IN = 20
+"""One reply in 20 is cancelled by the user as it starts streaming."""
+
+
 _stops = st.sampled_from(("stop", "stop", "stop", "length"))
 _partial = st.sampled_from(("nothing", "text", "calls"))
 _maybe_word = st.one_of(st.none(), _words)
 
 
-def model_turns(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[ModelTurn]:
+def model_turns(
+    tools: Sequence[ToolDef] = (), weights: Mapping[str, int] | None = None
+) -> st.SearchStrategy[ModelTurn]:
     """One reply: text, one or several calls (maybe cut off by ``length``), empty, error, aborted,
-    a provider that raises mid-stream or hangs up."""
+    a provider that raises mid-stream or hangs up, a reply the user cancels as it streams.
+
+    ``weights``: ``{kind: weight}`` over ``calls``, ``text``, ``empty``, ``error``, ``aborted``,
+    ``raise``, ``hang_up`` (default ``TURN_WEIGHTS``; a kind left out is never drawn).
+    """
     tools = tuple(tools)
-    return _memoized(("turns", _menu_key(tools)), lambda: _model_turns(tools))
+    chosen = dict(TURN_WEIGHTS if weights is None else weights)
+    unknown = set(chosen) - set(TURN_WEIGHTS)
+    if unknown or not any(chosen.values()):
+        raise ValueError(f"weights: kinds are {', '.join(TURN_WEIGHTS)} with at least one weight above 0")
+    return _memoized(("turns", _menu_key(tools), _key(chosen)), lambda: _model_turns(tools, chosen))
 
 
-def _model_turns(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[ModelTurn]:
+def _model_turns(tools: tuple[ToolDef, ...], weights: Mapping[str, int]) -> st.SearchStrategy[ModelTurn]:
     calls = st.lists(tool_calls(tools), min_size=1, max_size=3).map(tuple)
+    kinds = st.sampled_from(tuple(kind for kind, weight in weights.items() for _ in range(weight)))
+    cancels = st.integers(1, CANCEL_TURN_ONE_IN).map((CANCEL_TURN_ONE_IN).__eq__)
 
     @st.composite
     def model_turn(draw: st.DrawFn) -> ModelTurn:
-        kind = draw(_turn_kinds)
+        turn = draw(replies)
+        if turn.kind == "reply" and draw(cancels):
+            return dataclasses.replace(turn, cancel=True)
+        return turn
+
+    @st.composite
+    def reply(draw: st.DrawFn) -> ModelTurn:
+        kind = draw(kinds)
         if kind == "text":
             return ModelTurn(text=draw(_texts), thinking=draw(_maybe_word))
         if kind == "empty":
@@ -459,6 +510,7 @@ def _model_turns(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[ModelTurn]:
             message=draw(_words) if kind == "raise" else "",
         )
 
+    replies = reply()
     return model_turn()
 
 
@@ -515,6 +567,38 @@ def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
 
 
 _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
+_history_shapes = st.sampled_from(("user", "tool round", "answered, then user", "ends with the assistant"))
+
+
+def histories(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
+    """A context to resume (``agent_loop_continue``): it ends with a user message or tool results,
+    and now and then with an assistant message, which the loop must refuse."""
+    tools = tuple(tools)
+    return _memoized(("history", _menu_key(tools)), lambda: _histories(tools))
+
+
+def _histories(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
+    calls = st.lists(tool_calls(tools), min_size=1, max_size=2)
+
+    @st.composite
+    def history(draw: st.DrawFn) -> tuple[HistoryMessage, ...]:
+        first = HistoryMessage("user", text=draw(_messages))
+        shape = draw(_history_shapes)
+        if shape == "user":
+            return (first,)
+        if shape == "tool round":
+            picks = [dataclasses.replace(c, id=f"h{i}") for i, c in enumerate(draw(calls), start=1)]
+            results = [
+                HistoryMessage("toolResult", text=draw(_words), tool_call_id=c.id or "", tool_name=c.name)
+                for c in picks
+            ]
+            return (first, HistoryMessage("assistant", text=draw(_maybe_word), calls=tuple(picks)), *results)
+        answered = HistoryMessage("assistant", text=draw(_words))
+        if shape == "answered, then user":
+            return (first, answered, HistoryMessage("user", text=draw(_messages)))
+        return (first, answered)
+
+    return history()
 
 
 @st.composite
@@ -529,22 +613,30 @@ def scenarios(
     follow_ups: st.SearchStrategy[dict[int, tuple[str, ...]]] | None = None,
     config: st.SearchStrategy[Config] | None = None,
     cancel_one_in: int = CANCEL_ONE_IN,
+    base_one_in: int = BASE_ONE_IN,
+    turn_weights: Mapping[str, int] | None = None,
+    resume_one_in: int = 6,
 ) -> Scenario:
     """Whole scenarios. ``tools``: your tools (see ``tools_from``) instead of generated planned ones.
 
     ``steering`` / ``follow_ups`` / ``config`` replace the default strategies for those parts;
-    ``cancel_one_in`` is how rare a tool that sets the cancel event is (0: never).
+    ``cancel_one_in`` / ``base_one_in`` is how rare a tool that sets the cancel event / raises a
+    BaseException is (0: never);
+    ``turn_weights`` tunes the mix of replies (see ``model_turns``); one scenario in
+    ``resume_one_in`` resumes a generated history with ``agent_loop_continue`` (0: never).
     Your tools' real code runs in ``Scenario.run()``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
     if tools is not None:
         menu = tools_from(tools)
     else:
-        menu = draw(_tools_strategy(max_size=max_tools, nesting=nesting, cancel_one_in=cancel_one_in))
+        menu = draw(_tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in))
     # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed
-    turns = draw(st.lists(model_turns(menu), min_size=1, max_size=max_turns))
+    turns = draw(st.lists(model_turns(menu, turn_weights), min_size=1, max_size=max_turns))
+    resumes = bool(resume_one_in) and draw(st.integers(1, resume_one_in)) == resume_one_in
     return Scenario(
-        prompts=draw(_prompts),
+        prompts=() if resumes else draw(_prompts),
+        history=draw(histories(menu)) if resumes else (),
         tools=tuple(menu),
         turns=tuple(turns),
         steering=draw(steering if steering is not None else steering_schedules()),

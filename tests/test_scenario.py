@@ -15,10 +15,12 @@ from harness.scenario import (
     Behaviour,
     Call,
     Config,
+    HistoryMessage,
     ModelTurn,
     NestedRun,
     Scenario,
     ScenarioError,
+    ScenarioProvider,
     ToolDef,
     effective_cap,
 )
@@ -293,3 +295,90 @@ def test_harness_run_takes_a_directory(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "all 2 scenario(s) passed" in result.output
+
+
+def test_history_resumes_with_agent_loop_continue_and_round_trips() -> None:
+    scenario = Scenario.from_yaml(
+        textwrap.dedent(
+            """\
+            prompts: []
+            history:
+              - user: What is 2 + 3?
+              - assistant: null
+                calls:
+                  - {name: add, args: {a: 2, b: 3}, id: h1}
+              - tool_result: '5'
+                id: h1
+                name: add
+            tools:
+              - name: add
+            turns:
+              - It is 5.
+            """
+        )
+    )
+    assert scenario.resumes
+    assert Scenario.from_yaml(scenario.to_yaml()) == scenario
+    trace = scenario.run()
+    assert [m.role for m in trace.requests[0].messages] == ["user", "assistant", "toolResult"]
+    assert [m.role for m in trace.new_messages] == ["assistant"]
+    assert scenario.check().ok
+
+
+def test_resuming_after_an_assistant_message_is_refused_at_call_time() -> None:
+    scenario = Scenario(prompts=(), history=(HistoryMessage("user", "hi"), HistoryMessage("assistant", "hello")))
+    trace = scenario.run()
+    assert trace.events == [] and trace.requests == []
+    assert (trace.error or "").startswith("ValueError: agent_loop_continue")
+    assert scenario.check().ok
+
+
+def test_a_base_exception_from_a_tool_is_raised_to_the_consumer() -> None:
+    scenario = Scenario(
+        tools=(ToolDef(name="t", plan=(Behaviour("raise", "killed", base=True),)),),
+        turns=(ModelTurn(calls=(Call("t"),)), ModelTurn(text="never")),
+    )
+    trace = scenario.run()
+    assert trace.error == "ToolKilled: killed"
+    assert trace.reason is None
+    assert [(e.outcome, e.text) for e in trace.ledger or ()] == [("raised", "killed")]
+    assert scenario.check().ok
+
+
+def test_a_user_cancelling_mid_stream_aborts_the_reply() -> None:
+    scenario = Scenario(tools=(ToolDef(name="t"),), turns=(ModelTurn(calls=(Call("t"),), cancel=True),))
+    trace = scenario.run()
+    assert trace.reason == "aborted"
+    assert trace.ledger == []
+    assert scenario.check().ok
+
+
+def test_result_details_reach_the_tool_result_message() -> None:
+    scenario = Scenario(
+        tools=(ToolDef(name="t", plan=(Behaviour("return", "x", details={"status": 200}),)),),
+        turns=(ModelTurn(calls=(Call("t"),)), ModelTurn(text="done")),
+    )
+    assert [r.details for r in scenario.run().tool_results] == [{"status": 200}]
+    assert scenario.check().ok
+
+
+def test_the_provider_refuses_a_request_while_the_previous_stream_is_open() -> None:
+    from openprogram.providers import ModelRequest
+
+    provider = ScenarioProvider([ModelTurn(text="one"), ModelTurn(text="two")])
+
+    async def leak() -> str:
+        first = provider.stream(ModelRequest())
+        async for event in first:
+            if event.type == "done":
+                break  # stop reading without closing the stream
+        second = provider.stream(ModelRequest())
+        try:
+            await second.__anext__()
+        except RuntimeError as exc:
+            return str(exc)
+        finally:
+            await first.aclose()
+        return "no error"
+
+    assert asyncio.run(leak()) == "request 2 arrived while the stream of request 1 was still open"

@@ -28,6 +28,8 @@ def test_every_run_agrees_with_the_reference_model_and_the_invariants(scenario: 
 
 # The default distribution touches everything; these lean on one area each, so that a bounded CI
 # budget still reaches every branch: tools that press stop, queues that are rarely empty, tight caps.
+# Follow-ups are only polled when the model answers in text, so those runs get chattier models.
+CHATTY = {"calls": 5, "text": 5, "empty": 1, "error": 1, "aborted": 1, "raise": 1, "hang_up": 1}
 
 
 @relaxed
@@ -42,6 +44,7 @@ def test_runs_whose_tools_set_the_cancel_event(scenario: Scenario) -> None:
         steering=steering_schedules(max_poll=6, max_entries=4),
         follow_ups=follow_up_schedules(max_poll=3, max_entries=3),
         nesting=False,
+        turn_weights=CHATTY,
     )
 )
 def test_runs_with_busy_steering_and_follow_up_queues(scenario: Scenario) -> None:
@@ -55,10 +58,23 @@ def test_runs_with_busy_steering_and_follow_up_queues(scenario: Scenario) -> Non
         steering=steering_schedules(max_poll=8, max_entries=4),
         follow_ups=follow_up_schedules(max_poll=3, max_entries=3),
         nesting=False,
+        turn_weights=CHATTY,
     )
 )
 def test_runs_under_a_tight_iteration_cap(scenario: Scenario) -> None:
     assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (tight cap)")
+
+
+@relaxed
+@given(scenarios(resume_one_in=1, turn_weights=CHATTY))
+def test_resumed_runs(scenario: Scenario) -> None:
+    assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (resume)")
+
+
+@relaxed
+@given(scenarios(base_one_in=1, cancel_one_in=0))
+def test_runs_whose_tools_raise_base_exceptions(scenario: Scenario) -> None:
+    assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (BaseException)")
 
 
 @relaxed
