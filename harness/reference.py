@@ -61,8 +61,8 @@ class Prediction:
 def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = ()) -> Prediction:
     """The run ``scenario`` must produce. ``outcomes``: what real (user) tools did, in order."""
     history = [message.message() for message in scenario.history]
-    if scenario.resumes and isinstance(history[-1], AssistantMessage):
-        # agent_loop_continue refuses, at call time, to continue after the model already answered
+    if scenario.resumes and (not history or isinstance(history[-1], AssistantMessage)):
+        # agent_loop_continue refuses, at call time, an empty context or one the model already answered
         return Prediction(reason=None, error="ValueError: agent_loop_continue")
     world = _World(scenario, outcomes)
     run = _Run(

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.scenario import CheckResult, Problem, Scenario, ScenarioError
+from harness.scenario import CheckResult, Config, Problem, Scenario, ScenarioError
 from harness.trace import Trace
 
 __all__ = [
@@ -27,7 +27,9 @@ __all__ = [
     "ScenarioFailure",
     "assert_scenario",
     "check_expectations",
+    "check_scenario",
     "load_regressions",
+    "minimize",
     "regression_text",
     "save_regression",
     "scenario_dir",
@@ -158,25 +160,125 @@ def _final_hypothesis_run() -> bool:
         return True
 
 
+def check_scenario(scenario: Scenario, loop: Any = None, *, determinism: bool = False) -> CheckResult:
+    """``scenario.check`` plus the file's own ``meta.expect``."""
+    result = scenario.check(loop, determinism=determinism)
+    result.problems.extend(check_expectations(scenario, result.trace))
+    return result
+
+
 def assert_scenario(
     scenario: Scenario,
     *,
-    loop: Callable[..., Any] | None = None,
+    loop: Any = None,
     save: bool = True,
     directory: str | os.PathLike[str] | None = None,
     determinism: bool = False,
     found_by: str | None = None,
+    minimal: bool = True,
 ) -> Trace:
     """Run and check a scenario (reference model, invariants, ``meta.expect``); raise
-    ``ScenarioFailure`` on a violation, saving the shrunk scenario as a regression file."""
-    result = scenario.check(loop, determinism=determinism)
-    result.problems.extend(check_expectations(scenario, result.trace))
+    ``ScenarioFailure`` on a violation.
+
+    On Hypothesis' final replay of a shrunk failure (or outside Hypothesis) the scenario is
+    minimized further (``minimize``: every turn, call, tool, message and setting the failure does
+    not need is removed) and saved as a regression file; the failure then shows that scenario.
+    """
+    result = check_scenario(scenario, loop, determinism=determinism)
     if result.ok:
         return result.trace
     path = None
-    if save and _final_hypothesis_run():
-        path = save_regression(scenario, result.problems[0], directory, found_by=found_by)
+    if _final_hypothesis_run():
+        if minimal:
+            result = _minimal_failure(result, loop, determinism)
+        if save:
+            path = save_regression(result.scenario, result.problems[0], directory, found_by=found_by)
     raise ScenarioFailure(result, path)
+
+
+def _minimal_failure(result: CheckResult, loop: Any, determinism: bool) -> CheckResult:
+    wanted = result.problems[0].name
+    last: dict[str, CheckResult] = {}
+
+    def fails(candidate: Scenario) -> bool:
+        checked = check_scenario(candidate, loop, determinism=determinism)
+        if any(p.name == wanted for p in checked.problems):
+            last["result"] = checked
+            return True
+        return False
+
+    smaller = minimize(result.scenario, fails)
+    if smaller == result.scenario or "result" not in last:
+        return result
+    final = check_scenario(smaller, loop, determinism=determinism)
+    final.problems.sort(key=lambda p: p.name != wanted)  # the same rule stays the headline
+    return final
+
+
+def minimize(scenario: Scenario, fails: Callable[[Scenario], bool], budget: int = 400) -> Scenario:
+    """Greedy structural shrinking after Hypothesis: keep removing one part of the scenario (a
+    turn, a call, a tool, a plan entry, a queued message, a setting) while ``fails`` still holds.
+
+    Hypothesis shrinks the choices that generated a scenario and can stop in a local minimum
+    (a turn it cannot delete without disturbing what follows); this works on the value itself,
+    so the saved scenario has no turn, tool or message the failure does not need.
+    """
+    current = scenario
+    tries = 0
+    progress = True
+    while progress and tries < budget:
+        progress = False
+        for candidate in _simpler(current):
+            tries += 1
+            if tries > budget:
+                break
+            if fails(candidate):
+                current, progress = candidate, True
+                break
+    return current
+
+
+def _simpler(s: Scenario) -> Iterator[Scenario]:
+    """Candidates one step simpler than ``s``, biggest removals first; invalid ones are skipped."""
+
+    def build(**changes: Any) -> Scenario | None:
+        try:
+            return replace(s, **changes)
+        except ScenarioError:
+            return None
+
+    candidates: list[Scenario | None] = []
+    for i in reversed(range(len(s.turns))):
+        candidates.append(build(turns=s.turns[:i] + s.turns[i + 1 :]))
+    for i in reversed(range(len(s.tools))):
+        candidates.append(build(tools=s.tools[:i] + s.tools[i + 1 :]))
+    for field_name in ("steering", "follow_ups"):
+        schedule: Mapping[int, tuple[str, ...]] = getattr(s, field_name)
+        for poll in sorted(schedule, reverse=True):
+            candidates.append(build(**{field_name: {k: v for k, v in schedule.items() if k != poll}}))
+            if len(schedule[poll]) > 1:
+                candidates.append(build(**{field_name: {**schedule, poll: schedule[poll][:1]}}))
+    for i in reversed(range(len(s.history))):
+        candidates.append(build(history=s.history[:i] + s.history[i + 1 :]))
+    for i, turn in enumerate(s.turns):
+        for j in reversed(range(len(turn.calls))):
+            simpler_turn = replace(turn, calls=turn.calls[:j] + turn.calls[j + 1 :])
+            candidates.append(build(turns=(*s.turns[:i], simpler_turn, *s.turns[i + 1 :])))
+        for attribute in ("text", "thinking"):
+            if getattr(turn, attribute) is not None and (turn.calls or turn.kind != "reply"):
+                simpler_turn = replace(turn, **{attribute: None})
+                candidates.append(build(turns=(*s.turns[:i], simpler_turn, *s.turns[i + 1 :])))
+    for i, tool in enumerate(s.tools):
+        for j in reversed(range(len(tool.plan))):
+            simpler_tool = replace(tool, plan=tool.plan[:j] + tool.plan[j + 1 :])
+            candidates.append(build(tools=(*s.tools[:i], simpler_tool, *s.tools[i + 1 :])))
+    if len(s.prompts) > 1:
+        candidates.append(build(prompts=s.prompts[:1]))
+    default = Config()
+    for field_name in ("max_iterations", "tool_choice", "parallel_tool_calls", "model", "system_prompt"):
+        if getattr(s.config, field_name) != getattr(default, field_name):
+            candidates.append(build(config=replace(s.config, **{field_name: getattr(default, field_name)})))
+    yield from (c for c in candidates if c is not None and c != s)
 
 
 def replay(regressions: Iterable[Regression], loop: Callable[..., Any] | None = None) -> list[ScenarioFailure]:

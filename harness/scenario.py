@@ -394,10 +394,17 @@ class Scenario:
     history: tuple[HistoryMessage, ...] = ()
     """Messages already in the context. With a history and no prompts the run *resumes* it
     (``agent_loop_continue``); otherwise ``agent_loop(prompts, ...)`` starts after it."""
+    resume: bool | None = None
+    """Force (``True``) or forbid (``False``) resuming; ``None``: resume when there is a history
+    and no prompts. ``resume=True`` with an empty history is how to ask the loop to refuse."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompts", tuple(self.prompts))
         object.__setattr__(self, "history", tuple(self.history))
+        if self.resume is not None and self.resume == (bool(self.history) and not self.prompts):
+            object.__setattr__(self, "resume", None)  # one spelling per scenario: YAML round-trips exactly
+        if self.resume and self.prompts:
+            raise ScenarioError("a resumed run (agent_loop_continue) takes no prompts")
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "turns", tuple(self.turns))
         object.__setattr__(self, "steering", _schedule(self.steering, "steering"))
@@ -430,7 +437,9 @@ class Scenario:
 
     @property
     def resumes(self) -> bool:
-        """True when the run is ``agent_loop_continue`` (a history and no prompts)."""
+        """True when the run is ``agent_loop_continue`` (by default: a history and no prompts)."""
+        if self.resume is not None:
+            return self.resume
         return bool(self.history) and not self.prompts
 
     def tool(self, name: str) -> ToolDef | None:
@@ -1060,6 +1069,8 @@ def _scenario_data(s: Scenario) -> dict[str, Any]:
     if s.meta:
         data["meta"] = _jsonish(s.meta)
     data["prompts"] = list(s.prompts)
+    if s.resume is not None:
+        data["resume"] = s.resume
     if s.history:
         data["history"] = [_history_data(h) for h in s.history]
     if s.tools:
@@ -1239,7 +1250,7 @@ def _tool_from(data: Any, where: str) -> ToolDef:
 def _scenario_from(data: Mapping[str, Any]) -> Scenario:
     _expect_keys(
         data,
-        {"name", "notes", "meta", "prompts", "history", "tools", "turns", "steering", "follow_ups", "config"},
+        {"name", "notes", "meta", "prompts", "resume", "history", "tools", "turns", "steering", "follow_ups", "config"},
         "scenario",
     )
     prompts = data.get("prompts", [])
@@ -1274,6 +1285,7 @@ def _scenario_from(data: Mapping[str, Any]) -> Scenario:
         notes=_text(data.get("notes", ""), "notes"),
         meta=dict(meta),
         history=tuple(_history_from(h, f"history {i + 1}") for i, h in enumerate(data.get("history") or [])),
+        resume=None if data.get("resume") is None else bool(data["resume"]),
     )
 
 

@@ -514,27 +514,33 @@ def _model_turns(tools: tuple[ToolDef, ...], weights: Mapping[str, int]) -> st.S
     return model_turn()
 
 
-def _schedules(max_poll: int, max_entries: int) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+def _schedules(max_poll: int, max_entries: int, one_in: int) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
     # Drawn as one slot per poll, mostly empty: a message shrinks away by emptying its slot, and
     # a late poll number shrinks by dropping the trailing slots.
     batch = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-    slots = st.lists(st.one_of(st.just(()), st.just(()), st.just(()), batch), max_size=max_poll)
-    return slots.map(_schedule_of).filter(lambda schedule: len(schedule) <= max_entries)
+    slots = st.lists(st.one_of(*[st.just(())] * max(0, one_in - 1), batch), max_size=max_poll)
+    return slots.map(lambda picked: _schedule_of(picked, max_entries))
 
 
-def _schedule_of(slots: list[tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
-    return {poll: messages for poll, messages in enumerate(slots, start=1) if messages}
+def _schedule_of(slots: list[tuple[str, ...]], max_entries: int) -> dict[int, tuple[str, ...]]:
+    filled = [(poll, messages) for poll, messages in enumerate(slots, start=1) if messages]
+    return dict(filled[:max_entries])
 
 
-def steering_schedules(max_poll: int = 10, max_entries: int = 3) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+def steering_schedules(
+    max_poll: int = 10, max_entries: int = 3, one_in: int = 4
+) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
     """``{poll number: messages}``: steering polls come before the first call, after each executed
-    tool call and after each turn, so small numbers land mid-batch as often as between turns."""
-    return _memoized(("steering", max_poll, max_entries), lambda: _schedules(max_poll, max_entries))
+    tool call and after each turn, so small numbers land mid-batch as often as between turns.
+    About one poll in ``one_in`` delivers (1: every poll, up to ``max_entries``)."""
+    return _memoized(("steering", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
-def follow_up_schedules(max_poll: int = 3, max_entries: int = 2) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
+def follow_up_schedules(
+    max_poll: int = 3, max_entries: int = 2, one_in: int = 4
+) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
     """``{poll number: messages}`` for follow-ups, which are polled once each time the run drains."""
-    return _memoized(("follow_ups", max_poll, max_entries), lambda: _schedules(max_poll, max_entries))
+    return _memoized(("follow_ups", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
 _caps = st.sampled_from(("unset",) * 6 + ("small", "small", "zero", "negative", "over 50")).flatmap(
@@ -567,12 +573,12 @@ def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
 
 
 _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-_history_shapes = st.sampled_from(("user", "tool round", "answered, then user", "ends with the assistant"))
+_history_shapes = st.sampled_from(("user", "tool round", "answered, then user", "ends with the assistant", "nothing"))
 
 
 def histories(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
     """A context to resume (``agent_loop_continue``): it ends with a user message or tool results,
-    and now and then with an assistant message, which the loop must refuse."""
+    and now and then with an assistant message or is empty, which the loop must refuse."""
     tools = tuple(tools)
     return _memoized(("history", _menu_key(tools)), lambda: _histories(tools))
 
@@ -582,8 +588,10 @@ def _histories(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[tuple[HistoryMes
 
     @st.composite
     def history(draw: st.DrawFn) -> tuple[HistoryMessage, ...]:
-        first = HistoryMessage("user", text=draw(_messages))
         shape = draw(_history_shapes)
+        if shape == "nothing":
+            return ()
+        first = HistoryMessage("user", text=draw(_messages))
         if shape == "user":
             return (first,)
         if shape == "tool round":
@@ -637,6 +645,7 @@ def scenarios(
     return Scenario(
         prompts=() if resumes else draw(_prompts),
         history=draw(histories(menu)) if resumes else (),
+        resume=True if resumes else None,
         tools=tuple(menu),
         turns=tuple(turns),
         steering=draw(steering if steering is not None else steering_schedules()),

@@ -113,3 +113,29 @@ def test_assert_scenario_saves_outside_hypothesis_and_raises(tmp_path: Path) -> 
     assert "requests: expected 2, got 1" in str(failure.value)
     assert "regression_text" not in str(failure.value)
     assert regression_text(scenario, failure.value.problem).count("# Violated: expectation") == 1
+
+
+def test_minimize_removes_everything_the_failure_does_not_need() -> None:
+    from harness.regressions import minimize
+    from harness.scenario import Behaviour, Config, ToolDef
+
+    big = Scenario(
+        prompts=("a", "b"),
+        tools=(ToolDef(name="t", plan=(Behaviour("return", "x"), Behaviour("error", "y"))), ToolDef(name="u")),
+        turns=(
+            ModelTurn(text="thinking out loud", calls=(Call("t"), Call("u"), Call("t"))),
+            ModelTurn(calls=(Call("u"),)),
+            ModelTurn(text="done"),
+        ),
+        steering={2: ("s1", "s2"), 5: ("s3",)},
+        follow_ups={1: ("f",)},
+        config=Config(max_iterations=7, model="m"),
+    )
+
+    def fails(candidate: Scenario) -> bool:  # "the bug": some turn calls u
+        return any(call.name == "u" for turn in candidate.turns for call in turn.calls)
+
+    small = minimize(big, fails)
+    assert small.turns == (ModelTurn(calls=(Call("u"),)),)
+    assert small.tools == () and small.steering == {} and small.follow_ups == {}
+    assert small.prompts == ("a",) and small.config == Config()

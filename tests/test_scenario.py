@@ -382,3 +382,13 @@ def test_the_provider_refuses_a_request_while_the_previous_stream_is_open() -> N
         return "no error"
 
     assert asyncio.run(leak()) == "request 2 arrived while the stream of request 1 was still open"
+
+
+def test_resume_true_on_an_empty_context_is_refused() -> None:
+    scenario = Scenario(prompts=(), resume=True)
+    assert scenario.resumes and Scenario.from_yaml(scenario.to_yaml()) == scenario
+    assert "resume: true" in scenario.to_yaml()
+    assert (scenario.run().error or "").startswith("ValueError: agent_loop_continue")
+    assert scenario.check().ok
+    with pytest.raises(ScenarioError, match="takes no prompts"):
+        Scenario(prompts=("hi",), resume=True)
