@@ -738,6 +738,8 @@ def error_feedback(trace: Trace) -> None:
     calls = _classify(runs)
     ledger = _ledger_entries(trace)
     executed = Counter(c.key for c in calls if c.kind == "executed")
+    # A call whose run died while it executed (a BaseException) has a ledger entry but no result.
+    executed.update(_unanswered_keys(runs))
     skipped_keys = {c.key for c in calls if c.kind == "skipped"}
     consumed: Counter[tuple[str, str]] = Counter()
     for item in calls:
@@ -816,6 +818,15 @@ def error_feedback(trace: Trace) -> None:
                         f"but the ledger shows {ran} execution(s) for {executed[item.key]} valid call(s) "
                         f"with that id:\n{_show_batch(item.batch)}",
                     )
+
+
+def _unanswered_keys(runs: list[_Run]) -> Counter[tuple[str, str]]:
+    unanswered: Counter[tuple[str, str]] = Counter()
+    for run in runs:
+        for batch in _batches(run):
+            if batch.message.stop_reason not in ("error", "aborted"):
+                unanswered.update((call.id, call.name) for call in batch.calls[len(batch.results) :])
+    return unanswered
 
 
 def _ledger_shows_valid_run(trace: Trace, item: _Call) -> bool:
