@@ -61,6 +61,7 @@ from openprogram.types import (
 
 __all__ = [
     "MAX_NESTING",
+    "RUN_TIMEOUT",
     "Behaviour",
     "Call",
     "CheckResult",
@@ -77,6 +78,9 @@ __all__ = [
     "effective_cap",
     "run_command",
 ]
+
+RUN_TIMEOUT = 20.0
+"""Seconds a run may take before the harness calls it a hang (the stream must always end)."""
 
 MAX_NESTING = 3
 """Nested runs deeper than this raise instead of running, so a self-calling plan always ends."""
@@ -476,16 +480,18 @@ class Scenario:
             raise ScenarioError(f"{where}: {exc}") from None
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, loop: Any = None) -> Trace:
+    def run(self, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
         """Run in a fresh event loop; from async code use ``await scenario.arun()``."""
-        return run_coroutine(self.arun(loop))
+        return run_coroutine(self.arun(loop, timeout=timeout))
 
-    async def arun(self, loop: Any = None) -> Trace:
+    async def arun(self, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
         """Drive ``loop`` through this scenario.
 
         ``loop``: an ``agent_loop``-like function, or a module with ``agent_loop`` and
         ``agent_loop_continue`` (a copy of the loop's module); default: the real ones, looked up
         as ``harness.scenario.agent_loop`` / ``agent_loop_continue`` so a test can patch them.
+        A stream that has not ended after ``timeout`` seconds is recorded as a hang
+        (``trace.error``), which the reference model reports: the contract says it always ends.
         """
         start, resume = _loops(loop)
         recorder = TraceRecorder()
@@ -524,9 +530,12 @@ class Scenario:
             _world.reset(tokens[0])
         new_messages = None
         try:
-            async for event in stream:
-                recorder.on_event(event)
-            new_messages = await stream.result()
+            async with asyncio.timeout(timeout):
+                async for event in stream:
+                    recorder.on_event(event)
+                new_messages = await stream.result()
+        except TimeoutError:
+            recorder.error = f"TimeoutError: the event stream did not end within {timeout:g}s (a hang)"
         except (Exception, ToolKilled) as exc:  # the stream raised to its consumer: keep what was seen
             recorder.error = f"{type(exc).__name__}: {exc}"
         return recorder.finish(provider.requests, new_messages=new_messages, max_iterations=self.cap)

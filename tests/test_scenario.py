@@ -392,3 +392,28 @@ def test_resume_true_on_an_empty_context_is_refused() -> None:
     assert scenario.check().ok
     with pytest.raises(ScenarioError, match="takes no prompts"):
         Scenario(prompts=("hi",), resume=True)
+
+
+def test_a_loop_that_never_ends_its_stream_is_recorded_as_a_hang() -> None:
+    async def never_ending() -> None:
+        await asyncio.Event().wait()
+
+    def hanging(*args: object, **kwargs: object) -> object:
+        stream = agent_loop(*args, **kwargs)  # type: ignore[arg-type]
+
+        class Hanging:
+            def __aiter__(self) -> Hanging:
+                return self
+
+            async def __anext__(self) -> object:
+                await never_ending()
+                raise StopAsyncIteration
+
+            async def result(self) -> object:
+                return await stream.result()
+
+        return Hanging()
+
+    scenario = Scenario.from_yaml(HAND_WRITTEN)
+    trace = scenario.run(loop=hanging, timeout=0.2)
+    assert trace.error == "TimeoutError: the event stream did not end within 0.2s (a hang)"

@@ -102,7 +102,7 @@ def test_runs_under_a_tight_iteration_cap(scenario: Scenario) -> None:
 
 
 @relaxed
-@given(scenarios(resume_one_in=1, turn_weights=CHATTY))
+@given(scenarios(resume_one_in=1, turn_weights=CHATTY, cancel_one_in=3))
 def test_resumed_runs(scenario: Scenario) -> None:
     assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (resume)")
 
