@@ -9,6 +9,10 @@ real loop, compared with the reference model, and checked against every invarian
 * end to end/s: the same inside ``@given``, so Hypothesis' own generation is included (what a
   campaign or a property test actually achieves on this machine).
 
+Generated scenarios end early as often as real models do (a text answer, an error); a third
+figure checks scenarios forced to the full 10 rounds (nine turns of picks, then text), the worst
+case the target speaks of.
+
 Usage: ``python benchmarks/property_throughput.py [--scenarios 300] [--repeats 5]``
 """
 
@@ -23,9 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
-from harness.scenario import Scenario, invariants_available, problems_of
-from harness.strategies import scenarios
+from harness.scenario import ModelTurn, Scenario, invariants_available, problems_of
+from harness.strategies import model_turns, scenarios, tools
 
 TARGET = 200.0
 
@@ -46,6 +51,25 @@ def generate(count: int) -> list[Scenario]:
 
     @_settings(count, 0)
     @given(scenarios(max_turns=10))
+    def collect(scenario: Scenario) -> None:
+        found.append(scenario)
+
+    collect()
+    return found
+
+
+@st.composite
+def ten_round_scenarios(draw: st.DrawFn) -> Scenario:
+    menu = draw(tools(min_size=1))
+    picks = draw(st.lists(model_turns(menu, weights={"calls": 1}), min_size=9, max_size=9))
+    return Scenario(prompts=("go",), tools=tuple(menu), turns=(*picks, ModelTurn(text="done")))
+
+
+def generate_ten_rounds(count: int) -> list[Scenario]:
+    found: list[Scenario] = []
+
+    @_settings(count, 0)
+    @given(ten_round_scenarios())
     def collect(scenario: Scenario) -> None:
         found.append(scenario)
 
@@ -91,6 +115,8 @@ def main() -> None:
     checked_per_second(batch[:20])  # warm caches (schema validators, strategies)
     checked, rounds = zip(*(checked_per_second(batch) for _ in range(args.repeats)), strict=True)
     end_to_end = [end_to_end_per_second(args.scenarios) for _ in range(args.repeats)]
+    long_batch = generate_ten_rounds(max(50, args.scenarios // 3))
+    long_checked, long_rounds = zip(*(checked_per_second(long_batch) for _ in range(args.repeats)), strict=True)
     print(f"scenarios per run: {len(batch)} (max 10 rounds each, {rounds[0] / len(batch):.1f} model rounds on average)")
     print(f"invariants checked: {'yes' if invariants_available() else 'no (harness.invariants missing)'}")
     median = statistics.median(checked)
@@ -101,6 +127,10 @@ def main() -> None:
     print(
         f"end to end (with Hypothesis generation):  median {statistics.median(end_to_end):.0f} scenarios/s "
         f"{[round(x) for x in end_to_end]}"
+    )
+    print(
+        f"checked, full 10-round scenarios ({long_rounds[0] / len(long_batch):.1f} rounds on average): "
+        f"median {statistics.median(long_checked):.0f} scenarios/s {[round(x) for x in long_checked]}"
     )
 
 

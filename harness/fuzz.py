@@ -43,7 +43,7 @@ class Stats:
     def add(self, scenario: Scenario, trace: Trace) -> None:
         self.scenarios += 1
         self.rounds += len(trace.requests)
-        self.reasons[str(trace.reason)] += 1
+        self.reasons[str(trace.reason) if trace.error is None else f"(stream raised {trace.error.split(':')[0]})"] += 1
         for result in trace.tool_results:
             self.kinds[_result_kind(result.text, result.is_error)] += 1
         for entry in trace.ledger or ():

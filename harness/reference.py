@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from harness.scenario import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, Scenario, ToolDef, effective_cap
 from harness.trace import LedgerEntry, Trace, render_message
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
@@ -522,6 +524,9 @@ class _Matcher:
 
     def __init__(self, loose: set[int]) -> None:
         self.loose = loose
+        # The same message objects recur in many events and every later request; both sides
+        # share them by reference, so each (expected, actual) pair is compared once.
+        self.seen: dict[tuple[int, int], bool] = {}
 
     def __call__(self, expected: Any, actual: Any) -> bool:
         if isinstance(expected, (tuple, list)):
@@ -530,6 +535,15 @@ class _Matcher:
                 and len(expected) == len(actual)
                 and all(self(e, a) for e, a in zip(expected, actual, strict=True))
             )
+        if not isinstance(expected, BaseModel):
+            return bool(expected == actual)
+        key = (id(expected), id(actual))
+        found = self.seen.get(key)
+        if found is None:
+            found = self.seen[key] = self._same_message(expected, actual)
+        return found
+
+    def _same_message(self, expected: Any, actual: Any) -> bool:
         if id(expected) in self.loose:
             return isinstance(actual, ToolResultMessage) and (
                 actual.tool_call_id,
