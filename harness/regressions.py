@@ -247,9 +247,15 @@ def _simpler(s: Scenario) -> Iterator[Scenario]:
         except ScenarioError:
             return None
 
+    def shifted(schedule: Mapping[int, tuple[str, ...]], by: int) -> dict[int, tuple[str, ...]]:
+        return {poll - by: messages for poll, messages in schedule.items() if poll - by >= 1}
+
     candidates: list[Scenario | None] = []
     for i in reversed(range(len(s.turns))):
         candidates.append(build(turns=s.turns[:i] + s.turns[i + 1 :]))
+        if s.steering:  # a turn gone takes its steering polls with it (one per call, one after it)
+            polls = len(s.turns[i].calls) + 1
+            candidates.append(build(turns=s.turns[:i] + s.turns[i + 1 :], steering=shifted(s.steering, polls)))
     for i in reversed(range(len(s.tools))):
         candidates.append(build(tools=s.tools[:i] + s.tools[i + 1 :]))
     for field_name in ("steering", "follow_ups"):
@@ -258,6 +264,9 @@ def _simpler(s: Scenario) -> Iterator[Scenario]:
             candidates.append(build(**{field_name: {k: v for k, v in schedule.items() if k != poll}}))
             if len(schedule[poll]) > 1:
                 candidates.append(build(**{field_name: {**schedule, poll: schedule[poll][:1]}}))
+            if poll > 1 and poll - 1 not in schedule:  # earlier polls are simpler to read
+                moved = {(k - 1 if k == poll else k): v for k, v in schedule.items()}
+                candidates.append(build(**{field_name: moved}))
     for i in reversed(range(len(s.history))):
         candidates.append(build(history=s.history[:i] + s.history[i + 1 :]))
     for i, turn in enumerate(s.turns):

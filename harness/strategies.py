@@ -295,7 +295,11 @@ def behaviours(
 
 
 def _one_in(n: int) -> st.SearchStrategy[bool]:
-    return st.integers(1, n).map(n.__eq__) if n > 0 else st.just(False)  # shrinks towards False
+    """True about once in ``n`` draws (0: never). The winning value sits mid-range: Hypothesis
+    favours the bounds of a range, and shrinks towards its low end, i.e. towards False."""
+    if n <= 0:
+        return st.just(False)
+    return st.integers(0, n - 1).map((n // 2).__eq__)
 
 
 def _behaviours(
@@ -480,7 +484,7 @@ def model_turns(
 def _model_turns(tools: tuple[ToolDef, ...], weights: Mapping[str, int]) -> st.SearchStrategy[ModelTurn]:
     calls = st.lists(tool_calls(tools), min_size=1, max_size=3).map(tuple)
     kinds = st.sampled_from(tuple(kind for kind, weight in weights.items() for _ in range(weight)))
-    cancels = st.integers(1, CANCEL_TURN_ONE_IN).map((CANCEL_TURN_ONE_IN).__eq__)
+    cancels = _one_in(CANCEL_TURN_ONE_IN)
 
     @st.composite
     def model_turn(draw: st.DrawFn) -> ModelTurn:
@@ -573,7 +577,10 @@ def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
 
 
 _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-_history_shapes = st.sampled_from(("user", "tool round", "answered, then user", "ends with the assistant", "nothing"))
+_history_shapes = st.sampled_from(
+    # the two the loop must refuse are rarer, and away from the ends Hypothesis favours
+    ("user", "tool round", "answered, then user", "ends with the assistant", "tool round", "nothing", "user")
+)
 
 
 def histories(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
@@ -641,7 +648,7 @@ def scenarios(
         menu = draw(_tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in))
     # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed
     turns = draw(st.lists(model_turns(menu, turn_weights), min_size=1, max_size=max_turns))
-    resumes = bool(resume_one_in) and draw(st.integers(1, resume_one_in)) == resume_one_in
+    resumes = draw(_one_in(resume_one_in))
     return Scenario(
         prompts=() if resumes else draw(_prompts),
         history=draw(histories(menu)) if resumes else (),

@@ -8,6 +8,7 @@ under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from harness.regressions import ScenarioFailure
 from harness.regressions import assert_scenario as _assert_scenario
-from harness.scenario import Config, ModelTurn, Scenario
+from harness.scenario import Behaviour, Config, ModelTurn, Scenario
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
 from harness.trace import Trace, diff
 
@@ -107,8 +108,17 @@ def test_resumed_runs(scenario: Scenario) -> None:
     assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (resume)")
 
 
+def _first_tool_is_killed(scenario: Scenario) -> Scenario:
+    """The first tool's first execution raises a BaseException; the other tools keep their plans."""
+    if not scenario.tools:
+        return scenario
+    first, *rest = scenario.tools
+    killed = dataclasses.replace(first, plan=(Behaviour("raise", "killed", base=True), *first.plan))
+    return dataclasses.replace(scenario, tools=(killed, *rest))
+
+
 @relaxed
-@given(scenarios(base_one_in=1, cancel_one_in=0))
+@given(scenarios(base_one_in=1, cancel_one_in=0).map(_first_tool_is_killed))
 def test_runs_whose_tools_raise_base_exceptions(scenario: Scenario) -> None:
     assert_scenario(scenario, found_by="tests/property/test_loop_properties.py (BaseException)")
 
