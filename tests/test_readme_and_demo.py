@@ -22,7 +22,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
     assert first_block is not None
     commands = [line for line in first_block.group(1).splitlines() if line.strip()]
-    assert commands == ['pip install -e . && harness demo', 'pip install -e ".[dev]" && python -m pytest']
+    assert commands == ['pip install -e . && harness fuzz', 'pip install -e ".[dev]" && python -m pytest']
 
 
 def test_readme_python_examples_run() -> None:
