@@ -10,9 +10,10 @@ Point them at your own tools and the arguments come from your tools' real JSON S
         result = scenario.check()          # runs the real loop: YOUR tool code executes
         assert result.ok, result.problems
 
-Defaults are small on purpose (one to three tools, up to ten turns, short texts) and every choice
-lists its simplest option first, so a failure shrinks to a scenario a person can read: few
-tools, few turns, plain text, the fewest calls that still break the rule.
+Defaults are small on purpose (up to three tools, up to ten turns, short texts). Hypothesis shrinks
+every choice toward its first option and lists toward fewer elements, and
+``harness.regressions.minimize`` then removes whatever the failure does not need, so a failure ends
+as a scenario a person can read: few tools, few turns, the fewest calls that still break the rule.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "histories",
     "invalid_arguments",
     "model_turns",
+    "nested_runs",
     "scenarios",
     "schemas",
     "steering_schedules",
