@@ -9,49 +9,14 @@ under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.regressions import ScenarioFailure
-from harness.regressions import assert_scenario as _assert_scenario
+from harness.regressions import assert_scenario
 from harness.scenario import Behaviour, Config, ModelTurn, Scenario
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
-from harness.trace import Trace, diff
-
-
-class KnownInvariantFalsePositive(UserWarning):
-    """A violation reported by ``harness.invariants`` that the loop does not commit (see below)."""
-
-
-def assert_scenario(scenario: Scenario, found_by: str) -> Trace:
-    """``harness.regressions.assert_scenario``, minus one known false positive of the invariants.
-
-    KNOWN FALSE POSITIVE (harness.invariants.error_feedback, not the loop; reported to its owner):
-    when a tool raises a BaseException the stream ends before that call gets a result, and if an
-    earlier call of the batch shares its id and had invalid arguments, error_feedback counts the
-    ledger entry of the killed call against the invalid one ("could not run ... but the ledger
-    shows 1 execution(s) for 0 valid call(s)"). The reference model agrees with the loop there.
-    Only exactly that shape is let through, with a warning; remove this once the invariant counts
-    executed calls that never got a result.
-    """
-    try:
-        return _assert_scenario(scenario, found_by=found_by)
-    except ScenarioFailure as failure:
-        [only] = failure.result.problems if len(failure.result.problems) == 1 else [None]
-        ids = [c.id for t in scenario.turns for c in t.calls if c.id is not None]
-        if (
-            only is not None
-            and only.name == "error_feedback"
-            and "could not run" in only.message
-            and (failure.trace.error or "").startswith("ToolKilled")
-            and len(ids) != len(set(ids))
-        ):
-            warnings.warn(KnownInvariantFalsePositive(only.message), stacklevel=2)
-            return failure.trace
-        raise
-
+from harness.trace import diff
 
 # Scenarios are big values; generating them is legitimately slower than Hypothesis' default limits.
 relaxed = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
