@@ -21,7 +21,7 @@ import click
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from harness.reference import SKIPPED
+from harness.contract import SKIPPED_STEERING, classify_result_text
 from harness.regressions import ScenarioFailure, assert_scenario
 from harness.scenario import Scenario
 from harness.strategies import is_tool_entry, scenarios
@@ -45,7 +45,7 @@ class Stats:
         self.rounds += len(trace.requests)
         self.reasons[str(trace.reason) if trace.error is None else f"(stream raised {trace.error.split(':')[0]})"] += 1
         for result in trace.tool_results:
-            self.kinds[_result_kind(result.text, result.is_error)] += 1
+            self.kinds[_result_kind(result.tool_name, result.text, result.is_error)] += 1
         for entry in trace.ledger or ():
             if entry.outcome == "raised":
                 self.kinds["tool raised"] += 1
@@ -61,18 +61,21 @@ class Stats:
             self.kinds["scenario with nested exec"] += 1
 
 
-def _result_kind(text: str, is_error: bool) -> str:
+_KIND_LABELS = {
+    "skipped": "skipped (cancelled)",
+    "not_found": "unknown tool",
+    "invalid_args": "invalid arguments",
+    "invalid_json": "invalid JSON",
+}
+
+
+def _result_kind(name: str, text: str, is_error: bool) -> str:
     if not is_error:
         return "tool result"
-    if text == SKIPPED:
+    if text == SKIPPED_STEERING:
         return "skipped (steering)"
-    if text.startswith('Tool "') and " not found." in text:
-        return "unknown tool"
-    if text.startswith("Validation failed for tool"):
-        return "invalid arguments"
-    if text.startswith("Invalid JSON arguments"):
-        return "invalid JSON"
-    return "is_error result"
+    kind = classify_result_text(name, text, is_error)
+    return _KIND_LABELS.get(kind, "is_error result")
 
 
 @dataclass

@@ -22,6 +22,14 @@ from typing import Any
 
 import jsonschema
 
+from harness.contract import (
+    HARD_CAP,
+    SKIPPED_STEERING,
+    effective_cap,
+    invalid_json_prefix,
+    not_found_prefix,
+    validation_prefix,
+)
 from harness.trace import Trace, diff, render_message
 from openprogram.providers import ModelRequest
 from openprogram.types import AssistantMessage, Message, ToolCall, ToolResultMessage, ToolSpec
@@ -44,11 +52,7 @@ __all__ = [
     "tool_calls_answered",
 ]
 
-HARD_CAP = 50
-"""The seed's ``MAX_INNER_ITERATIONS``, restated here so the invariants do not import the loop."""
-
-SKIP_TEXT = "Skipped due to queued user message."
-"""The exact result text of a call skipped because a steering message arrived (contract)."""
+SKIP_TEXT = SKIPPED_STEERING  # the name this module has always exported
 
 
 class InvariantViolation(AssertionError):
@@ -61,13 +65,6 @@ class InvariantViolation(AssertionError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable (pytest-xdist, multiprocessing)
         return (type(self), (self.name, self.message))
-
-
-def effective_cap(max_iterations: int | None) -> int:
-    """``min(50, max(1, max_iterations))``; a trace without ``max_iterations`` gets the hard cap."""
-    if max_iterations is None:
-        return HARD_CAP
-    return max(1, min(HARD_CAP, int(max_iterations)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -677,9 +674,9 @@ def _kind(call: ToolCall, result: ToolResultMessage, specs: tuple[ToolSpec, ...]
         return "skipped"  # inexact skip texts too: skip_semantics owns (and reports) them
     if specs is None:  # no request captured: trust what the result says it was
         for prefix, kind in (
-            (f'Tool "{call.name}" not found.', "not_found"),
-            (f'Invalid JSON arguments for tool "{call.name}":', "invalid_json"),
-            (f'Validation failed for tool "{call.name}":', "invalid_args"),
+            (not_found_prefix(call.name), "not_found"),
+            (invalid_json_prefix(call.name), "invalid_json"),
+            (validation_prefix(call.name), "invalid_args"),
         ):
             if result.is_error and result.text.startswith(prefix):
                 return kind
@@ -697,7 +694,7 @@ def _kind(call: ToolCall, result: ToolResultMessage, specs: tuple[ToolSpec, ...]
     if _schema_errors(spec.parameters, _loosely_coerced(call.arguments, spec.parameters)):
         return "invalid_args"
     # only lenient coercion makes these arguments valid: either answer is within the contract
-    return "invalid_args" if result.text.startswith(f'Validation failed for tool "{call.name}":') else "executed"
+    return "invalid_args" if result.text.startswith(validation_prefix(call.name)) else "executed"
 
 
 def _looks_skipped(result: ToolResultMessage) -> bool:
@@ -787,7 +784,7 @@ def error_feedback(trace: Trace) -> None:
                     f"result starting {expected!r} with '  - PATH: MESSAGE' lines and 'Received arguments:', "
                     f"got {result.text!r}{shown}",
                 )
-        elif result.text.startswith(f'Validation failed for tool "{call.name}":'):
+        elif result.text.startswith(validation_prefix(call.name)):
             raise _fail(
                 name,
                 f"{where} has arguments {_short(call.arguments)} that satisfy the tool's schema, "
@@ -830,7 +827,7 @@ def _unanswered_keys(runs: list[_Run]) -> Counter[tuple[str, str]]:
 
 
 def _ledger_shows_valid_run(trace: Trace, item: _Call) -> bool:
-    if item.result.text.startswith(f'Validation failed for tool "{item.call.name}":') or item.specs is None:
+    if item.result.text.startswith(validation_prefix(item.call.name)) or item.specs is None:
         return False
     spec = next((s for s in item.specs if s.name == item.call.name), None)
     return spec is not None and any(

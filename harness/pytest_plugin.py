@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from harness.clock import DEFAULT_EPOCH_MS, DeterministicClock
 from harness.invariants import check_all
 from harness.script import ScriptedProvider, Turn, TurnLike
 from harness.trace import Trace, render_message
@@ -56,7 +57,6 @@ __all__ = [
 CI_PROFILE = "harness-ci"
 DEEP_PROFILE = "harness-deep"
 
-DEFAULT_EPOCH_MS = 1_704_067_200_000
 """2024-01-01T00:00:00Z in epoch milliseconds: where ``clock`` starts, and the instant ``frozen_time`` freezes."""
 
 FROZEN_AT = "2024-01-01T00:00:00+00:00"
@@ -88,51 +88,6 @@ _register_profiles()  # at import, so `settings.load_profile("harness-ci")` also
 # ---------------------------------------------------------------------------------------------
 # clock
 # ---------------------------------------------------------------------------------------------
-
-
-class DeterministicClock:
-    """A millisecond clock that reads ``start``, then ``start + step``, ... one step per call.
-
-    Pass it as ``AgentLoopConfig(clock=...)`` or ``runtime.exec(..., clock=...)``: every timestamp
-    the loop stamps then comes from it, so the same scenario gives byte-identical traces.
-    """
-
-    def __init__(self, start: int = DEFAULT_EPOCH_MS, step: int = 1) -> None:
-        if step < 0:
-            raise ValueError("a clock must not run backwards: step must be >= 0")
-        self.start = int(start)
-        self.step = int(step)
-        self._now = self.start
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> int:
-        with self._lock:
-            value = self._now
-            self._now += self.step
-            self.calls += 1
-            return value
-
-    @property
-    def now(self) -> int:
-        """The value the next call returns (reading it does not advance the clock)."""
-        return self._now
-
-    def advance(self, ms: int) -> int:
-        """Move the clock forward by ``ms`` milliseconds (simulated waiting); returns the new ``now``."""
-        if ms < 0:
-            raise ValueError("a clock must not run backwards: advance by ms >= 0")
-        with self._lock:
-            self._now += int(ms)
-            return self._now
-
-    def reset(self) -> None:
-        """Back to ``start`` (for ``@given`` tests that want a fresh clock per example)."""
-        with self._lock:
-            self._now, self.calls = self.start, 0
-
-    def __repr__(self) -> str:
-        return f"DeterministicClock(now={self._now}, step={self.step}, calls={self.calls})"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.scenario import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, Scenario, ToolDef, effective_cap
+from harness.clock import SCENARIO_START_MS
+from harness.contract import ABORTED_MESSAGE, SKIPPED_STEERING, effective_cap, invalid_json_text, not_found_text
+from harness.scenario import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.trace import LedgerEntry, Trace, render_message
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
 from openprogram.types import (
@@ -36,9 +38,9 @@ from openprogram.types import (
 
 __all__ = ["Prediction", "compare", "predict"]
 
-SKIPPED = "Skipped due to queued user message."
+SKIPPED = SKIPPED_STEERING  # the name fuzz and older callers import
 CHUNK = 16  # the scripted provider streams text and argument text in chunks of this size
-FIRST_TICK = 1000  # the scenario clock's first reading
+FIRST_TICK = SCENARIO_START_MS
 
 
 @dataclass
@@ -202,7 +204,7 @@ class _Run:
                 self.commit(message)
             queued = []
             if self.cancelled:  # checked before each model call: the provider is not asked
-                aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
+                aborted = AssistantMessage(stop_reason="aborted", error_message=ABORTED_MESSAGE)
                 aborted = self.commit(aborted)
                 self.emit("turn_end", aborted, ())
                 return self.end("aborted")
@@ -301,7 +303,7 @@ class _Run:
             if scripted.cancel and scripted.has_content:  # the scripted provider notices before a block
                 reply = AssistantMessage(
                     stop_reason="aborted",
-                    error_message="Request was aborted",
+                    error_message=ABORTED_MESSAGE,
                     model=reported_model,
                     provider="scripted",
                 )
@@ -368,8 +370,7 @@ class _Run:
         tool = next((t for t in self.menu if t.name == call.name), None)
         loose, details = False, None
         if tool is None:
-            available = ", ".join(t.name for t in self.menu) or "(none)"
-            text, is_error = f'Tool "{call.name}" not found. Available tools: {available}', True
+            text, is_error = not_found_text(call.name, (t.name for t in self.menu)), True
         elif call.raw_arguments is not None:
             text, is_error = _invalid_json(call), True
         else:
@@ -485,14 +486,7 @@ def _chunks(text: str) -> int:
 
 
 def _invalid_json(call: ToolCall) -> str:
-    raw = call.raw_arguments or ""
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        reason = str(exc)
-    else:
-        reason = f"expected a JSON object, got {type(value).__name__}"
-    return f'Invalid JSON arguments for tool "{call.name}": {reason}\n\nReceived arguments:\n{raw}'
+    return invalid_json_text(call.name, call.raw_arguments or "")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ from typing import Any, Literal
 import click
 import yaml
 
+from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.contract import effective_cap
 from harness.script import ScriptedCall, ScriptedProvider, Turn, turn
 from harness.trace import LedgerEntry, Trace, TraceRecorder
 from openprogram import runtime
@@ -94,13 +96,6 @@ BehaviourKind = Literal["return", "error", "raise", "exec"]
 
 class ScenarioError(ValueError):
     """A scenario (or its YAML) is malformed; the message says where and what would work."""
-
-
-def effective_cap(max_iterations: int | None) -> int:
-    """The contract's cap: ``min(50, max_iterations)`` floored at 1; ``None`` is 50."""
-    if max_iterations is None:
-        return 50
-    return max(1, min(50, int(max_iterations)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -596,17 +591,6 @@ def _schedule(value: Any, where: str) -> dict[int, tuple[str, ...]]:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Clock:
-    """Epoch milliseconds that advance by one per reading: deterministic timestamps."""
-
-    def __init__(self, start: int = 1_000) -> None:
-        self.now = start - 1
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
-
-
 class _Schedule:
     """``get_steering_messages`` / ``get_follow_up_messages``: poll N returns what is keyed N."""
 
@@ -673,7 +657,7 @@ class _World:
 
     def __init__(self, scenario: Scenario, recorder: TraceRecorder) -> None:
         self.scenario = scenario
-        self.clock = _Clock()
+        self.clock = DeterministicClock(SCENARIO_START_MS)
         self.ledger = recorder.ledger if recorder.ledger is not None else []
         self.executions: dict[str, int] = {}
         self.defs = {t.name: t for t in scenario.tools}

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
+from harness.contract import ABORTED_MESSAGE
 from openprogram.providers import ModelRequest
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessageEvent, StopReason, Usage
@@ -120,7 +121,7 @@ class turn:
         return Turn(stop_reason="error", error=message)
 
     @staticmethod
-    def aborted(message: str = "Request was aborted") -> Turn:
+    def aborted(message: str = ABORTED_MESSAGE) -> Turn:
         """The request is cancelled mid-way: the run ends with reason ``aborted``."""
         return Turn(stop_reason="aborted", error=message)
 
@@ -234,7 +235,7 @@ class ScriptedProvider:
             return
         for block in scripted.blocks:
             if cancel_event is not None and cancel_event.is_set():
-                yield builder.error("aborted", "Request was aborted")
+                yield builder.error("aborted", ABORTED_MESSAGE)
                 return
             if isinstance(block, ScriptedCall):
                 for event in self._stream_call(builder, block):

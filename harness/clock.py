@@ -1,0 +1,64 @@
+"""The deterministic clock: every place in the harness that needs time takes it from here.
+
+A run stamps each message it commits with ``config.clock``; a clock that reads the same
+sequence every time is what makes one scenario give a byte-identical trace. Scenarios, the
+reference model's prediction of those stamps, the ``clock`` fixture and the demo all use this
+one class, so "the scenario clock" means one thing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["DEFAULT_EPOCH_MS", "SCENARIO_START_MS", "DeterministicClock"]
+
+DEFAULT_EPOCH_MS = 1_704_067_200_000
+"""2024-01-01T00:00:00Z: the ``clock`` fixture's first reading, a plausible wall-clock time."""
+
+SCENARIO_START_MS = 1_000
+"""A scenario run's first reading: small numbers keep saved traces and diffs readable."""
+
+
+class DeterministicClock:
+    """A millisecond clock that reads ``start``, then ``start + step``, ... one step per call.
+
+    Pass it as ``AgentLoopConfig(clock=...)`` or ``runtime.exec(..., clock=...)``: every timestamp
+    the loop stamps then comes from it, so the same scenario gives byte-identical traces.
+    """
+
+    def __init__(self, start: int = DEFAULT_EPOCH_MS, step: int = 1) -> None:
+        if step < 0:
+            raise ValueError("a clock must not run backwards: step must be >= 0")
+        self.start = int(start)
+        self.step = int(step)
+        self._now = self.start
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        with self._lock:
+            value = self._now
+            self._now += self.step
+            self.calls += 1
+            return value
+
+    @property
+    def now(self) -> int:
+        """The value the next call returns (reading it does not advance the clock)."""
+        return self._now
+
+    def advance(self, ms: int) -> int:
+        """Move the clock forward by ``ms`` milliseconds (simulated waiting); returns the new ``now``."""
+        if ms < 0:
+            raise ValueError("a clock must not run backwards: advance by ms >= 0")
+        with self._lock:
+            self._now += int(ms)
+            return self._now
+
+    def reset(self) -> None:
+        """Back to ``start`` (for ``@given`` tests that want a fresh clock per example)."""
+        with self._lock:
+            self._now, self.calls = self.start, 0
+
+    def __repr__(self) -> str:
+        return f"DeterministicClock(now={self._now}, step={self.step}, calls={self.calls})"
