@@ -510,17 +510,17 @@ class Scenario:
         context = AgentContext(system_prompt=self.config.system_prompt, messages=history, tools=menu)
         # The loop's task copies this context: its tools find the world, and a nested exec
         # without tools= inherits the menu, exactly as under runtime.aexec.
-        tokens = (_world.set(world), _depth.set(0), runtime._current_tools.set(tuple(plain)))
+        tokens = (_world.set(world), _depth.set(0))
         try:
-            if self.resumes:
-                stream = resume(context, config, asyncio.Event())
-            else:
-                stream = start(list(self.prompts), context, config, asyncio.Event())
+            with runtime.inherit_tools(plain):
+                if self.resumes:
+                    stream = resume(context, config, asyncio.Event())
+                else:
+                    stream = start(list(self.prompts), context, config, asyncio.Event())
         except Exception as exc:  # refused at call time (agent_loop_continue's ValueError)
             recorder.error = f"{type(exc).__name__}: {exc}"
             return recorder.finish(provider.requests, new_messages=[], max_iterations=self.cap)
         finally:
-            runtime._current_tools.reset(tokens[2])
             _depth.reset(tokens[1])
             _world.reset(tokens[0])
         new_messages = None

@@ -24,7 +24,17 @@ from openprogram.providers import tool_choice as tool_choice_table
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram.types import AssistantMessage, Message, UserMessage
 
-__all__ = ["ExecError", "ExecResult", "aexec", "aexec_result", "current_provider", "exec", "resolve_tools", "use"]
+__all__ = [
+    "ExecError",
+    "ExecResult",
+    "aexec",
+    "aexec_result",
+    "current_provider",
+    "exec",
+    "inherit_tools",
+    "resolve_tools",
+    "use",
+]
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,22 @@ def use(provider: Provider, model: str | None = None) -> Iterator[Provider]:
         yield provider
     finally:
         _current_provider.reset(token)
+
+
+@contextlib.contextmanager
+def inherit_tools(tools: Iterable[Any]) -> Iterator[tuple[AgentTool, ...]]:
+    """Run the code inside as if it were a tool body of a run whose model saw ``tools``.
+
+    A nested ``exec`` without ``tools=`` inherits the menu of the run around it; code that drives
+    ``agent_loop`` itself (a test harness, a custom runner) uses this to give its tools' nested
+    runs that same menu. Entries are anything ``tools=`` takes.
+    """
+    menu = tuple(as_agent_tool(entry) for entry in tools)
+    token = _current_tools.set(menu)
+    try:
+        yield menu
+    finally:
+        _current_tools.reset(token)
 
 
 def current_provider() -> Provider | None:
