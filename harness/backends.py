@@ -198,7 +198,8 @@ def _bedrock_kwargs(connection: Connection) -> dict[str, Any]:
 
     kwargs: dict[str, Any] = {
         "config": Config(
-            retries={"max_attempts": 1, "mode": "standard"},
+            # total_max_attempts counts the first request; botocore's max_attempts would still allow a retry
+            retries={"total_max_attempts": 1, "mode": "standard"},
             connect_timeout=TIMEOUT_SECONDS,
             read_timeout=TIMEOUT_SECONDS,
         )
@@ -335,7 +336,7 @@ def backend(
     if streams is not None and stream is not None and stream != streams:
         raise BackendError(f"the {provider} endpoint {endpoint} {'always' if streams else 'never'} streams")
     if client is not None and client.provider != provider:
-        raise BackendError(f"a {client.provider} client cannot serve the {provider} backend")
+        raise BackendError(f"a client for {client.provider} cannot serve the {provider} backend")
     try:
         backend_class = getattr(importlib.import_module(needs.module), class_name)
     except (ImportError, AttributeError) as exc:
