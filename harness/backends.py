@@ -76,19 +76,42 @@ class Connection:
     api_version: str | None = None
 
     @classmethod
-    def test(cls, **options: Any) -> Connection:
+    def test(
+        cls,
+        *,
+        region: str | None = None,
+        vertex: bool = False,
+        project: str | None = None,
+        api_version: str | None = None,
+    ) -> Connection:
         """Fake credentials and the provider's real URL: what a vcrpy replay answers."""
-        return cls(keys="test", **options)
+        return cls("test", None, region, vertex, project, api_version)
 
     @classmethod
-    def from_env(cls, **options: Any) -> Connection:
+    def from_env(
+        cls,
+        *,
+        region: str | None = None,
+        vertex: bool = False,
+        project: str | None = None,
+        api_version: str | None = None,
+    ) -> Connection:
         """Real credentials from the environment, as each SDK reads them: for live runs only."""
-        return cls(keys="env", **options)
+        return cls("env", None, region, vertex, project, api_version)
 
     @classmethod
-    def at(cls, base_url: str, **options: Any) -> Connection:
-        """Fake credentials, sent to ``base_url`` (a loopback emulator) instead of the provider."""
-        return cls(keys=options.pop("keys", "test"), base_url=base_url.rstrip("/"), **options)
+    def at(
+        cls,
+        base_url: str,
+        *,
+        keys: Keys = "test",
+        region: str | None = None,
+        vertex: bool = False,
+        project: str | None = None,
+        api_version: str | None = None,
+    ) -> Connection:
+        """Fake credentials (unless ``keys="env"``), sent to ``base_url`` (a loopback emulator), not the provider."""
+        return cls(keys, base_url.rstrip("/"), region, vertex, project, api_version)
 
 
 @dataclass(frozen=True)
@@ -296,7 +319,8 @@ def client_kwargs(provider: str, connection: Connection | None = None) -> dict[s
     """
     connection = connection or Connection.test()
     needs = _needs(provider)
-    if connection.keys == "env" and needs.env_keys and not (provider == "gemini" and connection.vertex):
+    vertex = provider == "gemini" and connection.vertex  # Vertex takes Google's default credentials, not a key
+    if connection.keys == "env" and needs.env_keys and not vertex:
         if not any(os.environ.get(name) for name in needs.env_keys):
             raise BackendError(f"a live {provider} connection needs {' or '.join(needs.env_keys)} in the environment")
     return needs.kwargs(connection)
