@@ -16,19 +16,18 @@ stream flag and tools, and one user message).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from typing import Any, TextIO
 
 import click
 import vcr
-import yaml
 
+from harness import backends, cassettes
 from openprogram.providers import ModelRequest, Provider
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
@@ -43,12 +42,12 @@ __all__ = [
     "read_recorded_calls",
     "render_result",
     "replay_cassette",
+    "report",
 ]
 
 CASSETTES_ENV = "HARNESS_PROVIDER_CASSETTES"
 """Environment variable naming the provider-cassettes folder, overriding the default location."""
 
-_FAKE_KEY = "fake"
 _IGNORED_QUERY_KEYS = frozenset({"beta"})
 """Query keys that never select a different response. Anthropic SDKs once sent ``?beta=true`` on
 the same endpoint; current ones do not, so matching it would reject recordings for no reason."""
@@ -71,7 +70,7 @@ def default_cassette_dir() -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading the recorded requests: which backend, which model, streamed or not, which tools.
+# The replay plan: per recorded request, which backend, which model, streamed or not, which tools.
 # ---------------------------------------------------------------------------------------------
 
 
@@ -82,148 +81,42 @@ class RecordedCall:
     index: int
     method: str
     uri: str
-    provider: str
-    endpoint: str
+    route: cassettes.Route
     model: str
     stream: bool
     tools: tuple[ToolSpec, ...]
 
+    @property
+    def provider(self) -> str:
+        return self.route.provider
+
+    @property
+    def endpoint(self) -> str:
+        return self.route.endpoint
+
 
 def read_recorded_calls(path: str | Path) -> list[RecordedCall]:
     """Parse a cassette's requests; raises ``ReplayError`` naming the file when one is unusable."""
-    path = Path(path)
     try:
-        with path.open("rb") as handle:
-            data = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except OSError as exc:
-        raise ReplayError(f"{path}: cannot read the cassette: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ReplayError(f"{path}: not a YAML cassette: {exc}") from exc
-    interactions = data.get("interactions") if isinstance(data, dict) else None
-    if not interactions:
-        raise ReplayError(f"{path}: not a vcrpy cassette (no interactions)")
-    calls = [_read_call(path, index, interaction) for index, interaction in enumerate(interactions)]
+        cassette = cassettes.load(path)
+    except cassettes.CassetteError as exc:
+        raise ReplayError(str(exc)) from exc
+    calls = [_recorded_call(cassette.path, interaction) for interaction in cassette]
     providers = {call.provider for call in calls}
     if len(providers) > 1:
         raise ReplayError(f"{path}: mixes providers ({', '.join(sorted(providers))}); replay them as separate files")
     return calls
 
 
-def _read_call(path: Path, index: int, interaction: Any) -> RecordedCall:
+def _recorded_call(path: Path, interaction: cassettes.Interaction) -> RecordedCall:
+    request, where = interaction.request, f"{path}: {interaction.where}"
     try:
-        request = interaction["request"]
-        method, uri = str(request["method"]), str(request["uri"])
-    except (KeyError, TypeError) as exc:
-        raise ReplayError(f"{path}: interaction {index} has no request method/uri") from exc
-    body = _json_body(request.get("body"))
-    parts = urlsplit(uri)
-    host, route = parts.hostname or "", parts.path
-    where = f"{path}: interaction {index} ({method} {uri})"
-
-    if host == "api.openai.com":
-        if route.endswith("/chat/completions"):
-            provider, endpoint = "openai", "chat.completions"
-        elif route.endswith("/responses"):
-            provider, endpoint = "openai", "responses"
-        else:
-            raise ReplayError(f"{where}: no backend for the OpenAI endpoint {route}")
-        model, stream, tools = body.get("model"), body.get("stream") is True, _openai_tools(body, endpoint)
-    elif host == "api.anthropic.com":
-        if not route.endswith("/messages"):
-            raise ReplayError(f"{where}: no backend for the Anthropic endpoint {route}")
-        provider, endpoint = "anthropic", "messages"
-        model, stream, tools = body.get("model"), body.get("stream") is True, _anthropic_tools(body)
-    elif host == "generativelanguage.googleapis.com":
-        model_part, _, method_name = route.rpartition("/models/")[2].partition(":")
-        if method_name not in ("generateContent", "streamGenerateContent"):
-            raise ReplayError(f"{where}: no backend for the Gemini method {method_name or route}")
-        provider, endpoint = "gemini", method_name
-        model, stream, tools = unquote(model_part), method_name == "streamGenerateContent", _gemini_tools(body)
-    elif host.startswith("bedrock-runtime.") and host.endswith(".amazonaws.com"):
-        model_part, _, operation = route.rpartition("/model/")[2].partition("/")
-        if operation not in ("converse", "converse-stream"):
-            raise ReplayError(f"{where}: no backend for the Bedrock operation {operation or route}")
-        provider, endpoint = "bedrock", operation
-        model, stream, tools = unquote(model_part), operation == "converse-stream", _bedrock_tools(body)
-    else:
-        raise ReplayError(f"{where}: no backend for host {host!r}")
-    if not isinstance(model, str) or not model:
+        route, model, stream, tools = request.route, request.model, request.stream, request.tools
+    except cassettes.RouteError as exc:
+        raise ReplayError(f"{where}: {exc}") from exc
+    if model is None:
         raise ReplayError(f"{where}: the recorded request names no model")
-    return RecordedCall(index, method, uri, provider, endpoint, model, stream, tools)
-
-
-def _json_body(body: Any) -> dict[str, Any]:
-    if isinstance(body, Mapping) and "string" in body:  # some recorders nest the body like responses
-        body = body["string"]
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    if not isinstance(body, str) or not body:
-        return {}
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _spec(name: Any, description: Any, parameters: Any) -> ToolSpec | None:
-    if not isinstance(name, str) or not name:
-        return None
-    schema = parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
-    return ToolSpec(name=name, description=description if isinstance(description, str) else "", parameters=schema)
-
-
-def _specs(candidates: Iterable[ToolSpec | None]) -> tuple[ToolSpec, ...]:
-    return tuple(spec for spec in candidates if spec is not None)
-
-
-def _openai_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
-    tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict) and tool.get("type") == "function"]
-    if endpoint == "responses":
-        return _specs(_spec(t.get("name"), t.get("description"), t.get("parameters")) for t in tools)
-    functions = [t.get("function") for t in tools if isinstance(t.get("function"), dict)]
-    return _specs(_spec(f.get("name"), f.get("description"), f.get("parameters")) for f in functions)
-
-
-def _anthropic_tools(body: dict[str, Any]) -> tuple[ToolSpec, ...]:
-    tools = [t for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") in (None, "custom")]
-    return _specs(_spec(t.get("name"), t.get("description"), t.get("input_schema")) for t in tools)
-
-
-def _gemini_tools(body: dict[str, Any]) -> tuple[ToolSpec, ...]:
-    declarations: list[dict[str, Any]] = []
-    for tool in body.get("tools") or []:
-        if isinstance(tool, dict):
-            found = tool.get("functionDeclarations") or tool.get("function_declarations") or []
-            declarations.extend(d for d in found if isinstance(d, dict))
-    specs = []
-    for declaration in declarations:
-        schema = declaration.get("parametersJsonSchema") or declaration.get("parameters_json_schema")
-        if schema is None:  # Gemini's OpenAPI subset spells types in capitals; ToolSpec holds JSON Schema
-            schema = _lowercase_types(declaration.get("parameters"))
-        specs.append(_spec(declaration.get("name"), declaration.get("description"), schema))
-    return _specs(specs)
-
-
-def _lowercase_types(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {
-            key: value.lower() if key == "type" and isinstance(value, str) else _lowercase_types(value)
-            for key, value in schema.items()
-        }
-    if isinstance(schema, list):
-        return [_lowercase_types(item) for item in schema]
-    return schema
-
-
-def _bedrock_tools(body: dict[str, Any]) -> tuple[ToolSpec, ...]:
-    config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
-    specs = [t.get("toolSpec") for t in config.get("tools") or [] if isinstance(t, dict)]
-    return _specs(
-        _spec(s.get("name"), s.get("description"), (s.get("inputSchema") or {}).get("json"))
-        for s in specs
-        if isinstance(s, dict)
-    )
+    return RecordedCall(interaction.index, request.method, request.uri, route, model, stream, tools)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,19 +144,37 @@ async def areplay_cassette(path: str | Path) -> dict[str, Any]:
         match_on=["method", "scheme", "host", "port", "path", "query_except_beta"],
     )
     recorder.register_matcher("query_except_beta", query_except_beta)
-    client, close = _make_client(path, provider)
+    client = _client(path, calls[0].route)
     results = []
     try:
         with recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette:
             for call in calls:
                 played_before = cassette.play_count
-                message = await _run_interaction(path, call, _make_backend(path, call, client))
+                message = await _run_interaction(path, call, _backend(path, call, client))
                 if cassette.play_count - played_before != 1 or cassette.play_counts[call.index] != 1:
                     raise ReplayError(_mismatch(path, call, cassette.play_count - played_before, message))
                 results.append(_normalize(call.index, message))
     finally:
-        await close()
+        await client.aclose()
     return {"file": str(path), "provider": provider, "interactions": results}
+
+
+def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:
+    """A test-key client (no retries: a retry would find no recording) aimed at the recorded host."""
+    connection = backends.Connection.test(
+        region=route.region, vertex=route.vertex, project=route.project, api_version=route.api_version
+    )
+    try:
+        return backends.sdk_client(route.provider, connection)
+    except backends.BackendError as exc:
+        raise ReplayError(f"{path}: cannot replay {route.provider} cassettes: {exc}") from exc
+
+
+def _backend(path: str | Path, call: RecordedCall, client: backends.SDKClient) -> Provider:
+    try:
+        return backends.backend(call.provider, call.endpoint, model=call.model, stream=call.stream, client=client)
+    except backends.BackendError as exc:
+        raise ReplayError(f"{path}: cannot replay {call.provider} cassettes: {exc}") from exc
 
 
 def query_except_beta(sent: Any, recorded: Any) -> None:
@@ -325,70 +236,6 @@ def _normalize(index: int, message: AssistantMessage) -> dict[str, Any]:
     }
 
 
-_Closer = Callable[[], Awaitable[None]]
-
-
-def _make_client(path: str | Path, provider: str) -> tuple[Any, _Closer]:
-    """An official SDK client with fake credentials and no retries (a retry would find no recording)."""
-    try:
-        if provider == "openai":
-            import openai
-
-            client = openai.AsyncOpenAI(api_key=_FAKE_KEY, base_url="https://api.openai.com/v1", max_retries=0)
-            return client, client.close
-        if provider == "anthropic":
-            import anthropic
-
-            client = anthropic.AsyncAnthropic(api_key=_FAKE_KEY, base_url="https://api.anthropic.com", max_retries=0)
-            return client, client.close
-        if provider == "gemini":
-            from google import genai
-
-            client = genai.Client(
-                api_key=_FAKE_KEY, http_options={"api_version": "v1beta", "retry_options": {"attempts": 1}}
-            )
-            return client, client.aio.aclose
-        import boto3
-        from botocore.config import Config
-
-        client = boto3.client(
-            "bedrock-runtime",
-            region_name="us-east-1",
-            aws_access_key_id=_FAKE_KEY,
-            aws_secret_access_key=_FAKE_KEY,
-            config=Config(retries={"max_attempts": 1, "mode": "standard"}),
-        )
-
-        async def close_boto() -> None:
-            client.close()
-
-        return client, close_boto
-    except ImportError as exc:
-        raise ReplayError(f"{path}: replaying {provider} cassettes needs its SDK: {exc}") from exc
-
-
-_BACKENDS = {
-    ("openai", "chat.completions"): ("openprogram.providers.openai", "OpenAIChatProvider"),
-    ("openai", "responses"): ("openprogram.providers.openai", "OpenAIResponsesProvider"),
-    ("anthropic", "messages"): ("openprogram.providers.anthropic", "AnthropicProvider"),
-    ("gemini", "generateContent"): ("openprogram.providers.gemini", "GeminiProvider"),
-    ("gemini", "streamGenerateContent"): ("openprogram.providers.gemini", "GeminiProvider"),
-    ("bedrock", "converse"): ("openprogram.providers.bedrock", "BedrockProvider"),
-    ("bedrock", "converse-stream"): ("openprogram.providers.bedrock", "BedrockProvider"),
-}
-
-
-def _make_backend(path: str | Path, call: RecordedCall, client: Any) -> Provider:
-    module_name, class_name = _BACKENDS[(call.provider, call.endpoint)]
-    try:
-        backend_class = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as exc:
-        raise ReplayError(
-            f"{path}: no {call.provider} backend to replay with ({module_name}.{class_name}): {exc}"
-        ) from exc
-    return backend_class(client, model=call.model, stream=call.stream)
-
-
 # ---------------------------------------------------------------------------------------------
 # Presenting: a readable summary, and the `harness conformance` command.
 # ---------------------------------------------------------------------------------------------
@@ -414,6 +261,28 @@ def _clip(text: str, limit: int = 100) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def report(
+    files: Iterable[str | Path], *, as_json: bool = False, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Replay each file and write what the backends read: the logic of ``harness conformance``.
+
+    One JSON object per line with ``as_json``, else :func:`render_result`'s summary; a file that
+    cannot be replayed is reported on ``err`` as ``error: ...`` and the others still run. Returns
+    the exit status: 1 when any file failed, else 0.
+    """
+    out, err = out or sys.stdout, err or sys.stderr
+    failed = False
+    for file in files:
+        try:
+            result = replay_cassette(file)
+        except ReplayError as exc:
+            failed = True
+            print(f"error: {exc}", file=err)
+            continue
+        print(json.dumps(result, ensure_ascii=False) if as_json else render_result(result), file=out)
+    return 1 if failed else 0
+
+
 @click.command("conformance")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per file, one per line.")
@@ -422,14 +291,6 @@ def conformance_command(files: tuple[Path, ...], as_json: bool) -> None:
 
     Exits 1 when any file cannot be replayed; the other files are still reported.
     """
-    failed = False
-    for file in files:
-        try:
-            result = replay_cassette(file)
-        except ReplayError as exc:
-            failed = True
-            click.echo(f"error: {exc}", err=True)
-            continue
-        click.echo(json.dumps(result, ensure_ascii=False) if as_json else render_result(result))
-    if failed:
-        click.get_current_context().exit(1)
+    status = report(files, as_json=as_json)
+    if status:
+        click.get_current_context().exit(status)

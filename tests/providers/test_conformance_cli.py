@@ -6,7 +6,9 @@ behaviour is pinned without depending on the shared folder.
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from harness.conformance import ReplayError, conformance_command, read_recorded_calls, render_result, replay_cassette
+from harness.conformance import (
+    ReplayError,
+    conformance_command,
+    read_recorded_calls,
+    render_result,
+    replay_cassette,
+    report,
+)
 
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
 
@@ -255,3 +264,47 @@ def test_recorded_tools_become_tool_specs_in_json_schema(tmp_path: Path) -> None
     assert [(spec.name, spec.description, spec.parameters) for spec in call.tools] == [
         ("get_weather", "Weather for a city.", {"type": "object", "properties": {"city": {"type": "string"}}})
     ]
+
+
+def test_report_is_the_command_without_click(chat_cassette: Path, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    status = report([chat_cassette, tmp_path / "missing.yaml"], as_json=True, out=out, err=err)
+
+    assert status == 1
+    assert json.loads(out.getvalue()) == {
+        "file": str(chat_cassette),
+        "provider": "openai",
+        "interactions": EXPECTED_INTERACTIONS,
+    }
+    assert err.getvalue().startswith(f"error: {tmp_path / 'missing.yaml'}: cannot read the cassette")
+    assert report([chat_cassette], out=io.StringIO(), err=io.StringIO()) == 0
+
+
+GEMINI_REPLY = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Bonjour."}]}, "finishReason": "STOP"}]}
+
+
+def test_a_vertex_recording_replays_against_its_project_and_location(tmp_path: Path) -> None:
+    uri = (
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj/locations/europe-west4"
+        "/publishers/google/models/gemini-2.0-flash:generateContent"
+    )
+    cassette = _write(tmp_path / "vertex.yaml", _interaction(uri, {}, 200, json.dumps(GEMINI_REPLY)))
+
+    result = replay_cassette(cassette)
+
+    assert result["provider"] == "gemini"
+    assert result["interactions"] == [
+        {"index": 0, "stop_reason": "stop", "text": "Bonjour.", "tool_calls": [], "error_message": None}
+    ]
+
+
+def test_a_missing_sdk_extra_fails_the_file_naming_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "google.genai", None)  # an install without openprogram[gemini]
+    uri = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent"
+    cassette = _write(tmp_path / "gemini.yaml", _interaction(uri, {}, 200, json.dumps(GEMINI_REPLY)))
+
+    result = CliRunner().invoke(conformance_command, [str(cassette)])
+
+    assert result.exit_code == 1
+    assert f"error: {cassette}: cannot replay gemini cassettes:" in result.stderr
+    assert 'pip install "openprogram[gemini]"' in result.stderr
