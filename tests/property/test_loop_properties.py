@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.regressions import assert_scenario
+from harness.runner import run
 from harness.scenario import Behaviour, Config, ModelTurn, Scenario
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
 from harness.trace import diff
@@ -91,7 +92,7 @@ def test_runs_whose_tools_raise_base_exceptions(scenario: Scenario) -> None:
 @relaxed
 @given(scenarios(max_turns=6))
 def test_the_same_scenario_gives_a_byte_identical_trace(scenario: Scenario) -> None:
-    first, second = scenario.run(), scenario.run()
+    first, second = run(scenario), run(scenario)
     assert first.to_json() == second.to_json(), diff(first, second)
 
 
