@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 from click.testing import CliRunner
 
 import harness.runner as runner_module
@@ -468,3 +471,113 @@ def test_a_loop_that_never_ends_its_stream_is_recorded_as_a_hang() -> None:
     scenario = Scenario.from_yaml(HAND_WRITTEN)
     trace = run(scenario, loop=hanging, timeout=0.2)
     assert trace.error == "TimeoutError: the event stream did not end within 0.2s (a hang)"
+
+
+# ---------------------------------------------------------------------------------------------
+# The format as a JSON Schema, and the saved files
+# ---------------------------------------------------------------------------------------------
+
+SAVED = sorted((Path(__file__).resolve().parent.parent / "cassettes" / "scenarios").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def printed_schema() -> jsonschema.Draft202012Validator:
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _as_an_editor_sees(text: str) -> object:
+    # YAML keys such as poll numbers are integers; an editor checks the JSON the file stands for
+    return json.loads(json.dumps(yaml.safe_load(text)))
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: p.stem)
+def test_every_saved_scenario_validates_against_the_printed_schema(
+    path: Path, printed_schema: jsonschema.Draft202012Validator
+) -> None:
+    errors = [e.message for e in printed_schema.iter_errors(_as_an_editor_sees(path.read_text()))]
+    assert errors == []
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: p.stem)
+def test_every_saved_scenario_redumps_canonically(path: Path, printed_schema: jsonschema.Draft202012Validator) -> None:
+    scenario = Scenario.from_yaml(path)
+    text = scenario.to_yaml()
+    assert Scenario.from_yaml(text) == scenario
+    assert Scenario.from_yaml(text).to_yaml() == text
+    assert list(printed_schema.iter_errors(_as_an_editor_sees(text))) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "turns: [{txt: hi}]",
+        "turns: [5]",
+        "tools: [{name: a, plan: [{return: 1, raise: x}]}]",
+        "steering: {0: [x]}",
+        "history: [{bot: hi}]",
+        "config: {modle: x}",
+    ],
+)
+def test_the_schema_refuses_what_the_loader_refuses(text: str, printed_schema: jsonschema.Draft202012Validator) -> None:
+    with pytest.raises(ScenarioError):
+        Scenario.from_yaml(text)
+    assert list(printed_schema.iter_errors(_as_an_editor_sees(text)))
+
+
+def test_the_sugared_forms_are_what_is_written() -> None:
+    scenario = Scenario(
+        prompts=("Add 2 and 3",),
+        tools=(ADD, ToolDef(name="dig", plan=(Behaviour("exec", nested=NestedRun(tools=None)),))),
+        turns=(
+            ModelTurn(calls=(Call("add", {"a": 2, "b": 3}),)),
+            ModelTurn(kind="error", message="overloaded"),
+            ModelTurn(),
+            ModelTurn(text="The answer is 5."),
+        ),
+        steering={2: ("stop",)},
+        history=(HistoryMessage("user", "earlier"),),
+        config=Config(max_iterations=4),
+    )
+    assert scenario.to_yaml() == textwrap.dedent(
+        """\
+        prompts: [Add 2 and 3]
+        history: [{user: earlier}]
+        tools:
+          - name: add
+            parameters:
+              type: object
+              properties: {a: {type: integer}, b: {type: integer}}
+              required: [a, b]
+            plan: [{return: 5}]
+          - name: dig
+            parameters: {type: object, properties: {}}
+            plan:
+              - exec: {prompt: nested task, tools: inherit, turns: []}
+        turns:
+          - calls:
+              - {name: add, args: {a: 2, b: 3}}
+          - {error: overloaded}
+          - {empty: true}
+          - The answer is 5.
+        steering: {2: [stop]}
+        config: {max_iterations: 4}
+        """
+    )
+
+
+def test_the_documented_example_and_short_forms_hold() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert example.startswith("# yaml-language-server: $schema=")
+    assert check(Scenario.from_yaml(example)).ok
+    short = "prompts: hello\nsteering: {2: stop}\nturns: [{}, Done.]\ntools: [{name: add}]"
+    long = (
+        "prompts: [hello]\nsteering: {2: [stop]}\nturns: [{empty: true}, {text: Done.}]\n"
+        "tools: [{name: add, parameters: {type: object, properties: {}}}]"
+    )
+    assert Scenario.from_yaml(short) == Scenario.from_yaml(long)
+    assert Scenario.from_yaml("turns:\ntools:\nhistory:\n") == Scenario.from_yaml("{}")

@@ -9,13 +9,16 @@ under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import jsonschema
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.regressions import assert_scenario
 from harness.runner import run
-from harness.scenario import Behaviour, Config, ModelTurn, Scenario
+from harness.scenario import Behaviour, Config, ModelTurn, Scenario, json_schema
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
 from harness.trace import diff
 
@@ -119,6 +122,9 @@ def test_a_model_that_never_stops_is_stopped_by_the_cap(scenario: Scenario) -> N
     assert len(trace.requests) <= 50
 
 
+SCHEMA = jsonschema.Draft202012Validator(json_schema())
+
+
 @relaxed
 @given(scenarios())
 def test_scenarios_survive_a_yaml_round_trip(scenario: Scenario) -> None:
@@ -126,3 +132,6 @@ def test_scenarios_survive_a_yaml_round_trip(scenario: Scenario) -> None:
     again = Scenario.from_yaml(text)
     assert again == scenario
     assert again.to_yaml() == text
+    # what is written is what the published schema describes (as an editor sees it: string keys)
+    errors = [e.message for e in SCHEMA.iter_errors(json.loads(json.dumps(yaml.safe_load(text))))]
+    assert errors == [], text
