@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from harness.scenario import ModelTurn, Scenario, invariants_available, problems_of
+from harness.check import invariants_available, problems_of
+from harness.runner import run
+from harness.scenario import ModelTurn, Scenario
 from harness.strategies import model_turns, scenarios, tools
 
 TARGET = 200.0
@@ -78,7 +80,7 @@ def generate_ten_rounds(count: int) -> list[Scenario]:
 
 
 def check(scenario: Scenario) -> int:
-    trace = scenario.run()
+    trace = run(scenario)
     problems = problems_of(scenario, trace)
     if problems:
         raise AssertionError(f"benchmark scenario failed: {problems[0]}\n{scenario.to_yaml()}")

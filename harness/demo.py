@@ -2,14 +2,12 @@
 
 It shows, offline and deterministically, what a run looks like: the model picks two tools in
 parallel, sends one bad argument and gets the validation error back, corrects itself, and
-answers in text. ``harness demo`` prints the resulting trace as a timeline.
+answers in text. ``harness demo`` (in ``harness.cli``) prints the resulting trace as a timeline.
 """
 
 from __future__ import annotations
 
 from typing import Literal
-
-import click
 
 from harness.script import ScriptedProvider, turn
 from harness.trace import TraceRecorder
@@ -78,12 +76,3 @@ def run_demo() -> tuple[str, str]:
         answer = trip_advisor("Paris")
     provider.assert_complete()
     return answer, recorder.finish(provider.requests).render()
-
-
-@click.command("demo")
-def demo_command() -> None:
-    """Run the example agent on the scripted backend and print its event trace."""
-    answer, rendered = run_demo()
-    click.echo(rendered)
-    click.echo("")
-    click.echo(f"answer: {answer}")

@@ -3,7 +3,8 @@
 It generates scenarios with ``harness.strategies.scenarios``, runs each through the loop, and
 checks the run against the reference model and every invariant. On a violation Hypothesis shrinks
 the scenario; the minimal one is printed (YAML), saved as a regression file, and the command exits
-1. ``--tools package.module`` fuzzes with your own tools instead of generated ones.
+1. ``--tools package.module`` fuzzes with your own tools instead of generated ones. The command
+itself (progress bar, summary table) is in ``harness.cli``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
@@ -27,7 +27,7 @@ from harness.scenario import Scenario
 from harness.strategies import is_tool_entry, scenarios
 from harness.trace import Trace
 
-__all__ = ["CampaignResult", "Stats", "fuzz_command", "load_tools", "run_campaign"]
+__all__ = ["CampaignResult", "NoToolsError", "Stats", "load_tools", "run_campaign"]
 
 
 @dataclass
@@ -141,6 +141,10 @@ def run_campaign(
     return CampaignResult(stats, chosen, failure)
 
 
+class NoToolsError(LookupError):
+    """The module named for ``--tools`` offers no tool (``harness fuzz`` says so as a usage error)."""
+
+
 def load_tools(module_name: str) -> list[Any]:
     """The tools a module offers: its ``TOOLS`` list, else every ``@function`` / tool defined in it."""
     module = importlib.import_module(module_name)
@@ -153,76 +157,5 @@ def load_tools(module_name: str) -> list[Any]:
         if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__ and is_tool_entry(value)
     ]
     if not found:
-        raise click.UsageError(f"{module_name} defines no @function tools and no TOOLS list")
+        raise NoToolsError(f"{module_name} defines no @function tools and no TOOLS list")
     return found
-
-
-@click.command("fuzz")
-@click.option("--examples", "-n", default=200, show_default=True, help="Scenarios to generate.")
-@click.option("--seed", type=int, default=None, help="Reproduce a campaign (printed at the start).")
-@click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
-@click.option(
-    "--save-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where to save a shrunk failure [default: $HARNESS_SCENARIO_DIR or cassettes/scenarios].",
-)
-@click.option("--max-turns", default=10, show_default=True, help="Model turns per scenario at most.")
-def fuzz_command(
-    examples: int, seed: int | None, tools_module: str | None, save_dir: Path | None, max_turns: int
-) -> None:
-    """Generate adversarial model behaviour and check every run against the reference and the invariants."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console()
-    tools = load_tools(tools_module) if tools_module else None
-    chosen = seed if seed is not None else random.randrange(2**32)
-    target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
-    console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}")
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("checking", total=examples)
-
-        def advance(stats: Stats) -> None:
-            progress.update(task, completed=min(stats.scenarios, examples))
-
-        result = run_campaign(examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance)
-    _print_summary(console, result)
-    if result.failure is not None:
-        failure = result.failure
-        console.print(f"\n[bold red]VIOLATION[/] [{failure.problem.name}]")
-        console.print(failure.problem.message, markup=False, highlight=False)
-        console.print("\nminimal scenario:", style="bold")
-        console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
-        console.print("trace:", style="bold")
-        console.print(failure.trace.render(), markup=False, highlight=False)
-        if failure.path is not None:
-            console.print(f"\nsaved as {failure.path} (replay: harness run {failure.path} --show)")
-        raise SystemExit(1)
-    console.print("[bold green]no violation[/]")
-
-
-def _print_summary(console: Any, result: CampaignResult) -> None:
-    from rich.table import Table
-
-    stats = result.stats
-    rate = stats.scenarios / stats.seconds if stats.seconds else 0.0
-    console.print(
-        f"{stats.scenarios} scenarios, {stats.rounds} model rounds, {stats.seconds:.1f}s ({rate:.0f} scenarios/s), "
-        f"seed {result.seed}"
-    )
-    table = Table(title="exercised", show_header=True)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    for reason, count in sorted(stats.reasons.items()):
-        table.add_row(f"end reason {reason}", str(count))
-    for kind, count in sorted(stats.kinds.items()):
-        table.add_row(kind, str(count))
-    console.print(table)

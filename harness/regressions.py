@@ -6,6 +6,7 @@ violated invariant's name and message in the file. ``load_regressions`` reads th
 test that parametrizes over them (``tests/test_regressions.py``) replays each one against the
 reference model and the invariants. Hand-written files live in the same place: a regression file
 is just a scenario with a comment header, and optionally ``meta.expect`` to pin the outcome.
+Judging a run is ``harness.check``'s; this module only keeps the files.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.scenario import CheckResult, Config, Problem, Scenario, ScenarioError
+from harness.check import CheckResult, Problem, check, check_expectations
+from harness.scenario import Config, Scenario, ScenarioError
 from harness.trace import Trace
 
 __all__ = [
@@ -107,33 +109,6 @@ def load_regressions(directory: str | os.PathLike[str] | None = None) -> list[Re
     return [Regression(path, Scenario.from_yaml(path)) for path in paths]
 
 
-def check_expectations(scenario: Scenario, trace: Trace) -> list[Problem]:
-    """A hand-written file's ``meta.expect``: what the rule it pins says must happen.
-
-    Keys: ``reason``; ``requests`` (model requests of the top-level run); ``executed`` (the ledger
-    as ``name#id`` strings, in order); ``final_text``; ``results`` (the tool results' texts, in
-    order, ``"!"`` prefixed when ``is_error``); ``new_messages`` (count).
-    """
-    expect = scenario.meta.get("expect") if isinstance(scenario.meta, dict) else None
-    if not expect:
-        return []
-    seen: dict[str, Any] = {
-        "reason": trace.reason,
-        "requests": len(trace.requests),
-        "executed": [f"{e.tool_name}#{e.tool_call_id}" for e in trace.ledger or ()],
-        "final_text": trace.final_text,
-        "results": [("!" if r.is_error else "") + r.text for r in trace.tool_results],
-        "new_messages": len(trace.new_messages),
-    }
-    problems = []
-    for key, wanted in expect.items():
-        if key not in seen:
-            problems.append(Problem("expectation", f"unknown expectation {key!r}; known: {', '.join(seen)}"))
-        elif seen[key] != wanted:
-            problems.append(Problem("expectation", f"{key}: expected {wanted!r}, got {seen[key]!r}"))
-    return problems
-
-
 class ScenarioFailure(AssertionError):
     """A scenario broke a rule. Carries the scenario, the trace, the problem and the saved file."""
 
@@ -160,11 +135,8 @@ def _final_hypothesis_run() -> bool:
         return True
 
 
-def check_scenario(scenario: Scenario, loop: Any = None, *, determinism: bool = False) -> CheckResult:
-    """``scenario.check`` plus the file's own ``meta.expect``."""
-    result = scenario.check(loop, determinism=determinism)
-    result.problems.extend(check_expectations(scenario, result.trace))
-    return result
+check_scenario = check
+"""``harness.check.check`` (run, reference model, invariants, ``meta.expect``), by its old name here."""
 
 
 def assert_scenario(
@@ -184,7 +156,7 @@ def assert_scenario(
     minimized further (``minimize``: every turn, call, tool, message and setting the failure does
     not need is removed) and saved as a regression file; the failure then shows that scenario.
     """
-    result = check_scenario(scenario, loop, determinism=determinism)
+    result = check(scenario, loop, determinism=determinism)
     if result.ok:
         return result.trace
     path = None
@@ -201,7 +173,7 @@ def _minimal_failure(result: CheckResult, loop: Any, determinism: bool) -> Check
     last: dict[str, CheckResult] = {}
 
     def fails(candidate: Scenario) -> bool:
-        checked = check_scenario(candidate, loop, determinism=determinism)
+        checked = check(candidate, loop, determinism=determinism)
         if any(p.name == wanted for p in checked.problems):
             last["result"] = checked
             return True
@@ -210,7 +182,7 @@ def _minimal_failure(result: CheckResult, loop: Any, determinism: bool) -> Check
     smaller = minimize(result.scenario, fails)
     if smaller == result.scenario or "result" not in last:
         return result
-    final = check_scenario(smaller, loop, determinism=determinism)
+    final = check(smaller, loop, determinism=determinism)
     final.problems.sort(key=lambda p: p.name != wanted)  # the same rule stays the headline
     return final
 

@@ -3,11 +3,12 @@
 Point them at your own tools and the arguments come from your tools' real JSON Schemas::
 
     from hypothesis import given
+    from harness.check import check
     from harness.strategies import scenarios
 
     @given(scenarios(tools=[search, fetch_page]))
     def test_my_tools_survive_any_model(scenario):
-        result = scenario.check()          # runs the real loop: YOUR tool code executes
+        result = check(scenario)           # runs the real loop: YOUR tool code executes
         assert result.ok, result.problems
 
 Defaults are small on purpose (up to three tools, up to ten turns, short texts). Hypothesis shrinks
@@ -641,7 +642,7 @@ def scenarios(
     BaseException is (0: never);
     ``turn_weights`` tunes the mix of replies (see ``model_turns``); one scenario in
     ``resume_one_in`` resumes a generated history with ``agent_loop_continue`` (0: never).
-    Your tools' real code runs in ``Scenario.run()``: keep them side-effect free (or point them
+    Your tools' real code runs in ``harness.runner.run(scenario)``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
     if tools is not None:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import harness.scenario as scenario_module
+import harness.runner as runner_module
+from harness.check import check
 from harness.cli import main
 from harness.fuzz import load_tools, run_campaign
 from harness.scenario import Scenario
@@ -131,14 +132,14 @@ def test_a_wrong_skip_text_is_found_and_shrunk_to_a_minimal_scenario(tmp_path: P
     assert saved is not None and saved.parent == tmp_path
     assert Scenario.from_yaml(saved).turns == minimal.turns
     assert f"# Violated: {result.failure.problem.name}" in saved.read_text()
-    assert scenario_module.Scenario.from_yaml(saved).check().ok  # the real loop passes it
+    assert check(Scenario.from_yaml(saved)).ok  # the real loop passes it
 
 
 def test_results_in_reverse_order_are_found_through_the_patched_default_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seeded = _loop_copy(_results_in_reverse, "reverse")
-    monkeypatch.setattr(scenario_module, "agent_loop", seeded.agent_loop)  # what Scenario.run uses
+    monkeypatch.setattr(runner_module, "agent_loop", seeded.agent_loop)  # what harness.runner.run uses
     result = run_campaign(400, seed=7, save_dir=tmp_path)
     assert result.failure is not None, "the campaign missed results in reverse order"
     minimal = result.failure.scenario
@@ -150,7 +151,7 @@ def test_the_fuzz_command_exits_non_zero_printing_the_minimal_scenario(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seeded = _loop_copy(_wrong_skip_text, "skip_text_cli")
-    monkeypatch.setattr(scenario_module, "agent_loop", seeded.agent_loop)
+    monkeypatch.setattr(runner_module, "agent_loop", seeded.agent_loop)
     result = CliRunner().invoke(main, ["fuzz", "--examples", "400", "--seed", "2024", "--save-dir", str(tmp_path)])
     assert result.exit_code == 1, result.output
     assert "VIOLATION" in result.output and "minimal scenario:" in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     first_block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
     assert first_block is not None
     commands = [line for line in first_block.group(1).splitlines() if line.strip()]
-    assert commands == ['pip install -e . && harness fuzz', 'pip install -e ".[dev]" && python -m pytest']
+    assert commands == ["pip install -e . && harness fuzz", 'pip install -e ".[dev]" && python -m pytest']
 
 
 def test_readme_python_examples_run() -> None:
@@ -57,5 +58,49 @@ def test_harness_demo_command_prints_the_trace() -> None:
 def test_harness_help_lists_every_command() -> None:
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for command in ("demo", "run", "fuzz", "conformance"):
+    for command in ("demo", "run", "fuzz", "conformance", "schema"):
         assert command in result.output
+
+
+HARNESS = Path(__file__).resolve().parents[1] / "harness"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at module level or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return names
+
+
+def _harness_modules() -> dict[str, set[str]]:
+    modules = {}
+    for path in HARNESS.rglob("*.py"):
+        name = ".".join(path.relative_to(HARNESS.parent).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = {m for m in _imports(path) if m == "harness" or m.startswith("harness.")}
+    return modules
+
+
+def test_no_two_harness_modules_import_each_other_even_inside_functions() -> None:
+    graph = _harness_modules()
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, "import cycle: " + " -> ".join((*path, module))
+        if module in done:
+            return
+        for imported in graph.get(module, ()):
+            visit(imported, (*path, module))
+        done.add(module)
+
+    for module in graph:
+        visit(module, ())
+
+
+def test_only_the_command_line_imports_click() -> None:
+    # conformance.py still defines its own command (registered lazily by cli.py)
+    users = {name for name, path in ((p.stem, p) for p in HARNESS.rglob("*.py")) if "click" in _imports(path)}
+    assert users <= {"cli", "conformance"}, users

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import harness.reference as reference
 from harness.reference import SKIPPED, compare, predict
+from harness.runner import run
 from harness.scenario import Behaviour, Call, Config, ModelTurn, NestedRun, Scenario, ToolDef
 from openprogram.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 
@@ -141,7 +142,7 @@ def test_a_nested_run_shares_the_clock_and_not_the_ledger() -> None:
 
 def test_compare_names_the_first_divergence() -> None:
     scenario = Scenario(tools=(ECHO,), turns=(ModelTurn(calls=(Call("echo"),)), ModelTurn(text="done")))
-    trace = scenario.run()
+    trace = run(scenario)
     assert compare(scenario, trace) == []
     other = Scenario(tools=(ECHO,), turns=(ModelTurn(calls=(Call("echo"),)), ModelTurn(text="other")))
     lines = compare(other, trace)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.check import Problem
 from harness.regressions import (
     ENV_VAR,
     Regression,
@@ -22,7 +23,8 @@ from harness.regressions import (
     save_regression,
     scenario_dir,
 )
-from harness.scenario import Call, ModelTurn, Problem, Scenario, ScenarioError
+from harness.runner import run
+from harness.scenario import Call, ModelTurn, Scenario, ScenarioError
 
 REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "cassettes" / "scenarios"
 RULES = [
@@ -97,7 +99,7 @@ def test_a_malformed_regression_file_is_an_error_not_a_skip(tmp_path: Path) -> N
 
 def test_expectations_are_checked() -> None:
     scenario = Scenario(turns=(ModelTurn(text="hi"),), meta={"expect": {"reason": "error", "nonsense": 1}})
-    problems = check_expectations(scenario, scenario.run())
+    problems = check_expectations(scenario, run(scenario))
     assert [p.message for p in problems] == [
         "reason: expected 'error', got 'stop'",
         "unknown expectation 'nonsense'; known: reason, requests, executed, final_text, results, new_messages",

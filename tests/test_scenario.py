@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 from click.testing import CliRunner
 
-import harness.scenario as scenario_module
+import harness.runner as runner_module
+from harness.check import check
 from harness.cli import main
+from harness.runner import ScenarioProvider, arun, run
 from harness.scenario import (
     Behaviour,
     Call,
@@ -20,7 +25,6 @@ from harness.scenario import (
     NestedRun,
     Scenario,
     ScenarioError,
-    ScenarioProvider,
     ToolDef,
     effective_cap,
 )
@@ -124,24 +128,74 @@ def test_every_turn_and_behaviour_kind_round_trips() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("prompts: [a]\nturns: [{txt: hi}]", "unknown key(s) txt"),
-        ("turns: [{error: x, text: y}]", "unknown key(s) text"),
-        ("tools: [{name: a, plan: [{return: 1, raise: x}]}]", "exactly one of return, error, raise, exec"),
-        ("tools: [{name: a}, {name: a}]", "two tools share the name(s) a"),
-        ("steering: {0: [x]}", "poll numbers start at 1"),
-        ("turns: [{calls: [{name: a, args: [1]}]}]", "args must be a mapping"),
-        ("turns: [{calls: [{name: a, args: {}, raw: x}]}]", "give args or raw, not both"),
+        (
+            "prompts: [a]\nturns: [{txt: hi}]",
+            "scenario: turn 1: unknown key(s) txt; allowed: calls, cancel, empty, hang_up, raise, stop, text, thinking",
+        ),
+        ("turns: [{error: x, text: y}]", "scenario: turn 1: unknown key(s) text; allowed: error"),
+        (
+            "tools: [{name: a, plan: [{return: 1, raise: x}]}]",
+            "scenario: tool 1, plan 1: give exactly one of return, error, raise, exec",
+        ),
+        ("tools: [{name: a}, {name: a}]", "scenario: two tools share the name(s) a"),
+        ("steering: {0: [x]}", "scenario: steering poll 0: poll numbers start at 1, got 0"),
+        (
+            "turns: [{calls: [{name: a, args: [1]}]}]",
+            "scenario: turn 1, call 1, args: expected a mapping, got [1]; "
+            "for argument text that is not an object use raw:",
+        ),
+        ("turns: [{calls: [{name: a, args: {}, raw: x}]}]", "scenario: turn 1, call 1: give args or raw, not both"),
         (
             "tools: [{name: a, plan: [{exec: {tools: [b], turns: []}}]}]",
-            "may use only planned tools",
+            "scenario: tool 'a': a nested run may use only planned tools; not planned here: ['b']",
         ),
-        ("- just a list", "a scenario is a mapping"),
-        ("prompts: [", "not valid YAML"),
+        ("- just a list", "scenario: a scenario is a mapping (prompts:, tools:, turns:, ...)"),
+        # located in the file's own words: 1-based positions, the keys as written
+        ("turns: [hi, {calls: [{name: a}, {args: {}}]}]", "scenario: turn 2, call 2, name: required"),
+        ("prompts: [a, 5]", "scenario: prompt 2: expected text, got 5 (quote it in YAML)"),
+        ("prompts: 5", "scenario: prompts: expected text or a list, got 5"),
+        ("turns: [5]", "scenario: turn 1: a turn is a text, or a mapping with text/thinking/calls, error or aborted"),
+        ("turns: [{stop: halt}]", "scenario: turn 1, stop: expected 'stop' or 'length', got 'halt'"),
+        ("turns: [{raise: x, cancel: true}]", "scenario: turn 1: only a reply can be cancelled while it streams"),
+        (
+            "tools: [{name: t, plan: [{exec: {prompt: p, turns: [ok, {txt: 1}]}}]}]",
+            "scenario: tool 1, plan 1, exec, turn 2: unknown key(s) txt; allowed: calls, cancel, empty, hang_up, "
+            "raise, stop, text, thinking",
+        ),
+        (
+            "tools: [{name: t, plan: [{exec: {tools: 5}}]}]",
+            "scenario: tool 1, plan 1, exec.tools: expected a list or 'inherit', got 5",
+        ),
+        ("tools: [{name: t, plan: [{return: 1, base: true}]}]", "scenario: tool 1, plan 1: base: true goes with raise"),
+        ("history: [{assistant: x, calls: [{name: a}]}]", "scenario: history 1: calls in the history need an id"),
+        ("config: {max_iterations: lots}", "scenario: config.max_iterations: expected an integer, got 'lots'"),
+        ("steering: {2: [stop, 5]}", "scenario: steering poll 2, message 2: expected text, got 5 (quote it in YAML)"),
+        (
+            "turns: [{txt: 1}, {error: 2}, a, b, c, d, e, f, g, h, {calls: 3}]",
+            "scenario: 3 problems:\n"
+            "  turn 1: unknown key(s) txt; allowed: calls, cancel, empty, hang_up, raise, stop, text, thinking\n"
+            "  turn 2, error: expected text, got 2 (quote it in YAML)\n"
+            "  turn 11, calls: expected a list, got 3",
+        ),
     ],
 )
 def test_malformed_yaml_says_where_and_what(text: str, message: str) -> None:
-    with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ScenarioError) as raised:
         Scenario.from_yaml(text)
+    assert str(raised.value) == message
+
+
+def test_invalid_yaml_is_a_scenario_error() -> None:
+    with pytest.raises(ScenarioError, match="scenario: not valid YAML"):
+        Scenario.from_yaml("prompts: [")
+
+
+def test_a_malformed_file_is_named_in_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("prompts: [hi]\nturns:\n  - calls:\n      - {name: add, args: 3}\n")
+    with pytest.raises(ScenarioError) as raised:
+        Scenario.from_yaml(path)
+    assert str(raised.value).startswith(f"{path}: turn 1, call 1, args: expected a mapping, got 3")
 
 
 def test_from_yaml_reads_a_path(tmp_path: Path) -> None:
@@ -151,7 +205,7 @@ def test_from_yaml_reads_a_path(tmp_path: Path) -> None:
 
 
 def test_run_drives_the_real_loop_and_records_the_ledger() -> None:
-    trace = Scenario.from_yaml(HAND_WRITTEN).run()
+    trace = run(Scenario.from_yaml(HAND_WRITTEN))
     assert trace.reason == "stop"
     assert trace.max_iterations == 4
     assert [(e.tool_name, e.tool_call_id, e.arguments, e.text) for e in trace.ledger or ()] == [
@@ -164,13 +218,13 @@ def test_run_drives_the_real_loop_and_records_the_ledger() -> None:
 
 
 def test_arun_works_inside_a_running_event_loop() -> None:
-    trace = asyncio.run(Scenario.from_yaml(HAND_WRITTEN).arun())
+    trace = asyncio.run(arun(Scenario.from_yaml(HAND_WRITTEN)))
     assert trace.reason == "stop"
 
 
 def test_the_same_scenario_gives_byte_identical_traces() -> None:
     scenario = Scenario.from_yaml(HAND_WRITTEN)
-    assert scenario.run().to_json() == scenario.run().to_json()
+    assert run(scenario).to_json() == run(scenario).to_json()
 
 
 def test_the_loop_is_injectable_and_patchable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,10 +235,10 @@ def test_the_loop_is_injectable_and_patchable(monkeypatch: pytest.MonkeyPatch) -
         return agent_loop(*args, **kwargs)  # type: ignore[arg-type]
 
     scenario = Scenario.from_yaml(HAND_WRITTEN)
-    scenario.run(loop=spy)
+    run(scenario, loop=spy)
     assert seen == ["called"]
-    monkeypatch.setattr(scenario_module, "agent_loop", spy)
-    scenario.run()
+    monkeypatch.setattr(runner_module, "agent_loop", spy)
+    run(scenario)
     assert seen == ["called", "called"]
 
 
@@ -204,9 +258,9 @@ def test_a_loop_that_fails_its_consumer_is_recorded_not_raised() -> None:
 
         return Failing()
 
-    trace = Scenario.from_yaml(HAND_WRITTEN).run(loop=broken)
+    trace = run(Scenario.from_yaml(HAND_WRITTEN), loop=broken)
     assert trace.error == "RuntimeError: stream exploded"
-    assert not Scenario.from_yaml(HAND_WRITTEN).check(loop=broken).ok
+    assert not check(Scenario.from_yaml(HAND_WRITTEN), loop=broken).ok
 
 
 def test_effective_cap_is_the_contract_formula() -> None:
@@ -226,12 +280,12 @@ def test_real_tools_run_the_users_code_and_save_as_an_import_path() -> None:
         tools=(tool,),
         turns=(ModelTurn(calls=(Call("shout", {"text": "hey"}),)), ModelTurn(text="done")),
     )
-    trace = scenario.run()
+    trace = run(scenario)
     assert [r.text for r in trace.tool_results] == ["HEY"]
-    assert scenario.check().ok
+    assert check(scenario).ok
     reloaded = Scenario.from_yaml(scenario.to_yaml())
     assert reloaded.tools[0].python == "tests.test_scenario:shout"
-    assert [r.text for r in reloaded.run().tool_results] == ["HEY"]
+    assert [r.text for r in run(reloaded).tool_results] == ["HEY"]
 
 
 def test_a_tool_cannot_be_both_real_and_planned() -> None:
@@ -253,15 +307,15 @@ def test_nesting_stops_at_the_limit() -> None:
         tools=(ToolDef(name="deep", plan=(loop_forever,)),),
         turns=(ModelTurn(calls=(Call("deep"),)), ModelTurn(text="done")),
     )
-    trace = scenario.run()
+    trace = run(scenario)
     assert trace.reason == "stop"
-    assert scenario.check().ok
+    assert check(scenario).ok
     assert trace.tool_results[0].text == "up"
 
 
 def test_registry_is_untouched_by_scenarios() -> None:
     before = {fn.name for fn in registry}
-    Scenario.from_yaml(HAND_WRITTEN).run()
+    run(Scenario.from_yaml(HAND_WRITTEN))
     assert {fn.name for fn in registry} == before
 
 
@@ -319,18 +373,18 @@ def test_history_resumes_with_agent_loop_continue_and_round_trips() -> None:
     )
     assert scenario.resumes
     assert Scenario.from_yaml(scenario.to_yaml()) == scenario
-    trace = scenario.run()
+    trace = run(scenario)
     assert [m.role for m in trace.requests[0].messages] == ["user", "assistant", "toolResult"]
     assert [m.role for m in trace.new_messages] == ["assistant"]
-    assert scenario.check().ok
+    assert check(scenario).ok
 
 
 def test_resuming_after_an_assistant_message_is_refused_at_call_time() -> None:
     scenario = Scenario(prompts=(), history=(HistoryMessage("user", "hi"), HistoryMessage("assistant", "hello")))
-    trace = scenario.run()
+    trace = run(scenario)
     assert trace.events == [] and trace.requests == []
     assert (trace.error or "").startswith("ValueError: agent_loop_continue")
-    assert scenario.check().ok
+    assert check(scenario).ok
 
 
 def test_a_base_exception_from_a_tool_is_raised_to_the_consumer() -> None:
@@ -338,19 +392,19 @@ def test_a_base_exception_from_a_tool_is_raised_to_the_consumer() -> None:
         tools=(ToolDef(name="t", plan=(Behaviour("raise", "killed", base=True),)),),
         turns=(ModelTurn(calls=(Call("t"),)), ModelTurn(text="never")),
     )
-    trace = scenario.run()
+    trace = run(scenario)
     assert trace.error == "ToolKilled: killed"
     assert trace.reason is None
     assert [(e.outcome, e.text) for e in trace.ledger or ()] == [("raised", "killed")]
-    assert scenario.check().ok
+    assert check(scenario).ok
 
 
 def test_a_user_cancelling_mid_stream_aborts_the_reply() -> None:
     scenario = Scenario(tools=(ToolDef(name="t"),), turns=(ModelTurn(calls=(Call("t"),), cancel=True),))
-    trace = scenario.run()
+    trace = run(scenario)
     assert trace.reason == "aborted"
     assert trace.ledger == []
-    assert scenario.check().ok
+    assert check(scenario).ok
 
 
 def test_result_details_reach_the_tool_result_message() -> None:
@@ -358,8 +412,8 @@ def test_result_details_reach_the_tool_result_message() -> None:
         tools=(ToolDef(name="t", plan=(Behaviour("return", "x", details={"status": 200}),)),),
         turns=(ModelTurn(calls=(Call("t"),)), ModelTurn(text="done")),
     )
-    assert [r.details for r in scenario.run().tool_results] == [{"status": 200}]
-    assert scenario.check().ok
+    assert [r.details for r in run(scenario).tool_results] == [{"status": 200}]
+    assert check(scenario).ok
 
 
 def test_the_provider_refuses_a_request_while_the_previous_stream_is_open() -> None:
@@ -388,8 +442,8 @@ def test_resume_true_on_an_empty_context_is_refused() -> None:
     scenario = Scenario(prompts=(), resume=True)
     assert scenario.resumes and Scenario.from_yaml(scenario.to_yaml()) == scenario
     assert "resume: true" in scenario.to_yaml()
-    assert (scenario.run().error or "").startswith("ValueError: agent_loop_continue")
-    assert scenario.check().ok
+    assert (run(scenario).error or "").startswith("ValueError: agent_loop_continue")
+    assert check(scenario).ok
     with pytest.raises(ScenarioError, match="takes no prompts"):
         Scenario(prompts=("hi",), resume=True)
 
@@ -415,5 +469,115 @@ def test_a_loop_that_never_ends_its_stream_is_recorded_as_a_hang() -> None:
         return Hanging()
 
     scenario = Scenario.from_yaml(HAND_WRITTEN)
-    trace = scenario.run(loop=hanging, timeout=0.2)
+    trace = run(scenario, loop=hanging, timeout=0.2)
     assert trace.error == "TimeoutError: the event stream did not end within 0.2s (a hang)"
+
+
+# ---------------------------------------------------------------------------------------------
+# The format as a JSON Schema, and the saved files
+# ---------------------------------------------------------------------------------------------
+
+SAVED = sorted((Path(__file__).resolve().parent.parent / "cassettes" / "scenarios").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def printed_schema() -> jsonschema.Draft202012Validator:
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.output)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _as_an_editor_sees(text: str) -> object:
+    # YAML keys such as poll numbers are integers; an editor checks the JSON the file stands for
+    return json.loads(json.dumps(yaml.safe_load(text)))
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: p.stem)
+def test_every_saved_scenario_validates_against_the_printed_schema(
+    path: Path, printed_schema: jsonschema.Draft202012Validator
+) -> None:
+    errors = [e.message for e in printed_schema.iter_errors(_as_an_editor_sees(path.read_text()))]
+    assert errors == []
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: p.stem)
+def test_every_saved_scenario_redumps_canonically(path: Path, printed_schema: jsonschema.Draft202012Validator) -> None:
+    scenario = Scenario.from_yaml(path)
+    text = scenario.to_yaml()
+    assert Scenario.from_yaml(text) == scenario
+    assert Scenario.from_yaml(text).to_yaml() == text
+    assert list(printed_schema.iter_errors(_as_an_editor_sees(text))) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "turns: [{txt: hi}]",
+        "turns: [5]",
+        "tools: [{name: a, plan: [{return: 1, raise: x}]}]",
+        "steering: {0: [x]}",
+        "history: [{bot: hi}]",
+        "config: {modle: x}",
+    ],
+)
+def test_the_schema_refuses_what_the_loader_refuses(text: str, printed_schema: jsonschema.Draft202012Validator) -> None:
+    with pytest.raises(ScenarioError):
+        Scenario.from_yaml(text)
+    assert list(printed_schema.iter_errors(_as_an_editor_sees(text)))
+
+
+def test_the_sugared_forms_are_what_is_written() -> None:
+    scenario = Scenario(
+        prompts=("Add 2 and 3",),
+        tools=(ADD, ToolDef(name="dig", plan=(Behaviour("exec", nested=NestedRun(tools=None)),))),
+        turns=(
+            ModelTurn(calls=(Call("add", {"a": 2, "b": 3}),)),
+            ModelTurn(kind="error", message="overloaded"),
+            ModelTurn(),
+            ModelTurn(text="The answer is 5."),
+        ),
+        steering={2: ("stop",)},
+        history=(HistoryMessage("user", "earlier"),),
+        config=Config(max_iterations=4),
+    )
+    assert scenario.to_yaml() == textwrap.dedent(
+        """\
+        prompts: [Add 2 and 3]
+        history: [{user: earlier}]
+        tools:
+          - name: add
+            parameters:
+              type: object
+              properties: {a: {type: integer}, b: {type: integer}}
+              required: [a, b]
+            plan: [{return: 5}]
+          - name: dig
+            parameters: {type: object, properties: {}}
+            plan:
+              - exec: {prompt: nested task, tools: inherit, turns: []}
+        turns:
+          - calls:
+              - {name: add, args: {a: 2, b: 3}}
+          - {error: overloaded}
+          - {empty: true}
+          - The answer is 5.
+        steering: {2: [stop]}
+        config: {max_iterations: 4}
+        """
+    )
+
+
+def test_the_documented_example_and_short_forms_hold() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert example.startswith("# yaml-language-server: $schema=")
+    assert check(Scenario.from_yaml(example)).ok
+    short = "prompts: hello\nsteering: {2: stop}\nturns: [{}, Done.]\ntools: [{name: add}]"
+    long = (
+        "prompts: [hello]\nsteering: {2: [stop]}\nturns: [{empty: true}, {text: Done.}]\n"
+        "tools: [{name: add, parameters: {type: object, properties: {}}}]"
+    )
+    assert Scenario.from_yaml(short) == Scenario.from_yaml(long)
+    assert Scenario.from_yaml("turns:\ntools:\nhistory:\n") == Scenario.from_yaml("{}")

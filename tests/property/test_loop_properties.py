@@ -9,12 +9,16 @@ under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import jsonschema
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.regressions import assert_scenario
-from harness.scenario import Behaviour, Config, ModelTurn, Scenario
+from harness.runner import run
+from harness.scenario import Behaviour, Config, ModelTurn, Scenario, json_schema
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
 from harness.trace import diff
 
@@ -91,7 +95,7 @@ def test_runs_whose_tools_raise_base_exceptions(scenario: Scenario) -> None:
 @relaxed
 @given(scenarios(max_turns=6))
 def test_the_same_scenario_gives_a_byte_identical_trace(scenario: Scenario) -> None:
-    first, second = scenario.run(), scenario.run()
+    first, second = run(scenario), run(scenario)
     assert first.to_json() == second.to_json(), diff(first, second)
 
 
@@ -118,6 +122,9 @@ def test_a_model_that_never_stops_is_stopped_by_the_cap(scenario: Scenario) -> N
     assert len(trace.requests) <= 50
 
 
+SCHEMA = jsonschema.Draft202012Validator(json_schema())
+
+
 @relaxed
 @given(scenarios())
 def test_scenarios_survive_a_yaml_round_trip(scenario: Scenario) -> None:
@@ -125,3 +132,6 @@ def test_scenarios_survive_a_yaml_round_trip(scenario: Scenario) -> None:
     again = Scenario.from_yaml(text)
     assert again == scenario
     assert again.to_yaml() == text
+    # what is written is what the published schema describes (as an editor sees it: string keys)
+    errors = [e.message for e in SCHEMA.iter_errors(json.loads(json.dumps(yaml.safe_load(text))))]
+    assert errors == [], text

@@ -1,0 +1,105 @@
+"""Checking a scenario: run it, then hold the run against everything that says what must happen.
+
+``check(scenario)`` runs the scenario (``harness.runner``) and collects the problems: where the
+run departs from the reference model's prediction (``harness.reference``), the first invariant
+it breaks (``harness.invariants``), and the file's own ``meta.expect``. ``regressions``, ``fuzz``
+and ``harness run`` all judge a run this one way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.invariants import InvariantViolation, check_all
+from harness.reference import compare
+from harness.runner import run
+from harness.scenario import Scenario
+from harness.trace import Trace, diff
+
+__all__ = ["CheckResult", "Problem", "check", "check_expectations", "invariants_available", "problems_of"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a run: ``name`` is the invariant (or ``reference``, ``determinism``,
+    ``expectation``)."""
+
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.name}] {self.message}"
+
+
+@dataclass
+class CheckResult:
+    scenario: Scenario
+    trace: Trace
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check(scenario: Scenario, loop: Any = None, *, determinism: bool = False) -> CheckResult:
+    """Run ``scenario`` (through ``loop``, default the real one) and collect every problem:
+    the reference model's, the invariants', ``meta.expect``'s and, with ``determinism``, a second
+    run that is not byte-identical."""
+    trace = run(scenario, loop)
+    problems = problems_of(scenario, trace)
+    if determinism and not problems:
+        again = run(scenario, loop)
+        if again.to_json() != trace.to_json():
+            problems.append(
+                Problem("determinism", "the same scenario gave two different traces:\n" + diff(trace, again))
+            )
+    problems.extend(check_expectations(scenario, trace))
+    return CheckResult(scenario, trace, problems)
+
+
+def invariants_available() -> bool:
+    """Whether ``harness.invariants`` is checked: always, now that it ships with the harness (the
+    answer was no in early builds, and ``harness run`` and the benchmark still say which)."""
+    return True
+
+
+def problems_of(scenario: Scenario, trace: Trace) -> list[Problem]:
+    """What the reference model and the invariants object to (the first broken invariant first)."""
+    problems: list[Problem] = []
+    differences = compare(scenario, trace)
+    if differences:
+        problems.append(Problem("reference", "\n".join(differences)))
+    try:
+        check_all(trace, scenario=scenario)
+    except InvariantViolation as exc:
+        problems.insert(0, Problem(getattr(exc, "name", "invariant"), getattr(exc, "message", str(exc))))
+    return problems
+
+
+def check_expectations(scenario: Scenario, trace: Trace) -> list[Problem]:
+    """A hand-written file's ``meta.expect``: what the rule it pins says must happen.
+
+    Keys: ``reason``; ``requests`` (model requests of the top-level run); ``executed`` (the ledger
+    as ``name#id`` strings, in order); ``final_text``; ``results`` (the tool results' texts, in
+    order, ``"!"`` prefixed when ``is_error``); ``new_messages`` (count).
+    """
+    expect = scenario.meta.get("expect") if isinstance(scenario.meta, dict) else None
+    if not expect:
+        return []
+    seen: dict[str, Any] = {
+        "reason": trace.reason,
+        "requests": len(trace.requests),
+        "executed": [f"{e.tool_name}#{e.tool_call_id}" for e in trace.ledger or ()],
+        "final_text": trace.final_text,
+        "results": [("!" if r.is_error else "") + r.text for r in trace.tool_results],
+        "new_messages": len(trace.new_messages),
+    }
+    problems = []
+    for key, wanted in expect.items():
+        if key not in seen:
+            problems.append(Problem("expectation", f"unknown expectation {key!r}; known: {', '.join(seen)}"))
+        elif seen[key] != wanted:
+            problems.append(Problem("expectation", f"{key}: expected {wanted!r}, got {seen[key]!r}"))
+    return problems

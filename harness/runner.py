@@ -1,0 +1,302 @@
+"""Running a scenario: the real loop, driven by a scripted provider in a deterministic world.
+
+``run(scenario)`` (``await arun(scenario)`` from async code) builds what the scenario describes
+around the *real* ``agent_loop``: a ``ScenarioProvider`` replaying its turns, a counting clock,
+planned tools that follow their behaviour plans and write the tool ledger, the steering and
+follow-up schedules, and nested runs through ``runtime.aexec`` / ``runtime.exec``. It returns the
+run's ``Trace``; the same scenario always gives the same bytes. Judging the trace is
+``harness.check``'s job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.scenario import MAX_NESTING, Behaviour, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.script import ScriptedProvider
+from harness.trace import LedgerEntry, Trace, TraceRecorder
+from openprogram import runtime
+from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run time, so they can be patched
+    AgentContext,
+    AgentLoopConfig,
+    agent_loop,
+    agent_loop_continue,
+)
+from openprogram.providers import ModelRequest
+from openprogram.tools import AgentTool, AgentToolResult, to_tool_result
+from openprogram.types import AssistantMessageEvent
+
+__all__ = ["RUN_TIMEOUT", "ScenarioProvider", "ToolKilled", "arun", "run", "run_coroutine"]
+
+RUN_TIMEOUT = 20.0
+"""Seconds a run may take before the harness calls it a hang (the stream must always end)."""
+
+
+class ToolKilled(BaseException):
+    """What a ``raise`` behaviour with ``base: true`` raises: not an ``Exception``, so no tool
+    error handler catches it (think of a cancellation or a kill reaching the tool)."""
+
+
+def run(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
+    """Run ``scenario`` in a fresh event loop; from async code use ``await arun(scenario)``."""
+    return run_coroutine(arun(scenario, loop, timeout=timeout))
+
+
+async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
+    """Drive ``loop`` through ``scenario``; from sync code use ``run(scenario)``.
+
+    ``loop``: an ``agent_loop``-like function, or a module with ``agent_loop`` and
+    ``agent_loop_continue`` (a copy of the loop's module); default: the real ones, looked up
+    as ``harness.runner.agent_loop`` / ``agent_loop_continue`` so a test can patch them.
+    A stream that has not ended after ``timeout`` seconds is recorded as a hang
+    (``trace.error``), which the reference model reports: the contract says it always ends.
+    """
+    start, resume = _loops(loop)
+    recorder = TraceRecorder()
+    world = _World(scenario, recorder)
+    provider = ScenarioProvider(scenario.turns)
+    plain = [world.tools[t.name] for t in scenario.tools]
+    # Planned tools write the ledger themselves (first-hand, as TraceRecorder's wrapper does);
+    # real tools get the recorder's wrapper.
+    menu = [recorder.wrap_tool(tool) if t.is_real else tool for t, tool in zip(scenario.tools, plain, strict=True)]
+    config = AgentLoopConfig(
+        provider=provider,
+        model=scenario.config.model,
+        tool_choice=_plain(scenario.config.tool_choice),
+        parallel_tool_calls=scenario.config.parallel_tool_calls,
+        max_iterations=scenario.config.max_iterations,
+        get_steering_messages=_Schedule(scenario.steering).source(),
+        get_follow_up_messages=_Schedule(scenario.follow_ups).source(),
+        clock=world.clock,
+    )
+    history = [message.message() for message in scenario.history]
+    context = AgentContext(system_prompt=scenario.config.system_prompt, messages=history, tools=menu)
+    # The loop's task copies this context: its tools find the world, and a nested exec
+    # without tools= inherits the menu, exactly as under runtime.aexec.
+    tokens = (_world.set(world), _depth.set(0))
+    try:
+        with runtime.inherit_tools(plain):
+            if scenario.resumes:
+                stream = resume(context, config, asyncio.Event())
+            else:
+                stream = start(list(scenario.prompts), context, config, asyncio.Event())
+    except Exception as exc:  # refused at call time (agent_loop_continue's ValueError)
+        recorder.error = f"{type(exc).__name__}: {exc}"
+        return recorder.finish(provider.requests, new_messages=[], max_iterations=scenario.cap)
+    finally:
+        _depth.reset(tokens[1])
+        _world.reset(tokens[0])
+    new_messages = None
+    try:
+        async with asyncio.timeout(timeout):
+            async for event in stream:
+                recorder.on_event(event)
+            new_messages = await stream.result()
+    except TimeoutError:
+        recorder.error = f"TimeoutError: the event stream did not end within {timeout:g}s (a hang)"
+    except (Exception, ToolKilled) as exc:  # the stream raised to its consumer: keep what was seen
+        recorder.error = f"{type(exc).__name__}: {exc}"
+    return recorder.finish(provider.requests, new_messages=new_messages, max_iterations=scenario.cap)
+
+
+def _loops(loop: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    # Looked up at call time so a test can monkeypatch ``harness.runner.agent_loop``.
+    here = sys.modules[__name__]
+    if loop is None:
+        return here.agent_loop, here.agent_loop_continue
+    if callable(loop):
+        return loop, here.agent_loop_continue
+    return loop.agent_loop, loop.agent_loop_continue
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+class _Schedule:
+    """``get_steering_messages`` / ``get_follow_up_messages``: poll N returns what is keyed N."""
+
+    def __init__(self, plan: Mapping[int, tuple[str, ...]]) -> None:
+        self.plan = plan
+        self.polls = 0
+
+    def source(self) -> Callable[[], Any] | None:
+        # No schedule: pass no getter at all, the way most callers configure the loop.
+        return self.poll if self.plan else None
+
+    async def poll(self) -> list[str]:
+        self.polls += 1
+        return list(self.plan.get(self.polls, ()))
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """``asyncio.run`` without its SIGINT handler, whose set-up reprs the whole task on every call
+    (milliseconds for a long run); leftover tasks are cancelled the same way."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+_depth: contextvars.ContextVar[int] = contextvars.ContextVar("harness_scenario_depth", default=0)
+_world: contextvars.ContextVar[_World | None] = contextvars.ContextVar("harness_scenario_world", default=None)
+_planned_tools: dict[tuple[str, str, str], AgentTool] = {}
+
+
+def _planned_tool(tool: ToolDef) -> AgentTool:
+    """One ``AgentTool`` per name and schema, reused across runs (so the loop's per-tool schema
+    check happens once); it finds the running scenario's world through a context variable."""
+    key = (tool.name, tool.description, json.dumps(tool.parameters, sort_keys=True, default=str))
+    cached = _planned_tools.get(key)
+    if cached is None:
+        name = tool.name
+
+        async def execute(tool_call_id: str, args: dict[str, Any], cancel_event: Any, on_update: Any) -> Any:
+            world = _world.get()
+            if world is None:
+                raise RuntimeError(f"planned tool {name!r} called outside harness.runner.run()")
+            return await world.execute(name, tool_call_id, args, cancel_event, on_update)
+
+        if len(_planned_tools) > 4096:
+            _planned_tools.clear()
+        cached = _planned_tools[key] = AgentTool(
+            name=tool.name, description=tool.description, parameters=dict(tool.parameters), execute=execute
+        )
+    return cached
+
+
+class _World:
+    """Shared by a run and its nested runs: the clock, the plan counters, the tools, the ledger."""
+
+    def __init__(self, scenario: Scenario, recorder: TraceRecorder) -> None:
+        self.scenario = scenario
+        self.clock = DeterministicClock(SCENARIO_START_MS)
+        self.ledger = recorder.ledger if recorder.ledger is not None else []
+        self.executions: dict[str, int] = {}
+        self.defs = {t.name: t for t in scenario.tools}
+        self.tools: dict[str, AgentTool] = {
+            t.name: (t.agent_tool() if t.is_real else _planned_tool(t)) for t in scenario.tools
+        }
+
+    async def execute(
+        self, name: str, tool_call_id: str, args: dict[str, Any], cancel_event: Any, on_update: Any
+    ) -> Any:
+        index = self.executions.get(name, 0)
+        self.executions[name] = index + 1
+        behaviour = self.defs[name].behaviour(index)
+        top = _depth.get() == 0
+        for update in behaviour.updates:
+            if on_update is not None:
+                on_update(update)
+        if behaviour.cancel and cancel_event is not None:
+            cancel_event.set()
+        try:
+            result = await self._behave(behaviour)
+        except (Exception, ToolKilled) as exc:
+            if top:
+                self._write(name, tool_call_id, args, "raised", str(exc) or type(exc).__name__, True)
+            raise
+        if top:
+            text = result.text if isinstance(result, AgentToolResult) else str(result)
+            self._write(name, tool_call_id, args, "returned", text, getattr(result, "is_error", False))
+        return result
+
+    def _write(self, name: str, call_id: str, args: dict[str, Any], outcome: Any, text: str, is_error: bool) -> None:
+        self.ledger.append(
+            LedgerEntry(
+                tool_name=name,
+                tool_call_id=call_id,
+                arguments=dict(args),
+                outcome=outcome,
+                text=text,
+                is_error=is_error,
+            )
+        )
+
+    async def _behave(self, behaviour: Behaviour) -> Any:
+        if behaviour.kind == "return":
+            value = behaviour.value
+            if behaviour.details is not None:
+                return AgentToolResult(content=to_tool_result(value).content, details=behaviour.details)
+            # A plain str is returned as is (as a hand-written executor might); the loop wraps it.
+            return value if isinstance(value, str) else to_tool_result(value)
+        if behaviour.kind == "error":
+            return AgentToolResult(content=behaviour.value, is_error=True, details=behaviour.details)
+        if behaviour.kind == "raise":
+            raise ToolKilled(behaviour.value) if behaviour.base else RuntimeError(behaviour.value)
+        assert behaviour.nested is not None
+        return await self._nested(behaviour.nested)
+
+    async def _nested(self, nested: NestedRun) -> str:
+        depth = _depth.get()
+        if depth >= MAX_NESTING:
+            raise RuntimeError(f"scenario nesting limit ({MAX_NESTING}) reached")
+        kwargs: dict[str, Any] = dict(
+            tools=None if nested.tools is None else [self.tools[name] for name in nested.tools],
+            provider=ScenarioProvider(nested.turns),
+            max_iterations=nested.max_iterations,
+            clock=self.clock,
+            get_steering_messages=_Schedule(nested.steering).source(),
+            get_follow_up_messages=_Schedule(nested.follow_ups).source(),
+            cancel_event=asyncio.Event(),
+        )
+        token = _depth.set(depth + 1)
+        try:
+            if nested.sync:
+                return runtime.exec(nested.prompt, **kwargs)
+            return await runtime.aexec(nested.prompt, **kwargs)
+        except runtime.ExecError as exc:
+            raise RuntimeError(f"nested run ended with {exc.reason}: {exc.message}") from None
+        finally:
+            _depth.reset(token)
+
+
+class ScenarioProvider(ScriptedProvider):
+    """The ScriptedProvider, plus what it cannot script: raising, hanging up, a user pressing stop
+    mid-stream; and one piece of hygiene a real HTTP backend needs: a stream must be closed before
+    the next request (else this provider fails that request, naming the leak)."""
+
+    def __init__(self, turns: Sequence[ModelTurn]) -> None:
+        super().__init__(*[t.scripted() for t in turns], strict=False)
+        self._manual = {i: t for i, t in enumerate(turns) if t.kind in ("raise", "hang_up") or t.cancel}
+        self._open: int | None = None
+
+    async def stream(
+        self, request: ModelRequest, cancel_event: asyncio.Event | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        number = len(self.requests) + 1
+        if self._open is not None:
+            raise RuntimeError(f"request {number} arrived while the stream of request {self._open} was still open")
+        special = self._manual.get(number - 1)
+        events = super().stream(request, cancel_event)
+        self._open = number
+        try:
+            async for event in events:
+                if special is not None:
+                    if special.cancel and event.type == "start" and cancel_event is not None:
+                        cancel_event.set()  # the user presses stop as the reply starts
+                    if event.type == "start" and not special.has_content and special.kind != "reply":
+                        continue  # nothing streamed: fail before the first event
+                    if event.type == "done" and special.kind != "reply":
+                        if special.kind == "raise":
+                            raise ConnectionError(special.message)
+                        return  # hang_up: the stream just ends, with no done or error event
+                yield event
+        finally:
+            self._open = None
+            await events.aclose()
