@@ -8,20 +8,19 @@ shows the invariant firing on a realistic near-miss rather than on a synthetic t
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from harness import ScriptedProvider, turn
+from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.contract import SKIPPED_STEERING, effective_cap
 from harness.invariants import (
     ALL_INVARIANTS,
-    SKIP_TEXT,
     InvariantViolation,
     check_all,
     check_deterministic,
-    effective_cap,
     event_grammar,
     terminates_within_cap,
 )
@@ -75,7 +74,7 @@ def record(
     async def main() -> Trace:
         provider = ScriptedProvider(*turns, strict=False)
         recorder = TraceRecorder()
-        ticks = itertools.count(1_000)
+        clock = DeterministicClock(SCENARIO_START_MS)
         polls = {"steering": 0, "follow_up": 0}
 
         def source(kind: str, schedule: dict[int, list[str]] | None) -> Any:
@@ -90,7 +89,7 @@ def record(
             max_iterations=max_iterations,
             get_steering_messages=source("steering", steering),
             get_follow_up_messages=source("follow_up", follow_ups),
-            clock=lambda: next(ticks),
+            clock=clock,
         )
         context = AgentContext(tools=recorder.wrap_tools(as_agent_tool(t) for t in tools))
         with runtime.use(provider), observe_runs(recorder.on_event):
@@ -254,9 +253,8 @@ def cancelled() -> Trace:
     async def main() -> Trace:
         provider = ScriptedProvider(turn.tool_call("cancel"), turn.text("never"), strict=False)
         recorder = TraceRecorder()
-        ticks = itertools.count(1)
         event = asyncio.Event()
-        config = AgentLoopConfig(provider=provider, clock=lambda: next(ticks))
+        config = AgentLoopConfig(provider=provider, clock=DeterministicClock(1))
         context = AgentContext(tools=recorder.wrap_tools([as_agent_tool(CANCEL)]))
         with observe_runs(recorder.on_event):
             stream = agent_loop(["go"], context, config, cancel_event=event)
@@ -397,7 +395,7 @@ def test_check_all_passes_on_real_runs(traces: dict[str, Trace], name: str) -> N
 
 def test_the_real_runs_exercise_what_they_claim(traces: dict[str, Trace]) -> None:
     # guards the fixtures themselves: a broken-trace test is only meaningful on the right run
-    assert traces["skipped"].tool_results[1].text == SKIP_TEXT
+    assert traces["skipped"].tool_results[1].text == SKIPPED_STEERING
     assert [m.text for m in traces["capped_with_queued_message"].new_messages][-1] == "late"
     assert traces["capped"].reason == "max_iterations" and len(traces["capped"].requests) == 2
     assert traces["errored"].reason == "error" and traces["aborted"].reason == "aborted"
