@@ -9,10 +9,12 @@ outside pytest can call it itself.
 
 from __future__ import annotations
 
-__all__ = ["CI_PROFILE", "DEEP_PROFILE", "register"]
+__all__ = ["CI_EXAMPLES", "CI_PROFILE", "DEEP_EXAMPLES", "DEEP_PROFILE", "register"]
 
 CI_PROFILE = "harness-ci"
 DEEP_PROFILE = "harness-deep"
+CI_EXAMPLES = 50
+DEEP_EXAMPLES = 5_000
 
 
 def register() -> None:
@@ -23,6 +25,6 @@ def register() -> None:
     # CI Hypothesis activates its own "ci" profile first), so each profile means the same everywhere
     default = settings.get_profile("default")
     settings.register_profile(
-        CI_PROFILE, default, derandomize=True, max_examples=50, deadline=None, database=None, print_blob=True
+        CI_PROFILE, default, derandomize=True, max_examples=CI_EXAMPLES, deadline=None, database=None, print_blob=True
     )
-    settings.register_profile(DEEP_PROFILE, default, max_examples=5_000, deadline=None, print_blob=True)
+    settings.register_profile(DEEP_PROFILE, default, max_examples=DEEP_EXAMPLES, deadline=None, print_blob=True)

@@ -246,8 +246,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="NAME",
         help=(
-            f"load this Hypothesis settings profile: {CI_PROFILE} (derandomized, 50 examples, no deadline, "
-            f"no database), {DEEP_PROFILE} (5000 examples), or any registered profile. Default: {CI_PROFILE} "
+            f"load this Hypothesis settings profile: {CI_PROFILE} (derandomized, {profiles.CI_EXAMPLES} examples, "
+            f"no deadline, no database), {DEEP_PROFILE} ({profiles.DEEP_EXAMPLES} examples), or any registered "
+            f"profile. Default: {CI_PROFILE} "
             "when the CI environment variable is set (and --hypothesis-profile is not given), else untouched."
         ),
     )
@@ -300,6 +301,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if name:
         state["previous_profile"] = getattr(settings, "_current_profile", None)
         try:
+            settings.get_profile(name)  # first: load_profile records an unknown name as current before refusing it
             settings.load_profile(name)
         except InvalidArgument:
             raise pytest.UsageError(
