@@ -3,17 +3,36 @@
 A run stamps each message it commits with ``config.clock``; a clock that reads the same
 sequence every time is what makes one scenario give a byte-identical trace. Scenarios, the
 reference model's prediction of those stamps, the ``clock`` fixture and the demo all use this
-one class, so "the scenario clock" means one thing.
+one class, so "the scenario clock" means one thing. Code that reads the wall clock itself gets
+``frozen``: freezegun at the same instant the ``clock`` fixture starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
-__all__ = ["DEFAULT_EPOCH_MS", "SCENARIO_START_MS", "DeterministicClock"]
+__all__ = [
+    "DEFAULT_EPOCH_MS",
+    "FROZEN_AT",
+    "HYPOTHESIS_IGNORE",
+    "SCENARIO_START_MS",
+    "DeterministicClock",
+    "frozen",
+]
 
 DEFAULT_EPOCH_MS = 1_704_067_200_000
 """2024-01-01T00:00:00Z: the ``clock`` fixture's first reading, a plausible wall-clock time."""
+
+FROZEN_AT = datetime.fromtimestamp(DEFAULT_EPOCH_MS / 1000, UTC).isoformat()
+"""``DEFAULT_EPOCH_MS`` as ISO text (``2024-01-01T00:00:00+00:00``): where ``frozen`` stops time."""
+
+HYPOTHESIS_IGNORE = ("hypothesis", "_hypothesis_pytestplugin", "_hypothesis_globals", "_pytest")
+"""Modules whose own direct clock reads see real time under ``frozen``: Hypothesis measures
+deadlines and pytest measures durations with them, and a frozen or jumping clock breaks both."""
 
 SCENARIO_START_MS = 1_000
 """A scenario run's first reading: small numbers keep saved traces and diffs readable."""
@@ -62,3 +81,23 @@ class DeterministicClock:
 
     def __repr__(self) -> str:
         return f"DeterministicClock(now={self._now}, step={self.step}, calls={self.calls})"
+
+
+@contextlib.contextmanager
+def frozen(when: Any = FROZEN_AT) -> Iterator[Any]:
+    """freezegun frozen at ``when`` for the code under test, real time for Hypothesis and pytest
+    (and for asyncio); yields freezegun's freezer (``.tick()``, ``.move_to()``)."""
+    import freezegun
+    import freezegun.api
+
+    # freezegun decides "real or frozen" by looking up the call stack for ignored modules. With
+    # its default depth of 5, code called from a Hypothesis test body would count as called from
+    # Hypothesis and see real time; depth 1 looks only at the direct caller, so Hypothesis' own
+    # deadline and pytest's own durations are real while everything the test runs is frozen.
+    previous = freezegun.api.call_stack_inspection_limit
+    freezegun.api.call_stack_inspection_limit = 1
+    try:
+        with freezegun.freeze_time(when, ignore=list(HYPOTHESIS_IGNORE), real_asyncio=True) as freezer:
+            yield freezer
+    finally:
+        freezegun.api.call_stack_inspection_limit = previous

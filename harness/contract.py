@@ -9,22 +9,33 @@ oracle never takes its expectations from the code it judges.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import jsonschema
 
 __all__ = [
     "ABORTED_MESSAGE",
     "END_REASONS",
     "HARD_CAP",
+    "HUNG_UP_MESSAGE",
+    "RECEIVED_ARGUMENTS",
     "SKIPPED_CANCELLED",
     "SKIPPED_STEERING",
+    "VALIDATION_ERROR_LINE",
+    "CallKind",
     "ResultKind",
+    "call_kind",
     "classify_result_text",
     "effective_cap",
     "invalid_json_prefix",
     "invalid_json_text",
+    "looks_skipped",
+    "loosely_coerced",
+    "not_found_list_prefix",
     "not_found_prefix",
     "not_found_text",
+    "schema_errors",
     "validation_prefix",
 ]
 
@@ -40,10 +51,20 @@ SKIPPED_CANCELLED = "Skipped due to cancellation."
 ABORTED_MESSAGE = "Request was aborted"
 """The ``error_message`` of an assistant message that ends a cancelled run."""
 
+HUNG_UP_MESSAGE = "provider stream ended without a done or error event"
+"""The ``error_message`` of a run whose provider stream stopped without finishing (DESIGN 4)."""
+
 END_REASONS = ("stop", "error", "aborted", "max_iterations")
 """Every value ``agent_end.reason`` may take."""
 
+RECEIVED_ARGUMENTS = "Received arguments:"
+"""The line before the arguments quoted in an invalid-JSON or a validation result."""
+
+VALIDATION_ERROR_LINE = "\n  - "
+"""How each ``PATH: MESSAGE`` error line of a validation result starts."""
+
 ResultKind = Literal["not_found", "invalid_json", "invalid_args", "skipped", "executed"]
+CallKind = Literal["not_found", "invalid_json", "invalid_args", "skipped", "executed", "unchecked"]
 
 
 def effective_cap(max_iterations: int | None) -> int:
@@ -57,10 +78,15 @@ def not_found_prefix(name: str) -> str:
     return f'Tool "{name}" not found.'
 
 
+def not_found_list_prefix(name: str) -> str:
+    """The not-found text up to the list of the menu's names."""
+    return f"{not_found_prefix(name)} Available tools: "
+
+
 def not_found_text(name: str, available: Iterable[str]) -> str:
     """What the model reads after calling a tool its menu lacks (an empty menu says ``(none)``)."""
     names = ", ".join(available) or "(none)"
-    return f"{not_found_prefix(name)} Available tools: {names}"
+    return not_found_list_prefix(name) + names
 
 
 def invalid_json_prefix(name: str) -> str:
@@ -75,7 +101,7 @@ def invalid_json_text(name: str, raw: str) -> str:
         reason = str(exc)
     else:
         reason = f"expected a JSON object, got {type(value).__name__}"
-    return f"{invalid_json_prefix(name)} {reason}\n\nReceived arguments:\n{raw}"
+    return f"{invalid_json_prefix(name)} {reason}\n\n{RECEIVED_ARGUMENTS}\n{raw}"
 
 
 def validation_prefix(name: str) -> str:
@@ -97,3 +123,121 @@ def classify_result_text(name: str, text: str, is_error: bool) -> ResultKind:
         if text.startswith(prefix):
             return kind  # type: ignore[return-value]
     return "executed"
+
+
+def looks_skipped(text: str, is_error: bool) -> bool:
+    """The steering skip text, or an error evidently meant as it (a tool's own "skipped" output
+    is not): an inexact skip text must be reported as such, not judged as a tool's result."""
+    if text == SKIPPED_STEERING:
+        return True
+    lower = text.lower()
+    meant = "queued" in lower or "user message" in lower
+    return is_error and len(lower) < 120 and lower.startswith("skipped") and meant
+
+
+def call_kind(
+    name: str,
+    arguments: Any,
+    raw_arguments: str | None,
+    menu: Mapping[str, Any] | None,
+    text: str,
+    is_error: bool,
+) -> CallKind:
+    """Which contract path a call must have taken, judged from the menu its request offered
+    (``menu``: each tool's name and parameter schema; ``None`` when no request was captured, and
+    then the result's text is trusted). ``unchecked``: the tool's own schema is unusable, so the
+    contract says nothing about the text."""
+    if looks_skipped(text, is_error):
+        return "skipped"  # inexact skip texts too: the skip rule owns (and reports) them
+    if menu is None:
+        kind = classify_result_text(name, text, is_error)
+        return "executed" if kind == "skipped" else kind  # a cancellation skip reads as a result here
+    if name not in menu:
+        return "not_found"
+    if raw_arguments is not None:
+        return "invalid_json"
+    schema = menu[name]
+    errors = schema_errors(schema, arguments)
+    if errors is None:
+        return "unchecked"
+    if not errors:
+        return "executed"
+    if schema_errors(schema, loosely_coerced(arguments, schema)):
+        return "invalid_args"
+    # only lenient coercion makes these arguments valid: either answer is within the contract
+    return "invalid_args" if text.startswith(validation_prefix(name)) else "executed"
+
+
+_validators: dict[str, Any] = {}
+
+
+def _validator(schema: Any) -> Any:
+    """A checked validator for ``schema`` (cached: checking a schema costs more than using it)."""
+    try:
+        key = json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        key = repr(schema)
+    if key not in _validators:
+        try:
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls.check_schema(schema)
+            validator: Any = cls(schema)
+        except Exception:
+            validator = None
+        if len(_validators) >= 512:
+            _validators.clear()
+        _validators[key] = validator
+    return _validators[key]
+
+
+def schema_errors(schema: Any, arguments: Any) -> list[str] | None:
+    """Validation errors of ``arguments`` against ``schema``; ``None`` when the schema is unusable.
+
+    The oracle's own judgement (jsonschema), not the loop's validator, so the two can disagree."""
+    validator = _validator(schema)
+    if validator is None:
+        return None
+    try:
+        return [error.message for error in validator.iter_errors(arguments)]
+    except Exception:
+        return None
+
+
+def _declared_types(schema: Any) -> set[str]:
+    if not isinstance(schema, dict):
+        return set()
+    declared = schema.get("type")
+    types = {declared} if isinstance(declared, str) else set(declared or ())
+    for key in ("anyOf", "oneOf"):
+        for branch in schema.get(key) or ():
+            types |= _declared_types(branch)
+    return types
+
+
+def loosely_coerced(value: Any, schema: Any) -> Any:
+    """Strings toward the scalar type the schema asks for, the lenience models need ("5" → 5)."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, str):
+        types = _declared_types(schema)
+        if not types or "string" in types:
+            return value
+        text = value.strip()
+        for kind, convert in (("integer", int), ("number", float)):
+            if kind in types:
+                try:
+                    number = convert(text)
+                except ValueError:
+                    continue
+                return int(number) if isinstance(number, float) and number.is_integer() and kind == "number" else number
+        if "boolean" in types and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        if "null" in types and text.lower() in ("null", "none", ""):
+            return None
+        return value
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        return {k: loosely_coerced(v, properties.get(k)) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [loosely_coerced(v, schema["items"]) for v in value]
+    return value

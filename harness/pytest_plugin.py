@@ -25,22 +25,20 @@ Options
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.clock import DEFAULT_EPOCH_MS, DeterministicClock
-from harness.invariants import check_all
-from harness.script import ScriptedProvider, Turn, TurnLike
-from harness.trace import Trace, render_message
-from openprogram import runtime
-from openprogram.agent.events import observe_runs
-from openprogram.types import AssistantMessage
+from harness import profiles
+from harness.clock import DEFAULT_EPOCH_MS, FROZEN_AT, HYPOTHESIS_IGNORE, DeterministicClock, frozen
+from harness.profiles import CI_PROFILE, DEEP_PROFILE
+
+if TYPE_CHECKING:
+    from harness.script import ScriptedProvider, Turn, TurnLike
+    from harness.trace import RunCollector, Trace
 
 __all__ = [
     "CI_PROFILE",
@@ -54,221 +52,26 @@ __all__ = [
     "render_trace",
 ]
 
-CI_PROFILE = "harness-ci"
-DEEP_PROFILE = "harness-deep"
-
-"""2024-01-01T00:00:00Z in epoch milliseconds: where ``clock`` starts, and the instant ``frozen_time`` freezes."""
-
-FROZEN_AT = "2024-01-01T00:00:00+00:00"
-
-HYPOTHESIS_IGNORE = ("hypothesis", "_hypothesis_pytestplugin", "_hypothesis_globals", "_pytest")
-"""Modules whose own direct clock reads see real time under ``frozen_time``: Hypothesis measures
-deadlines and pytest measures durations with them, and a frozen or jumping clock breaks both."""
-
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"
 _CLOCK_MARK = "harness_clock"
 
-
-def _register_profiles() -> None:
-    from hypothesis import settings
-
-    # parented on Hypothesis' plain "default" profile, not on whatever is active at import (under
-    # CI Hypothesis activates its own "ci" profile first), so each profile means the same everywhere
-    default = settings.get_profile("default")
-    settings.register_profile(
-        CI_PROFILE, default, derandomize=True, max_examples=50, deadline=None, database=None, print_blob=True
-    )
-    settings.register_profile(DEEP_PROFILE, default, max_examples=5_000, deadline=None, print_blob=True)
+profiles.register()  # at import, so `settings.load_profile("harness-ci")` also works in conftest files
 
 
-_register_profiles()  # at import, so `settings.load_profile("harness-ci")` also works outside pytest
+def __getattr__(name: str) -> Any:
+    # The names this module has always exported, without importing the harness when pytest
+    # loads the plugin in a project that never asks for a fixture.
+    if name == "RunCollector":
+        from harness.trace import RunCollector
 
-
-# ---------------------------------------------------------------------------------------------
-# clock
-# ---------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------
-# trace: collecting every run of a test
-# ---------------------------------------------------------------------------------------------
-
-
-class _Record:
-    """The events and requests of one top-level run (its nested runs' included, inline)."""
-
-    def __init__(self, collector: RunCollector) -> None:
-        self.collector = collector
-        self.events: list[Any] = []
-        self.requests: list[Any] = []
-        self.depth = 0  # open nested runs
-        self.ended = False
-
-    def trace(self) -> Trace:
-        end = next((e for e in reversed(self.events) if e.type == "agent_end"), None)
-        return Trace(
-            events=list(self.events),
-            requests=list(self.requests),
-            ledger=None,
-            new_messages=list(end.messages) if end is not None else [],
-            reason=end.reason if end is not None else None,
-            error=None if end is not None else "no agent_end seen: the run raised, or had not finished when read",
-        )
-
-
-# The top-level run whose task (or tool body, or nested run) is executing. Set in the run's own
-# task context at its agent_start, so everything its tools start inherits it: that is how a
-# nested run is told apart from a concurrent top-level one.
-_current_record: contextvars.ContextVar[_Record | None] = contextvars.ContextVar("_harness_record", default=None)
-
-
-class RunCollector:
-    """What the ``trace`` fixture gives a test: every run started during it, as ``Trace`` objects.
-
-    ``runs`` has one ``Trace`` per top-level run, in start order, with nested runs' events inline
-    (between the outer tool's start and end) and their requests included. ``events`` is every
-    event in arrival order. Requests come from the providers being watched: the ``scripted``
-    fixture's, the one bound by ``runtime.use`` when a run calls it, and any passed to ``watch``.
-    """
-
-    def __init__(self) -> None:
-        self._records: list[_Record] = []
-        self.events: list[Any] = []
-        self._watched: list[tuple[Any, list[int]]] = []
-        self._lock = threading.RLock()
-
-    # -- recording ------------------------------------------------------------------------
-    def watch(self, provider: Any) -> Any:
-        """Collect this provider's captured ``requests`` (anything with a ``requests`` list)."""
-        with self._lock:
-            if not any(p is provider for p, _ in self._watched):
-                seen = len(getattr(provider, "requests", ()) or ())
-                self._watched.append((provider, [seen]))
-        return provider
-
-    def on_event(self, event: Any) -> None:
-        with self._lock:
-            self.events.append(event)
-            record = _current_record.get()
-            if record is not None and (record.collector is not self or record.ended):
-                record = None
-            if event.type == "agent_start":
-                if record is None:
-                    record = _Record(self)
-                    self._records.append(record)
-                    _current_record.set(record)
-                else:
-                    record.depth += 1
-            elif record is None:
-                record = next((r for r in reversed(self._records) if not r.ended), None)
-                if record is None:
-                    record = _Record(self)
-                    self._records.append(record)
-            record.events.append(event)
-            if event.type == "message_start" and isinstance(event.message, AssistantMessage):
-                self._collect_requests(record)
-            elif event.type == "agent_end":
-                if record.depth:
-                    record.depth -= 1
-                else:
-                    record.ended = True
-
-    def _collect_requests(self, record: _Record) -> None:
-        bound = runtime.current_provider()
-        if bound is not None and isinstance(getattr(bound, "requests", None), (list, tuple)):
-            if not any(p is bound for p, _ in self._watched):
-                self._watched.append((bound, [max(0, len(bound.requests) - 1)]))
-        for provider, seen in self._watched:
-            requests = getattr(provider, "requests", None) or []
-            if len(requests) > seen[0]:
-                record.requests.extend(requests[seen[0] :])
-                seen[0] = len(requests)
-
-    # -- reading --------------------------------------------------------------------------
-    @property
-    def runs(self) -> list[Trace]:
-        with self._lock:
-            return [record.trace() for record in self._records]
-
-    @property
-    def last(self) -> Trace:
-        runs = self.runs
-        if not runs:
-            raise LookupError(
-                "trace.last: no run was observed in this test (did the agent run? runs started in "
-                "another thread without copying the context are not seen)"
-            )
-        return runs[-1]
-
-    @property
-    def requests(self) -> list[Any]:
-        """Every captured request of every run, in order."""
-        return [request for run in self.runs for request in run.requests]
-
-    def check(self) -> None:
-        """Assert every invariant of ``harness.invariants`` on every observed run."""
-        for trace in self.runs:
-            check_all(trace)
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __iter__(self) -> Iterator[Trace]:
-        return iter(self.runs)
-
-    def __str__(self) -> str:
-        runs = self.runs
-        if not runs:
-            return "(no agent runs observed)"
-        parts = []
-        for number, trace in enumerate(runs, 1):
-            header = f"=== run {number} of {len(runs)}: reason={trace.reason}, {len(trace.requests)} request(s) ==="
-            parts.append(header + "\n" + render_trace(trace))
-        return "\n".join(parts)
-
-    def __repr__(self) -> str:
-        return f"<RunCollector {len(self._records)} run(s), {len(self.events)} event(s)>"
+        return RunCollector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render_trace(trace: Trace) -> str:
-    """A run as a conversation timeline, nested runs indented under the tool that started them."""
-    lines: list[str] = []
-    depth = 0
-    turns: list[int] = [0]
-    calls: list[int] = [0]
-    for event in trace.events:
-        kind = event.type
-        pad = "  " * depth
-        if kind == "agent_start":
-            if lines:
-                depth += 1
-                turns.append(0)
-                calls.append(0)
-                lines.append(f"{'  ' * depth}agent_start (nested run)")
-            else:
-                lines.append("agent_start")
-        elif kind == "turn_start":
-            turns[-1] += 1
-            lines.append(f"{pad}-- turn {turns[-1]} --")
-        elif kind == "message_end":
-            if isinstance(event.message, AssistantMessage):
-                calls[-1] += 1
-                lines.append(f"{pad}  [request {calls[-1]}] {render_message(event.message)}")
-            else:
-                lines.append(f"{pad}  {render_message(event.message)}")
-        elif kind == "tool_execution_update":
-            partial = str(event.partial_result).replace("\n", "\\n")[:100]
-            lines.append(f"{pad}    ~ {event.tool_name} update: {partial}")
-        elif kind == "agent_end":
-            lines.append(f"{pad}agent_end reason={event.reason} ({len(event.messages)} new messages)")
-            if depth:
-                depth -= 1
-                turns.pop()
-                calls.pop()
-    if trace.error is not None:
-        lines.append(f"({trace.error})")
-    return "\n".join(lines)
+    """``trace.render()``: a run as a timeline, nested runs indented (the plugin's old name)."""
+    return trace.render()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,6 +98,9 @@ class ScriptedFixture:
     def __call__(
         self, *turns: TurnLike | Turn, strict: bool = True, model: str | None = None, chunk_size: int = 16
     ) -> ScriptedProvider:
+        from harness.script import ScriptedProvider
+        from openprogram import runtime
+
         provider = ScriptedProvider(*turns, strict=strict, chunk_size=chunk_size)
         self._stack.enter_context(runtime.use(provider, model=model))
         self._collector.watch(provider)
@@ -342,14 +148,18 @@ class ScriptedFixture:
 # Fixtures
 # ---------------------------------------------------------------------------------------------
 
-_COLLECTOR = pytest.StashKey[RunCollector]()
+_COLLECTOR = pytest.StashKey["RunCollector"]()
 _CALL_FAILED = pytest.StashKey[bool]()
 _PROFILE_STATE = pytest.StashKey[dict[str, Any]]()
 
 
 @pytest.fixture
 def _harness_collector(request: pytest.FixtureRequest) -> Iterator[RunCollector]:
-    collector = RunCollector()
+    from harness.invariants import check_all
+    from harness.trace import RunCollector
+    from openprogram.agent.events import observe_runs
+
+    collector = RunCollector(checker=check_all)
     request.node.stash[_COLLECTOR] = collector
     with observe_runs(collector.on_event):
         yield collector
@@ -398,32 +208,14 @@ def clock(request: pytest.FixtureRequest) -> DeterministicClock:
     return DeterministicClock(**kwargs)
 
 
-@contextlib.contextmanager
-def _frozen(when: Any) -> Iterator[Any]:
-    import freezegun
-    import freezegun.api
-
-    # freezegun decides "real or frozen" by looking up the call stack for ignored modules. With
-    # its default depth of 5, code called from a Hypothesis test body would count as called from
-    # Hypothesis and see real time; depth 1 looks only at the direct caller, so Hypothesis' own
-    # deadline and pytest's own durations are real while everything the test runs is frozen.
-    previous = freezegun.api.call_stack_inspection_limit
-    freezegun.api.call_stack_inspection_limit = 1
-    try:
-        with freezegun.freeze_time(when, ignore=list(HYPOTHESIS_IGNORE), real_asyncio=True) as frozen:
-            yield frozen
-    finally:
-        freezegun.api.call_stack_inspection_limit = previous
-
-
 @pytest.fixture
 def frozen_time(request: pytest.FixtureRequest) -> Iterator[Any]:
     """freezegun frozen at 2024-01-01T00:00:00Z (or ``@pytest.mark.harness_frozen_time(WHEN)``);
     yields the freezer (``.tick()``, ``.move_to()``). Works inside ``@given`` tests."""
     marker = request.node.get_closest_marker(_FROZEN_MARK)
     when = marker.args[0] if marker is not None and marker.args else FROZEN_AT
-    with _frozen(when) as frozen:
-        yield frozen
+    with frozen(when) as freezer:
+        yield freezer
 
 
 @pytest.fixture(scope="session")
@@ -454,8 +246,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="NAME",
         help=(
-            f"load this Hypothesis settings profile: {CI_PROFILE} (derandomized, 50 examples, no deadline, "
-            f"no database), {DEEP_PROFILE} (5000 examples), or any registered profile. Default: {CI_PROFILE} "
+            f"load this Hypothesis settings profile: {CI_PROFILE} (derandomized, {profiles.CI_EXAMPLES} examples, "
+            f"no deadline, no database), {DEEP_PROFILE} ({profiles.DEEP_EXAMPLES} examples), or any registered "
+            f"profile. Default: {CI_PROFILE} "
             "when the CI environment variable is set (and --hypothesis-profile is not given), else untouched."
         ),
     )
@@ -508,6 +301,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if name:
         state["previous_profile"] = getattr(settings, "_current_profile", None)
         try:
+            settings.get_profile(name)  # first: load_profile records an unknown name as current before refusing it
             settings.load_profile(name)
         except InvalidArgument:
             raise pytest.UsageError(

@@ -20,10 +20,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.clock import SCENARIO_START_MS
-from harness.contract import ABORTED_MESSAGE, SKIPPED_STEERING, effective_cap, invalid_json_text, not_found_text
+from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.contract import (
+    ABORTED_MESSAGE,
+    HUNG_UP_MESSAGE,
+    SKIPPED_STEERING,
+    effective_cap,
+    invalid_json_text,
+    not_found_text,
+)
 from harness.scenario import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, Scenario, ToolDef
-from harness.trace import LedgerEntry, Trace, render_message
+from harness.trace import LedgerEntry, Trace, render_message, shorten
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
 from openprogram.types import (
     AssistantMessage,
@@ -38,9 +45,7 @@ from openprogram.types import (
 
 __all__ = ["Prediction", "compare", "predict"]
 
-SKIPPED = SKIPPED_STEERING  # the name fuzz and older callers import
 CHUNK = 16  # the scripted provider streams text and argument text in chunks of this size
-FIRST_TICK = SCENARIO_START_MS
 
 
 @dataclass
@@ -111,7 +116,7 @@ class _World:
 
     def __init__(self, scenario: Scenario, outcomes: Sequence[LedgerEntry]) -> None:
         self.scenario = scenario
-        self.time = FIRST_TICK - 1
+        self.clock = DeterministicClock(SCENARIO_START_MS)  # the one a scenario run is given
         self.executions: dict[str, int] = {}
         self.ledger: list[LedgerEntry] = []
         self.real_outcomes: Iterator[LedgerEntry] = iter([e for e in outcomes if _is_real(scenario, e.tool_name)])
@@ -119,8 +124,7 @@ class _World:
         self.validators = {t.name: _validator(t) for t in scenario.tools}
 
     def tick(self) -> int:
-        self.time += 1
-        return self.time
+        return self.clock()
 
 
 _validators: dict[tuple[str, str], AgentTool] = {}
@@ -320,11 +324,7 @@ class _Run:
                         content=content, stop_reason=stop, model=reported_model, provider="scripted"
                     )
                 else:  # the provider raised, or hung up: the loop writes the error message itself
-                    why = (
-                        f"ConnectionError: {scripted.message}"
-                        if scripted.kind == "raise"
-                        else "provider stream ended without a done or error event"
-                    )
+                    why = f"ConnectionError: {scripted.message}" if scripted.kind == "raise" else HUNG_UP_MESSAGE
                     reply = AssistantMessage(
                         content=content,
                         stop_reason="error",
@@ -385,8 +385,8 @@ class _Run:
 
     def skip(self, call: ToolCall) -> ToolResultMessage:
         self.emit("tool_execution_start", call.id, call.name, call.arguments)
-        self.emit("tool_execution_end", call.id, call.name, SKIPPED, True)
-        return self.commit_result(call, SKIPPED, True, False)
+        self.emit("tool_execution_end", call.id, call.name, SKIPPED_STEERING, True)
+        return self.commit_result(call, SKIPPED_STEERING, True, False)
 
     def commit_result(
         self, call: ToolCall, text: str, is_error: bool, loose: bool, details: Any = None
@@ -584,16 +584,10 @@ def _show(signature: tuple[Any, ...] | None) -> str:
         return f"agent_end reason={reason} ({len(messages)} messages)"
     if kind == "tool_execution_end":
         call_id, name, text, is_error = fields
-        return f"tool_execution_end {name}#{call_id} is_error={is_error} {_clip(text)}"
+        return f"tool_execution_end {name}#{call_id} is_error={is_error} {shorten(text, 160)}"
     if fields:
-        return f"{kind} " + " ".join(_clip(f) for f in fields)
+        return f"{kind} " + " ".join(shorten(f, 160) for f in fields)
     return kind
-
-
-def _clip(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _compare_events(expected: list[tuple[Any, ...]], events: list[Any], same: _Matcher) -> list[str]:

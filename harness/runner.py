@@ -20,7 +20,7 @@ from typing import Any
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.scenario import MAX_NESTING, Behaviour, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.script import ScriptedProvider
-from harness.trace import LedgerEntry, Trace, TraceRecorder
+from harness.trace import Trace, TraceRecorder
 from openprogram import runtime
 from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run time, so they can be patched
     AgentContext,
@@ -186,7 +186,7 @@ class _World:
     def __init__(self, scenario: Scenario, recorder: TraceRecorder) -> None:
         self.scenario = scenario
         self.clock = DeterministicClock(SCENARIO_START_MS)
-        self.ledger = recorder.ledger if recorder.ledger is not None else []
+        self.recorder = recorder
         self.executions: dict[str, int] = {}
         self.defs = {t.name: t for t in scenario.tools}
         self.tools: dict[str, AgentTool] = {
@@ -209,24 +209,11 @@ class _World:
             result = await self._behave(behaviour)
         except (Exception, ToolKilled) as exc:
             if top:
-                self._write(name, tool_call_id, args, "raised", str(exc) or type(exc).__name__, True)
+                self.recorder.record_raised(name, tool_call_id, args, exc)
             raise
         if top:
-            text = result.text if isinstance(result, AgentToolResult) else str(result)
-            self._write(name, tool_call_id, args, "returned", text, getattr(result, "is_error", False))
+            self.recorder.record_returned(name, tool_call_id, args, result)
         return result
-
-    def _write(self, name: str, call_id: str, args: dict[str, Any], outcome: Any, text: str, is_error: bool) -> None:
-        self.ledger.append(
-            LedgerEntry(
-                tool_name=name,
-                tool_call_id=call_id,
-                arguments=dict(args),
-                outcome=outcome,
-                text=text,
-                is_error=is_error,
-            )
-        )
 
     async def _behave(self, behaviour: Behaviour) -> Any:
         if behaviour.kind == "return":

@@ -3,23 +3,57 @@
 A ``Trace`` is the harness's unit of evidence. Invariants read it, the reference model predicts
 it, regression files replay into it, and two traces can be diffed to show where runs diverged.
 It is built only from what a run shows the outside (the event stream, the provider's captured
-requests, a ledger kept by wrapping the tools), never from loop internals.
+requests, a ledger kept by the tools that ran), never from loop internals.
+
+This module is the one place that builds, reads and shows traces: ``TraceRecorder`` builds one
+(``RunCollector`` builds one per run of a test with it), ``TraceRecorder.record_returned`` /
+``record_raised`` write the tool ledger, ``Trace.render`` is the one rendering (nested runs
+indented), ``run_views`` / ``batches`` split a trace into its runs and model calls for the
+oracle, and ``shorten`` is the one way long values are cut down for people to read.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from openprogram.agent.events import AgentEvent, EndReason
 from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, OnUpdate
 from openprogram.types import AssistantMessage, Message, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 
-__all__ = ["LedgerEntry", "Trace", "TraceRecorder", "diff", "render_message"]
+__all__ = [
+    "Batch",
+    "LedgerEntry",
+    "RunCollector",
+    "RunView",
+    "Trace",
+    "TraceRecorder",
+    "assistant_indices",
+    "batches",
+    "describe_event",
+    "diff",
+    "event_window",
+    "render_message",
+    "run_views",
+    "show_batch",
+    "show_messages",
+    "shorten",
+]
+
+
+def shorten(value: Any, limit: int = 120) -> str:
+    """``value`` on one line of at most ``limit`` characters (JSON unless it is a str), for
+    failure messages and timelines: enough to recognise, never a wall of text."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class LedgerEntry(BaseModel):
@@ -32,9 +66,6 @@ class LedgerEntry(BaseModel):
     outcome: Literal["returned", "raised"] = "returned"
     text: str = ""
     is_error: bool = False
-
-
-_events_adapter: TypeAdapter[list[AgentEvent]] = TypeAdapter(list[AgentEvent])
 
 
 class Trace(BaseModel):
@@ -68,6 +99,13 @@ class Trace(BaseModel):
         messages = self.assistant_messages
         return messages[-1].text if messages else ""
 
+    def ledger_by_call(self) -> dict[tuple[str, str], list[LedgerEntry]]:
+        """The ledger's entries per ``(tool_call_id, tool_name)``, in order of execution."""
+        entries: dict[tuple[str, str], list[LedgerEntry]] = {}
+        for entry in self.ledger or ():
+            entries.setdefault((entry.tool_call_id, entry.tool_name), []).append(entry)
+        return entries
+
     # -- persistence ----------------------------------------------------------------------
     def to_json(self, *, indent: int | None = None) -> str:
         """Canonical JSON: the same run always gives the same bytes (the determinism check)."""
@@ -79,28 +117,39 @@ class Trace(BaseModel):
 
     # -- reading --------------------------------------------------------------------------
     def render(self) -> str:
-        """The run as a conversation timeline a person can read in a failure message."""
+        """The run as a conversation timeline a person can read in a failure message; a nested
+        run (an exec inside a tool) is indented under the tool that started it, numbered anew."""
         lines: list[str] = []
-        turn = 0
-        request_index = 0
+        depth = 0
+        turns, calls = [0], [0]  # per open run
         for event in self.events:
             kind = event.type
+            pad = "  " * depth
             if kind == "agent_start":
-                lines.append("agent_start")
-            elif kind == "turn_start":
-                turn += 1
-                lines.append(f"-- turn {turn} --")
-            elif kind == "message_end":
-                message = event.message
-                if isinstance(message, AssistantMessage):
-                    request_index += 1
-                    lines.append(f"  [request {request_index}] " + render_message(message))
+                if lines:
+                    depth += 1
+                    turns.append(0)
+                    calls.append(0)
+                    lines.append(f"{'  ' * depth}agent_start (nested run)")
                 else:
-                    lines.append("  " + render_message(message))
+                    lines.append("agent_start")
+            elif kind == "turn_start":
+                turns[-1] += 1
+                lines.append(f"{pad}-- turn {turns[-1]} --")
+            elif kind == "message_end":
+                if isinstance(event.message, AssistantMessage):
+                    calls[-1] += 1
+                    lines.append(f"{pad}  [request {calls[-1]}] {render_message(event.message)}")
+                else:
+                    lines.append(f"{pad}  {render_message(event.message)}")
             elif kind == "tool_execution_update":
-                lines.append(f"    ~ {event.tool_name} update: {_short(event.partial_result)}")
+                lines.append(f"{pad}    ~ {event.tool_name} update: {shorten(event.partial_result)}")
             elif kind == "agent_end":
-                lines.append(f"agent_end reason={event.reason} ({len(event.messages)} new messages)")
+                lines.append(f"{pad}agent_end reason={event.reason} ({len(event.messages)} new messages)")
+                if depth:
+                    depth -= 1
+                    turns.pop()
+                    calls.pop()
         if self.error is not None:
             lines.append(f"stream raised: {self.error}")
         if self.ledger is not None:
@@ -109,35 +158,260 @@ class Trace(BaseModel):
         return "\n".join(lines)
 
 
-def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def render_message(message: Message) -> str:
     if isinstance(message, ToolResultMessage):
         flag = " ERROR" if message.is_error else ""
-        return f"tool {message.tool_name}#{message.tool_call_id}{flag} -> {_short(message.text)}"
+        return f"tool {message.tool_name}#{message.tool_call_id}{flag} -> {shorten(message.text)}"
     if isinstance(message, AssistantMessage):
         parts = []
         for block in message.content:
             if isinstance(block, TextContent):
-                parts.append(_short(block.text))
+                parts.append(shorten(block.text))
             elif isinstance(block, ThinkingContent):
-                parts.append(f"(thinking {_short(block.thinking, 60)})")
+                parts.append(f"(thinking {shorten(block.thinking, 60)})")
             elif isinstance(block, ToolCall):
                 args = block.raw_arguments if block.raw_arguments is not None else block.arguments
-                parts.append(f"call {block.name}#{block.id} {_short(args, 80)}")
+                parts.append(f"call {block.name}#{block.id} {shorten(args, 80)}")
         body = " | ".join(parts) or "(empty)"
         extra = f" error={message.error_message!r}" if message.error_message else ""
         return f"assistant [{message.stop_reason}]{extra}: {body}"
     text = message.text if hasattr(message, "text") else str(message)
-    return f"user: {_short(text)}"
+    return f"user: {shorten(text)}"
+
+
+def describe_event(event: Any) -> str:
+    """One event on one line, for failure messages."""
+    kind = event.type
+    if kind in ("message_start", "message_end"):
+        return f"{kind} {render_message(event.message)}"
+    if kind == "message_update":
+        return f"message_update {event.assistant_message_event.type}"
+    if kind == "tool_execution_start":
+        return f"tool_execution_start {event.tool_name}#{event.tool_call_id} {shorten(event.args, 60)}"
+    if kind == "tool_execution_update":
+        return f"tool_execution_update {event.tool_name}#{event.tool_call_id} {shorten(event.partial_result, 60)}"
+    if kind == "tool_execution_end":
+        flag = " ERROR" if event.is_error else ""
+        return f"tool_execution_end {event.tool_name}#{event.tool_call_id}{flag} -> {shorten(event.result.text, 60)}"
+    if kind == "turn_end":
+        return f"turn_end (assistant [{event.message.stop_reason}], {len(event.tool_results)} tool result(s))"
+    if kind == "agent_end":
+        return f"agent_end reason={event.reason} ({len(event.messages)} messages)"
+    return kind
+
+
+def show_messages(messages: Iterable[Message], indent: str = "    ") -> str:
+    """Messages one per line (``(none)`` for none), for failure messages."""
+    shown = [f"{indent}{render_message(m)}" for m in messages]
+    return "\n".join(shown) or f"{indent}(none)"
+
+
+def event_window(events: Sequence[Any], index: int, before: int = 5, after: int = 2) -> str:
+    """The events around ``index``, the one at ``index`` marked ``>>``: where a rule broke."""
+    start, stop = max(0, index - before), min(len(events), index + after + 1)
+    lines = ["      ..."] if start > 0 else []
+    for i in range(start, stop):
+        marker = ">>" if i == index else "  "
+        lines.append(f"  {marker} #{i} {describe_event(events[i])}")
+    if stop < len(events):
+        lines.append("      ...")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a trace: its runs, their committed history, batches, and the request behind each call
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunView:
+    """One run's own events (nested runs taken out), the runs nested inside its tools, and the
+    captured request behind each of its model calls (``None`` where none matches)."""
+
+    label: str
+    events: list[Any] = field(default_factory=list)
+    nested: list[RunView] = field(default_factory=list)
+    open_tools: list[str] = field(default_factory=list)  # ids, while splitting
+    open_names: list[str] = field(default_factory=list)
+    requests: list[ModelRequest | None] = field(default_factory=list)
+
+    @property
+    def is_root(self) -> bool:
+        return self.label == "run"
+
+    def where(self) -> str:
+        return "" if self.is_root else f" (in {self.label})"
+
+    @property
+    def end(self) -> Any | None:
+        return next((e for e in reversed(self.events) if e.type == "agent_end"), None)
+
+    @property
+    def committed(self) -> list[Message]:
+        """The messages this run committed, in order: the ``message`` of each ``message_end``."""
+        return [e.message for e in self.events if e.type == "message_end"]
+
+    def menu(self, batch: Batch) -> tuple[Any, ...] | None:
+        """The tools a model call was offered: its request's, else the run's first captured one;
+        ``None`` when the run has no captured request."""
+        request = batch.request
+        if request is None:
+            request = next((r for r in self.requests if r is not None), None)
+        return tuple(request.tools) if request is not None else None
+
+
+def run_views(trace: Trace) -> list[RunView]:
+    """The top-level run first, then every nested run (depth first), each with its requests."""
+    runs = _split_runs(trace.events)
+    _attach_requests(trace, runs)
+    return runs
+
+
+def _split_runs(events: Sequence[Any]) -> list[RunView]:
+    """Each run with only its own events.
+
+    A nested run is an ``agent_start`` that arrives while the current run is executing a tool.
+    A nested run that never ends (its stream raised inside the tool) is closed when the outer
+    tool's ``tool_execution_end`` arrives.
+    """
+    root = RunView("run")
+    runs = [root]
+    stack = [root]
+    for event in events:
+        kind = event.type
+        top = stack[-1]
+        if kind == "agent_start" and top.open_tools and top.events:
+            child = RunView(f"nested run {len(runs)} inside {top.open_names[-1]}#{top.open_tools[-1]}")
+            top.nested.append(child)
+            runs.append(child)
+            stack.append(child)
+            top = child
+        elif kind == "tool_execution_end" and len(stack) > 1 and event.tool_call_id not in top.open_tools:
+            parent_index = next(
+                (i for i in range(len(stack) - 2, -1, -1) if event.tool_call_id in stack[i].open_tools), None
+            )
+            if parent_index is not None:
+                del stack[parent_index + 1 :]
+                top = stack[-1]
+        top.events.append(event)
+        if kind == "tool_execution_start":
+            top.open_tools.append(event.tool_call_id)
+            top.open_names.append(event.tool_name)
+        elif kind == "tool_execution_end" and event.tool_call_id in top.open_tools:
+            position = top.open_tools.index(event.tool_call_id)
+            del top.open_tools[position], top.open_names[position]
+        elif kind == "agent_end" and len(stack) > 1:
+            stack.pop()
+    for run in runs:
+        run.open_tools, run.open_names = [], []
+    return runs
+
+
+def _tail_equals(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    if len(prefix) > len(messages):
+        return False
+    return not prefix or tuple(messages[len(messages) - len(prefix) :]) == tuple(prefix)
+
+
+def assistant_indices(committed: Sequence[Message]) -> list[int]:
+    """Where the model calls are in a committed history."""
+    return [i for i, m in enumerate(committed) if isinstance(m, AssistantMessage)]
+
+
+def _attach_requests(trace: Trace, runs: list[RunView]) -> None:
+    """Give each model call of each run the captured request that produced it (or ``None``).
+
+    A request belongs to the call whose preceding history it ends with. When that matching fails
+    for a run without nested runs and the counts agree, requests are paired by position, so a
+    request that lost or reordered messages is still compared with the call it belongs to.
+    """
+    pool = list(trace.requests)
+    for run in runs:
+        run.requests = [None] * len(assistant_indices(run.committed))
+    if not pool:
+        return
+    used: set[int] = set()
+    for run in runs:
+        committed = run.committed
+        position = 0
+        for k, index in enumerate(assistant_indices(committed)):
+            prefix = committed[:index]
+            for j in range(position, len(pool)):
+                if j not in used and _tail_equals(pool[j].messages, prefix):
+                    run.requests[k] = pool[j]
+                    used.add(j)
+                    position = j + 1
+                    break
+    root = runs[0]
+    if len(runs) == 1 and None in root.requests:
+        calls = len(root.requests)
+        last = root.committed[assistant_indices(root.committed)[-1]] if calls else None
+        synthesized_abort = last is not None and last.stop_reason == "aborted" and len(pool) == calls - 1
+        if len(pool) == calls or synthesized_abort:
+            root.requests = [pool[k] if k < len(pool) else None for k in range(calls)]
+
+
+@dataclass
+class Batch:
+    """One model call's tool calls and the results committed right after it."""
+
+    number: int  # 1-based model call number within its run
+    index: int  # position of the assistant message in the run's committed history
+    message: AssistantMessage
+    calls: list[ToolCall]
+    results: list[ToolResultMessage]
+    after: list[Message]  # non-assistant messages after the results, up to the next assistant message
+    next_request: ModelRequest | None
+    request: ModelRequest | None
+
+
+def batches(run: RunView) -> list[Batch]:
+    """Every model call of ``run``, with the results and messages committed after it."""
+    committed = run.committed
+    indices = assistant_indices(committed)
+    out = []
+    for k, index in enumerate(indices):
+        message = committed[index]
+        end = indices[k + 1] if k + 1 < len(indices) else len(committed)
+        results: list[ToolResultMessage] = []
+        position = index + 1
+        while position < end and isinstance(committed[position], ToolResultMessage):
+            results.append(committed[position])  # type: ignore[arg-type]
+            position += 1
+        out.append(
+            Batch(
+                number=k + 1,
+                index=index,
+                message=message,  # type: ignore[arg-type]
+                calls=[c for c in message.content if isinstance(c, ToolCall)],  # type: ignore[union-attr]
+                results=results,
+                after=list(committed[position:end]),
+                next_request=run.requests[k + 1] if k + 1 < len(run.requests) else None,
+                request=run.requests[k] if k < len(run.requests) else None,
+            )
+        )
+    return out
+
+
+def show_batch(batch: Batch) -> str:
+    """A model call with the results and messages committed after it, for failure messages."""
+    lines = [f"  [request {batch.number}] {render_message(batch.message)}"]
+    lines.extend(f"    {render_message(m)}" for m in (*batch.results, *batch.after))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building a trace: the recorder (one run) and the collector (every run of a test)
+# ---------------------------------------------------------------------------------------------
 
 
 class TraceRecorder:
-    """Builds a ``Trace`` while a run happens: feed it events, wrap the tools for the ledger."""
+    """Builds a ``Trace`` while a run happens: feed it events, wrap the tools for the ledger.
+
+    The ledger is written only through ``record_returned`` / ``record_raised``: by the wrapper of
+    ``wrap_tool``, and by any tool that keeps its own books (the scenario's planned tools), so
+    every ledger entry means the same thing whoever wrote it.
+    """
 
     def __init__(self, *, ledger: bool = True) -> None:
         self.events: list[Any] = []
@@ -147,11 +421,41 @@ class TraceRecorder:
     def on_event(self, event: Any) -> None:
         self.events.append(event)
 
+    # -- the ledger -----------------------------------------------------------------------
+    def record_returned(self, tool_name: str, tool_call_id: str, args: Mapping[str, Any], result: Any) -> None:
+        """A tool body returned ``result`` (an ``AgentToolResult``, or any value the loop wraps)."""
+        if self.ledger is None:
+            return
+        text = result.text if isinstance(result, AgentToolResult) else str(result)
+        self.ledger.append(
+            LedgerEntry(
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                arguments=dict(args),
+                text=text,
+                is_error=bool(getattr(result, "is_error", False)),
+            )
+        )
+
+    def record_raised(self, tool_name: str, tool_call_id: str, args: Mapping[str, Any], exc: BaseException) -> None:
+        """A tool body raised ``exc``: the loop reports its text (its type name when empty)."""
+        if self.ledger is None:
+            return
+        self.ledger.append(
+            LedgerEntry(
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                arguments=dict(args),
+                outcome="raised",
+                text=str(exc) or type(exc).__name__,
+                is_error=True,
+            )
+        )
+
     def wrap_tool(self, tool: AgentTool) -> AgentTool:
         """The same tool, but every real execution is written to the ledger first-hand."""
         if self.ledger is None:
             return tool
-        ledger = self.ledger
         inner = tool.execute
 
         async def execute(
@@ -160,24 +464,9 @@ class TraceRecorder:
             try:
                 result = await inner(tool_call_id, args, cancel_event, on_update)
             except Exception as exc:
-                ledger.append(
-                    LedgerEntry(
-                        tool_name=tool.name,
-                        tool_call_id=tool_call_id,
-                        arguments=dict(args),
-                        outcome="raised",
-                        text=str(exc) or type(exc).__name__,
-                        is_error=True,
-                    )
-                )
+                self.record_raised(tool.name, tool_call_id, args, exc)
                 raise
-            text = result.text if isinstance(result, AgentToolResult) else str(result)
-            is_error = bool(getattr(result, "is_error", False))
-            ledger.append(
-                LedgerEntry(
-                    tool_name=tool.name, tool_call_id=tool_call_id, arguments=dict(args), text=text, is_error=is_error
-                )
-            )
+            self.record_returned(tool.name, tool_call_id, args, result)
             return result
 
         return AgentTool(
@@ -191,6 +480,7 @@ class TraceRecorder:
     def wrap_tools(self, tools: Iterable[AgentTool]) -> list[AgentTool]:
         return [self.wrap_tool(tool) for tool in tools]
 
+    # -- the trace ------------------------------------------------------------------------
     def finish(
         self,
         requests: Sequence[ModelRequest] = (),
@@ -198,6 +488,7 @@ class TraceRecorder:
         new_messages: Sequence[Message] | None = None,
         max_iterations: int | None = None,
     ) -> Trace:
+        """The ``Trace`` so far; ``new_messages`` default to what ``agent_end`` reported."""
         end = next((e for e in reversed(self.events) if e.type == "agent_end"), None)
         messages = list(new_messages) if new_messages is not None else (list(end.messages) if end else [])
         return Trace(
@@ -211,12 +502,150 @@ class TraceRecorder:
         )
 
 
-def _jsonable(trace: Trace) -> dict[str, Any]:
-    return json.loads(trace.to_json())
+NOT_ENDED = "no agent_end seen: the run raised, or had not finished when read"
+"""The ``error`` of a collected run whose stream never ended (as far as the collector saw)."""
 
 
-def _describe(value: Any) -> str:
-    return _short(value, 400)
+class _Record:
+    """The events and requests of one top-level run (its nested runs' included, inline)."""
+
+    def __init__(self, collector: RunCollector) -> None:
+        self.collector = collector
+        self.recorder = TraceRecorder(ledger=False)
+        self.requests: list[Any] = []
+        self.depth = 0  # open nested runs
+        self.ended = False
+
+    def trace(self) -> Trace:
+        seen_end = any(e.type == "agent_end" for e in self.recorder.events)
+        self.recorder.error = None if seen_end else NOT_ENDED
+        return self.recorder.finish(self.requests)
+
+
+# The top-level run whose task (or tool body, or nested run) is executing. Set in the run's own
+# task context at its agent_start, so everything its tools start inherits it: that is how a
+# nested run is told apart from a concurrent top-level one.
+_current_record: contextvars.ContextVar[_Record | None] = contextvars.ContextVar("_harness_record", default=None)
+
+
+class RunCollector:
+    """What the ``trace`` fixture gives a test: every run started during it, as ``Trace`` objects.
+
+    ``runs`` has one ``Trace`` per top-level run, in start order, with nested runs' events inline
+    (between the outer tool's start and end) and their requests included. ``events`` is every
+    event in arrival order. Requests come from the providers being watched: the ``scripted``
+    fixture's, the one bound by ``runtime.use`` when a run calls it, and any passed to ``watch``.
+    ``checker`` is what ``check()`` runs on each trace (the plugin passes the invariants; this
+    module cannot import them, since they read traces through it).
+    """
+
+    def __init__(self, checker: Callable[[Trace], None] | None = None) -> None:
+        self._records: list[_Record] = []
+        self.events: list[Any] = []
+        self._watched: list[tuple[Any, list[int]]] = []
+        self._lock = threading.RLock()
+        self._checker = checker
+
+    # -- recording ------------------------------------------------------------------------
+    def watch(self, provider: Any) -> Any:
+        """Collect this provider's captured ``requests`` (anything with a ``requests`` list)."""
+        with self._lock:
+            if not any(p is provider for p, _ in self._watched):
+                seen = len(getattr(provider, "requests", ()) or ())
+                self._watched.append((provider, [seen]))
+        return provider
+
+    def on_event(self, event: Any) -> None:
+        with self._lock:
+            self.events.append(event)
+            record = _current_record.get()
+            if record is not None and (record.collector is not self or record.ended):
+                record = None
+            if event.type == "agent_start":
+                if record is None:
+                    record = _Record(self)
+                    self._records.append(record)
+                    _current_record.set(record)
+                else:
+                    record.depth += 1
+            elif record is None:
+                record = next((r for r in reversed(self._records) if not r.ended), None)
+                if record is None:
+                    record = _Record(self)
+                    self._records.append(record)
+            record.recorder.on_event(event)
+            if event.type == "message_start" and isinstance(event.message, AssistantMessage):
+                self._collect_requests(record)
+            elif event.type == "agent_end":
+                if record.depth:
+                    record.depth -= 1
+                else:
+                    record.ended = True
+
+    def _collect_requests(self, record: _Record) -> None:
+        from openprogram import runtime  # only a collecting test needs the runtime's binding
+
+        bound = runtime.current_provider()
+        if bound is not None and isinstance(getattr(bound, "requests", None), (list, tuple)):
+            if not any(p is bound for p, _ in self._watched):
+                self._watched.append((bound, [max(0, len(bound.requests) - 1)]))
+        for provider, seen in self._watched:
+            requests = getattr(provider, "requests", None) or []
+            if len(requests) > seen[0]:
+                record.requests.extend(requests[seen[0] :])
+                seen[0] = len(requests)
+
+    # -- reading --------------------------------------------------------------------------
+    @property
+    def runs(self) -> list[Trace]:
+        with self._lock:
+            return [record.trace() for record in self._records]
+
+    @property
+    def last(self) -> Trace:
+        runs = self.runs
+        if not runs:
+            raise LookupError(
+                "trace.last: no run was observed in this test (did the agent run? runs started in "
+                "another thread without copying the context are not seen)"
+            )
+        return runs[-1]
+
+    @property
+    def requests(self) -> list[Any]:
+        """Every captured request of every run, in order."""
+        return [request for run in self.runs for request in run.requests]
+
+    def check(self) -> None:
+        """Assert every invariant of ``harness.invariants`` on every observed run."""
+        if self._checker is None:
+            raise RuntimeError("RunCollector.check: no checker given (RunCollector(checker=check_all))")
+        for trace in self.runs:
+            self._checker(trace)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[Trace]:
+        return iter(self.runs)
+
+    def __str__(self) -> str:
+        runs = self.runs
+        if not runs:
+            return "(no agent runs observed)"
+        parts = []
+        for number, trace in enumerate(runs, 1):
+            header = f"=== run {number} of {len(runs)}: reason={trace.reason}, {len(trace.requests)} request(s) ==="
+            parts.append(header + "\n" + trace.render())
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<RunCollector {len(self._records)} run(s), {len(self.events)} event(s)>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing two traces
+# ---------------------------------------------------------------------------------------------
 
 
 def diff(expected: Trace, actual: Trace, *, context: int = 3) -> str:
@@ -225,26 +654,21 @@ def diff(expected: Trace, actual: Trace, *, context: int = 3) -> str:
     Compares what a user cares about in order: the end reason, the event sequence (types, then
     contents), the requests the model saw, and the ledger.
     """
-    a, b = _jsonable(expected), _jsonable(actual)
+    a, b = json.loads(expected.to_json()), json.loads(actual.to_json())
     out: list[str] = []
     if a["reason"] != b["reason"]:
         out.append(f"end reason: expected {a['reason']!r}, got {b['reason']!r}")
     if a["error"] != b["error"]:
         out.append(f"stream error: expected {a['error']!r}, got {b['error']!r}")
-    out.extend(_first_divergence("event", a["events"], b["events"], context, expected, actual))
-    out.extend(_first_divergence("request", a["requests"], b["requests"], 0, None, None))
+    out.extend(_first_divergence("event", a["events"], b["events"], context, expected))
+    out.extend(_first_divergence("request", a["requests"], b["requests"], 0, None))
     if a["ledger"] != b["ledger"]:
-        out.extend(_first_divergence("ledger entry", a["ledger"] or [], b["ledger"] or [], 0, None, None))
+        out.extend(_first_divergence("ledger entry", a["ledger"] or [], b["ledger"] or [], 0, None))
     return "\n".join(out)
 
 
 def _first_divergence(
-    what: str,
-    left: list[Any],
-    right: list[Any],
-    context: int,
-    left_trace: Trace | None,
-    right_trace: Trace | None,
+    what: str, left: list[Any], right: list[Any], context: int, left_trace: Trace | None
 ) -> list[str]:
     for index in range(max(len(left), len(right))):
         x = left[index] if index < len(left) else None
@@ -256,8 +680,8 @@ def _first_divergence(
             start = max(0, index - context)
             shown = ", ".join(e.type for e in left_trace.events[start:index])
             lines.append(f"  after: {shown or '(start)'}")
-        lines.append(f"  expected: {_describe(x) if x is not None else '(nothing: the run had ended)'}")
-        lines.append(f"  actual:   {_describe(y) if y is not None else '(nothing: the run had ended)'}")
+        lines.append(f"  expected: {shorten(x, 400) if x is not None else '(nothing: the run had ended)'}")
+        lines.append(f"  actual:   {shorten(y, 400) if y is not None else '(nothing: the run had ended)'}")
         if isinstance(x, dict) and isinstance(y, dict):
             keys = [k for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
             lines.append(f"  differing fields: {', '.join(keys)}")

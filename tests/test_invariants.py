@@ -7,27 +7,31 @@ shows the invariant firing on a realistic near-miss rather than on a synthetic t
 
 from __future__ import annotations
 
+import ast
 import asyncio
-import itertools
+import typing
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import ScriptedProvider, turn
+import harness
+from harness import ScriptedProvider, grammar, turn
+from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.contract import SKIPPED_STEERING, effective_cap
 from harness.invariants import (
     ALL_INVARIANTS,
-    SKIP_TEXT,
     InvariantViolation,
     check_all,
     check_deterministic,
-    effective_cap,
     event_grammar,
     terminates_within_cap,
 )
-from harness.trace import LedgerEntry, Trace, TraceRecorder
+from harness.runner import run
+from harness.trace import LedgerEntry, Trace, TraceRecorder, shorten
 from openprogram import runtime
-from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop, observe_runs
+from openprogram.agent import AgentContext, AgentEvent, AgentLoopConfig, agent_loop, observe_runs
 from openprogram.tools import AgentToolResult, as_agent_tool
 from openprogram.types import Message, TextContent, ToolResultMessage, UserMessage
 
@@ -75,7 +79,7 @@ def record(
     async def main() -> Trace:
         provider = ScriptedProvider(*turns, strict=False)
         recorder = TraceRecorder()
-        ticks = itertools.count(1_000)
+        clock = DeterministicClock(SCENARIO_START_MS)
         polls = {"steering": 0, "follow_up": 0}
 
         def source(kind: str, schedule: dict[int, list[str]] | None) -> Any:
@@ -90,7 +94,7 @@ def record(
             max_iterations=max_iterations,
             get_steering_messages=source("steering", steering),
             get_follow_up_messages=source("follow_up", follow_ups),
-            clock=lambda: next(ticks),
+            clock=clock,
         )
         context = AgentContext(tools=recorder.wrap_tools(as_agent_tool(t) for t in tools))
         with runtime.use(provider), observe_runs(recorder.on_event):
@@ -254,9 +258,8 @@ def cancelled() -> Trace:
     async def main() -> Trace:
         provider = ScriptedProvider(turn.tool_call("cancel"), turn.text("never"), strict=False)
         recorder = TraceRecorder()
-        ticks = itertools.count(1)
         event = asyncio.Event()
-        config = AgentLoopConfig(provider=provider, clock=lambda: next(ticks))
+        config = AgentLoopConfig(provider=provider, clock=DeterministicClock(1))
         context = AgentContext(tools=recorder.wrap_tools([as_agent_tool(CANCEL)]))
         with observe_runs(recorder.on_event):
             stream = agent_loop(["go"], context, config, cancel_event=event)
@@ -397,7 +400,7 @@ def test_check_all_passes_on_real_runs(traces: dict[str, Trace], name: str) -> N
 
 def test_the_real_runs_exercise_what_they_claim(traces: dict[str, Trace]) -> None:
     # guards the fixtures themselves: a broken-trace test is only meaningful on the right run
-    assert traces["skipped"].tool_results[1].text == SKIP_TEXT
+    assert traces["skipped"].tool_results[1].text == SKIPPED_STEERING
     assert [m.text for m in traces["capped_with_queued_message"].new_messages][-1] == "late"
     assert traces["capped"].reason == "max_iterations" and len(traces["capped"].requests) == 2
     assert traces["errored"].reason == "error" and traces["aborted"].reason == "aborted"
@@ -743,3 +746,134 @@ def test_invariants_work_without_requests_or_ledger(traces: dict[str, Trace]) ->
     # without the request, an unknown tool is recognised only by its text; "nope" is not an error text,
     # so the run still passes: what the trace does not show is not checked
     check_all(broken)
+
+
+# ---------------------------------------------------------------------------------------------
+# The layer the invariants read through, and the oracle's independence
+# ---------------------------------------------------------------------------------------------
+
+HARNESS = Path(harness.__file__).parent
+ORACLE = ("contract", "grammar", "invariants", "reference")
+LAYER = (*ORACLE, "clock", "profiles", "pytest_plugin", "trace")
+
+
+def imported_modules(module: str) -> set[str]:
+    """Every module ``harness/<module>.py`` imports, at the top or inside a function."""
+    tree = ast.parse((HARNESS / f"{module}.py").read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("module", ORACLE)
+def test_the_oracle_never_imports_the_loop_it_judges(module: str) -> None:
+    imported = imported_modules(module)
+    assert not any(name.startswith(("openprogram.agent", "openprogram.runtime")) for name in imported), imported
+    assert "openprogram.runtime" not in imported  # `from openprogram import runtime` too
+
+
+def test_the_trace_and_oracle_modules_import_no_cycle() -> None:
+    edges = {
+        module: {other for other in LAYER if other != module and f"harness.{other}" in imported_modules(module)}
+        for module in LAYER
+    }
+    for module in LAYER:
+        seen, frontier = set(), list(edges[module])
+        while frontier:
+            current = frontier.pop()
+            assert current != module, f"harness.{module} imports itself through {sorted(seen)}"
+            if current not in seen:
+                seen.add(current)
+                frontier.extend(edges[current])
+
+
+def test_the_grammar_has_one_rule_for_every_event_type() -> None:
+    kinds = {cls.model_fields["type"].default for cls in typing.get_args(typing.get_args(AgentEvent)[0])}
+    assert len(kinds) == 10
+    assert set(grammar._GRAMMAR) == kinds
+
+
+def test_first_violation_names_the_event_and_the_problem(traces: dict[str, Trace]) -> None:
+    events = traces["basic"].events
+    assert grammar.first_violation(events, capped=False, allow_unfinished=False) is None
+    turn_end = index_of(traces["basic"], "turn_end")
+    broken = [e for i, e in enumerate(events) if i != turn_end]
+    assert grammar.first_violation(broken, capped=False, allow_unfinished=False) == (
+        turn_end,
+        "turn_start inside an open turn (turns never nest)",
+    )
+    assert grammar.first_violation(events[:-1], capped=False, allow_unfinished=True) is None
+    assert grammar.first_violation(events[:-1], capped=False, allow_unfinished=False) == (
+        len(events) - 2,
+        "the stream ended without agent_end (and the trace records no error)",
+    )
+
+
+def test_render_indents_a_nested_run_and_numbers_its_turns_anew(traces: dict[str, Trace]) -> None:
+    lines = traces["nested"].render().splitlines()
+    assert lines[:4] == [
+        "agent_start",
+        "-- turn 1 --",
+        "  user: go",
+        '  [request 1] assistant [toolUse]: call delegate#call_1 {"q": "x"}',
+    ]
+    assert lines[4:7] == ["  agent_start (nested run)", "  -- turn 1 --", "    user: sub-question x"]
+    assert "    [request 2] assistant [stop]: inner answer" in lines
+    assert lines[-3:] == [
+        "  [request 2] assistant [stop]: outer answer",
+        "agent_end reason=stop (4 new messages)",
+        "tools executed: delegate#call_1",
+    ]
+
+
+def test_the_ledger_is_written_the_same_way_by_every_writer() -> None:
+    recorder = TraceRecorder()
+    recorder.record_returned("lookup", "call_1", {"q": "a"}, "found a")
+    recorder.record_returned("lookup", "call_2", {"q": "b"}, AgentToolResult(content="no", is_error=True))
+    recorder.record_raised("explode", "call_3", {"q": "c"}, RuntimeError())
+    assert recorder.ledger == [
+        LedgerEntry(tool_name="lookup", tool_call_id="call_1", arguments={"q": "a"}, text="found a"),
+        LedgerEntry(tool_name="lookup", tool_call_id="call_2", arguments={"q": "b"}, text="no", is_error=True),
+        LedgerEntry(
+            tool_name="explode",
+            tool_call_id="call_3",
+            arguments={"q": "c"},
+            outcome="raised",
+            text="RuntimeError",
+            is_error=True,
+        ),
+    ]
+    silent = TraceRecorder(ledger=False)
+    silent.record_returned("lookup", "call_1", {}, "x")
+    assert silent.ledger is None and silent.finish().ledger is None
+
+
+def test_the_scenario_planned_tools_and_the_wrapper_write_equal_entries() -> None:
+    from harness.scenario import Behaviour, ModelTurn, Scenario, ToolDef
+    from harness.scenario import Call as PlannedCall
+
+    scenario = Scenario(
+        prompts=("go",),
+        tools=(ToolDef(name="echo", plan=(Behaviour("return", "hi"), Behaviour("raise", ""))),),
+        turns=(ModelTurn(calls=(PlannedCall("echo", {}), PlannedCall("echo", {}))), ModelTurn(text="done")),
+    )
+    ledger = run(scenario).ledger
+    assert ledger == [
+        LedgerEntry(tool_name="echo", tool_call_id="call_1", arguments={}, text="hi"),
+        LedgerEntry(
+            tool_name="echo", tool_call_id="call_2", arguments={}, outcome="raised", text="RuntimeError", is_error=True
+        ),
+    ]
+
+
+def test_shorten_keeps_one_line_within_the_limit() -> None:
+    assert shorten("short") == "short"
+    assert shorten({"a": [1, 2]}) == '{"a": [1, 2]}'
+    assert shorten("line\nbreak") == "line\\nbreak"
+    cut = shorten("x" * 500, 100)
+    assert len(cut) == 100 and cut.endswith("...")

@@ -479,10 +479,14 @@ def test_the_profile_can_come_from_the_ini_file(project: pytest.Pytester) -> Non
 
 
 def test_an_unknown_profile_is_a_usage_error(project: pytest.Pytester) -> None:
+    from hypothesis import settings
+
+    before = settings.get_current_profile_name()
     write_test(project, PROFILE_PROBE)
     result = project.runpytest("-p", "no:cacheprovider", "--harness-profile", "nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--harness-profile: no Hypothesis profile named 'nope'*"])
+    assert settings.get_current_profile_name() == before  # the refused name is not left as the current one
 
 
 def test_the_profile_is_restored_after_the_session(project: pytest.Pytester) -> None:
@@ -581,3 +585,62 @@ def test_the_examples_in_the_docs(project: pytest.Pytester) -> None:
         """,
     )
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the plugin module itself holds
+# ---------------------------------------------------------------------------------------------
+
+
+def test_loading_the_plugin_imports_neither_the_trace_layer_nor_the_invariants() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness.pytest_plugin as plugin\n"
+        "print(sorted(m for m in ('harness.trace', 'harness.invariants', 'harness.reference') if m in sys.modules))\n"
+        "from harness.trace import RunCollector\n"
+        "assert plugin.RunCollector is RunCollector\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_plugin_keeps_its_documented_names() -> None:
+    from datetime import UTC, datetime
+
+    import harness.clock
+    import harness.pytest_plugin as plugin
+    from harness.trace import RunCollector
+
+    for name in plugin.__all__:
+        assert getattr(plugin, name) is not None
+    assert plugin.DeterministicClock is harness.clock.DeterministicClock
+    assert plugin.HYPOTHESIS_IGNORE == harness.clock.HYPOTHESIS_IGNORE
+    assert plugin.FROZEN_AT == "2024-01-01T00:00:00+00:00"
+    assert datetime.fromisoformat(plugin.FROZEN_AT) == datetime.fromtimestamp(DEFAULT_EPOCH_MS / 1000, UTC)
+    assert plugin.RunCollector is RunCollector
+    assert plugin.CI_PROFILE == "harness-ci" and plugin.DEEP_PROFILE == "harness-deep"
+
+
+def test_a_collector_without_a_checker_says_so() -> None:
+    from harness.trace import RunCollector
+
+    collector = RunCollector()
+    with pytest.raises(RuntimeError, match="no checker given"):
+        collector.check()
+    assert str(collector) == "(no agent runs observed)" and len(collector) == 0
+    with pytest.raises(LookupError, match="no run was observed"):
+        _ = collector.last
+
+
+def test_the_profiles_register_on_demand() -> None:
+    from hypothesis import settings
+
+    from harness import profiles
+
+    profiles.register()
+    profiles.register()  # again is harmless
+    ci, deep = settings.get_profile(profiles.CI_PROFILE), settings.get_profile(profiles.DEEP_PROFILE)
+    assert (ci.max_examples, ci.derandomize, ci.deadline, ci.database) == (50, True, None, None)
+    assert (deep.max_examples, deep.deadline) == (5_000, None)

@@ -10,7 +10,8 @@ import ast
 from pathlib import Path
 
 import harness.reference as reference
-from harness.reference import SKIPPED, compare, predict
+from harness.contract import SKIPPED_STEERING
+from harness.reference import compare, predict
 from harness.runner import run
 from harness.scenario import Behaviour, Call, Config, ModelTurn, NestedRun, Scenario, ToolDef
 from openprogram.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
@@ -76,8 +77,8 @@ def test_steering_mid_batch_skips_the_rest_and_goes_first() -> None:
     results = [m for m in prediction.new_messages if isinstance(m, ToolResultMessage)]
     assert [(r.tool_call_id, r.text, r.is_error) for r in results] == [
         ("call_1", "hi", False),
-        ("call_2", SKIPPED, True),
-        ("call_3", SKIPPED, True),
+        ("call_2", SKIPPED_STEERING, True),
+        ("call_3", SKIPPED_STEERING, True),
     ]
     assert [e.tool_call_id for e in prediction.ledger] == ["call_1"]
     history = prediction.requests[1]["messages"]
