@@ -88,6 +88,10 @@ class MessageBuilder:
     def open_indices(self) -> list[int]:
         return [i for i in range(len(self._blocks)) if i not in self._closed]
 
+    def block(self, index: int) -> Any:
+        """The block at ``index`` as it stands (a ``TextContent``, ``ThinkingContent`` or ``ToolCall``)."""
+        return self._blocks[index]
+
     def index_of(self, wire: Hashable) -> int | None:
         """The builder index of the block opened with ``wire=`` (None: never opened, or closed by wire)."""
         return self._wire.get(wire)
@@ -199,8 +203,11 @@ class MessageBuilder:
         end = self.toolcall_end(index, arguments=arguments) if isinstance(arguments, dict) else self.toolcall_end(index)
         return [start, delta, end]
 
-    def close(self, index: int) -> list[AssistantMessageEvent]:
-        """End block ``index`` with the end event of its kind; nothing if it is closed already."""
+    def close(self, index: int, *, arguments: dict[str, Any] | None = None) -> list[AssistantMessageEvent]:
+        """End block ``index`` with the end event of its kind; nothing if it is closed already.
+
+        ``arguments`` is for a tool call whose arguments came as an object (see :meth:`toolcall_end`).
+        """
         if index in self._closed or index >= len(self._blocks):
             return []
         block = self._blocks[index]
@@ -208,12 +215,12 @@ class MessageBuilder:
             return [self.text_end(index)]
         if isinstance(block, ThinkingContent):
             return [self.thinking_end(index)]
-        return [self.toolcall_end(index)]
+        return [self.toolcall_end(index, arguments)]
 
-    def close_wire(self, wire: Hashable) -> list[AssistantMessageEvent]:
+    def close_wire(self, wire: Hashable, *, arguments: dict[str, Any] | None = None) -> list[AssistantMessageEvent]:
         """End the block opened with ``wire=``, and forget the name (a later block may reuse it)."""
         index = self._wire.pop(wire, None)
-        return [] if index is None else self.close(index)
+        return [] if index is None else self.close(index, arguments=arguments)
 
     def close_all(self) -> list[AssistantMessageEvent]:
         """End every open block, in order: what a finish does with blocks the wire never closed."""

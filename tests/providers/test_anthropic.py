@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx  # type: ignore[no-redef]
 
 from openprogram.providers import ModelRequest
-from openprogram.providers.anthropic import REDACTED_THINKING_PREFIX, AnthropicProvider
+from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.types import (
     AssistantMessage,
     TextContent,
@@ -264,7 +264,7 @@ def test_history_with_thinking_tool_calls_and_grouped_results_is_sent_in_anthrop
             stop_reason="toolUse",
             content=(
                 ThinkingContent(thinking="two cities, two calls", signature="c2lnMQ=="),
-                ThinkingContent(thinking="", signature=REDACTED_THINKING_PREFIX + "ZW5jcnlwdGVk"),
+                ThinkingContent(thinking="", signature="ZW5jcnlwdGVk", redacted=True),
                 ThinkingContent(thinking="unsigned musing"),
                 TextContent(text="Checking both."),
                 TextContent(text=""),
@@ -456,7 +456,7 @@ def test_thinking_and_redacted_thinking_are_kept_with_signatures_but_not_in_text
     assert message.text == "Answer."
     assert message.content[:2] == (
         ThinkingContent(thinking="Let me think.", signature="QUJD"),
-        ThinkingContent(thinking="", signature=REDACTED_THINKING_PREFIX + "c2VjcmV0"),
+        ThinkingContent(thinking="", signature="c2VjcmV0", redacted=True),
     )
     assert [event.delta for event in events if event.type == "thinking_delta"] == ["Let me ", "think."]
 
@@ -722,7 +722,7 @@ def test_a_lazily_built_client_is_rebuilt_for_each_event_loop(monkeypatch: pytes
         transport = httpx.MockTransport(answer)
         return real_client(**kwargs, http_client=httpx.AsyncClient(transport=transport))
 
-    monkeypatch.setattr(anthropic, "AsyncAnthropic", client_bound_to_this_loop)
+    monkeypatch.setattr(AnthropicProvider, "client_factory", client_bound_to_this_loop)
     provider = AnthropicProvider(model=MODEL, api_key="test-key", max_retries=0)
 
     async def two_calls() -> list[str]:

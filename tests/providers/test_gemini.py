@@ -347,10 +347,10 @@ def test_thoughts_and_signatures_survive_a_round_trip() -> None:
 
     message = final(run(provider, ask(tools=(WEATHER,))))
 
-    thinking, carrier, tool_call = message.content
+    thinking, tool_call = message.content
     assert thinking == ThinkingContent(thinking="Let me think about Paris.", signature="dGhvdWdodA==")
-    assert carrier == ThinkingContent(thinking="", signature=SIGNATURE_B64)
     assert isinstance(tool_call, ToolCall) and tool_call.arguments == {"city": "Paris"}
+    assert tool_call.thought_signature == SIGNATURE_B64  # on the call itself, no carrier block
     assert message.text == ""
 
     result = ToolResultMessage(tool_call_id=tool_call.id, tool_name="get_weather", content="18C")
@@ -548,7 +548,7 @@ def test_a_lazily_built_client_is_kept_per_event_loop(monkeypatch: pytest.Monkey
         def __init__(self, **kwargs: Any) -> None:
             built.append(kwargs)
 
-    monkeypatch.setattr(genai, "Client", RecordingClient)
+    monkeypatch.setattr(GeminiProvider, "client_factory", RecordingClient)
     provider = GeminiProvider(api_key="from-kwargs")
 
     async def twice() -> tuple[Any, Any]:

@@ -16,7 +16,6 @@ import httpx2
 import pytest
 from openai import AsyncOpenAI
 
-import openprogram.providers.openai as openai_module
 from openprogram.providers import ModelRequest
 from openprogram.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
 from openprogram.types import (
@@ -872,7 +871,7 @@ def test_lazy_client_is_built_once_per_event_loop(monkeypatch: pytest.MonkeyPatc
         built.append((asyncio.get_running_loop(), kwargs))
         return fake.client()
 
-    monkeypatch.setattr(openai_module, "AsyncOpenAI", factory)
+    monkeypatch.setattr(OpenAIChatProvider, "client_factory", factory)
     provider = OpenAIChatProvider(model=MODEL, stream=False, api_key="from-kwargs", organization="org-1")
 
     async def twice() -> list[str]:
