@@ -25,12 +25,22 @@ class TextContent(BaseModel):
 
 
 class ThinkingContent(BaseModel):
-    """Reasoning the model showed; kept so providers that sign it (Anthropic) can be sent it back."""
+    """Reasoning the model showed; kept so providers that sign it (Anthropic) can be sent it back.
+
+    The provider fields each say one thing, so a history can be sent back as it came:
+    ``signature`` is the provider's signature over the thinking (Anthropic, Bedrock, Gemini; for a
+    ``redacted`` block, Anthropic's opaque ``data``); ``redacted`` marks Anthropic's
+    ``redacted_thinking``; ``item_id`` and ``encrypted_content`` are an OpenAI Responses reasoning
+    item's id and its encrypted reasoning.
+    """
 
     model_config = _FROZEN
     type: Literal["thinking"] = "thinking"
     thinking: str
     signature: str | None = None
+    redacted: bool = False
+    item_id: str | None = None
+    encrypted_content: str | None = None
 
 
 class ToolCall(BaseModel):
@@ -38,6 +48,8 @@ class ToolCall(BaseModel):
 
     ``raw_arguments`` is set only when the provider's argument text was not a JSON object; then
     ``arguments`` is ``{}`` and the loop answers with an error instead of running the tool.
+    ``thought_signature`` is Gemini's signature on the function-call part (base64), which Gemini
+    requires back on the same call in the next request.
     """
 
     model_config = _FROZEN
@@ -46,6 +58,7 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     raw_arguments: str | None = None
+    thought_signature: str | None = None
 
 
 AssistantContent = Annotated[Union[TextContent, ThinkingContent, ToolCall], Field(discriminator="type")]

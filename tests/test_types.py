@@ -90,3 +90,31 @@ def test_messages_round_trip_through_json_by_role() -> None:
 )
 def test_parse_tool_arguments(text: str, parsed: tuple[dict[str, object], str | None]) -> None:
     assert parse_tool_arguments(text) == parsed
+
+
+def test_histories_saved_before_the_named_provider_fields_still_load() -> None:
+    """JSON from before ``redacted``/``item_id``/``encrypted_content``/``thought_signature``: the
+    overloaded ``signature`` loads untouched into ``signature`` and the new fields take defaults
+    (the backends still read the old forms when they send the history back)."""
+    old = (
+        '{"content": [{"type": "thinking", "thinking": "", "signature": "redacted_thinking:ZGF0YQ=="},'
+        ' {"type": "thinking", "thinking": "", "signature": "{\\"kind\\": \\"openai.responses.reasoning\\"}"},'
+        ' {"type": "toolCall", "id": "c1", "name": "f", "arguments": {}}], "stop_reason": "toolUse"}'
+    )
+    message = AssistantMessage.model_validate_json(old)
+    redacted, reasoning, call = message.content
+    assert isinstance(redacted, ThinkingContent) and redacted.signature == "redacted_thinking:ZGF0YQ=="
+    assert (redacted.redacted, redacted.item_id, redacted.encrypted_content) == (False, None, None)
+    assert isinstance(reasoning, ThinkingContent) and reasoning.signature == '{"kind": "openai.responses.reasoning"}'
+    assert isinstance(call, ToolCall) and call.thought_signature is None
+
+
+def test_named_provider_fields_survive_a_json_round_trip() -> None:
+    message = AssistantMessage(
+        content=(
+            ThinkingContent(thinking="", signature="ZGF0YQ==", redacted=True),
+            ThinkingContent(thinking="t", item_id="rs_1", encrypted_content="ENC"),
+            ToolCall(id="c1", name="f", thought_signature="c2ln"),
+        )
+    )
+    assert AssistantMessage.model_validate_json(message.model_dump_json()) == message

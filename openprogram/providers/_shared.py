@@ -5,7 +5,8 @@ four cannot drift apart on it:
 
 - :class:`SDKProvider`: the ``Provider.stream`` skeleton (start event, the missing-model and
   cancelled-before-start errors, every failure turned into an ``error`` event) and the lazily
-  built SDK client.
+  built SDK client (each backend names its SDK's constructor in ``client_factory``).
+- :class:`Decoder`: the one shape of every backend's wire decoder (``feed``, ``finish``, ``whole``).
 - :class:`PerLoopClients`: one SDK client per event loop, for SDKs whose async HTTP pool is bound
   to the loop that first used it.
 - :class:`CancelRace`: races each network wait against the caller's cancel event.
@@ -165,6 +166,38 @@ def _discard(awaitable: Awaitable[Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Decoders
+# ---------------------------------------------------------------------------------------------
+
+
+class Decoder:
+    """Turns one reply's wire objects into builder events; one instance per reply.
+
+    Every backend's decoder has this shape, so the four read alike: :meth:`feed` takes one item of
+    a stream (an SSE event, a chunk, an event-stream frame), :meth:`finish` ends a stream that
+    ran out, and :meth:`whole` reads a reply that came in one piece (streaming off), finish
+    included. Block bookkeeping (wire indexes, closing what is open) is the builder's.
+    """
+
+    started = False
+    """Whether any wire item has been read: a transport failure before that is the request's."""
+    finished = False
+    """Whether the reply's done or error event has been produced."""
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+
+    def feed(self, item: Any) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+    def finish(self) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+    def whole(self, response: Any) -> list[AssistantMessageEvent]:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------------------------------------
 # The Provider.stream skeleton
 # ---------------------------------------------------------------------------------------------
 
@@ -183,6 +216,8 @@ class SDKProvider(Generic[_ClientT]):
     """
 
     name: ClassVar[str]
+    client_factory: ClassVar[Callable[..., Any]]
+    """The SDK's client constructor; :meth:`_build_client` calls it with ``client_kwargs``."""
     model_example: ClassVar[str | None] = None
     """A model name quoted in the "no model given" error, as a hint."""
 
@@ -204,8 +239,8 @@ class SDKProvider(Generic[_ClientT]):
 
     # -- what each backend defines ---------------------------------------------------------
     def _build_client(self) -> _ClientT:
-        """A new SDK client from ``client_kwargs``."""
-        raise NotImplementedError
+        """A new SDK client from ``client_kwargs`` (and the SDK's own environment variables)."""
+        return type(self).client_factory(**self._client_kwargs)
 
     def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
@@ -383,6 +418,7 @@ __all__ = [
     "END",
     "Aborted",
     "CancelRace",
+    "Decoder",
     "PerLoopClients",
     "ReplyError",
     "SDKProvider",

@@ -11,9 +11,8 @@ an ``error`` event: the loop must never have to catch a provider exception.
 from __future__ import annotations
 
 import inspect
-import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ from openprogram.providers._shared import (
     END,
     Aborted,
     CancelRace,
+    Decoder,
     ReplyError,
     SDKProvider,
     describe_exception,
@@ -49,14 +49,12 @@ from openprogram.types import (
 DEFAULT_MAX_TOKENS = 4096
 """Anthropic rejects a request without ``max_tokens``; this is the cap when nobody chose one."""
 
-REDACTED_THINKING_PREFIX = "redacted_thinking:"
-"""Marks a ``ThinkingContent.signature`` that holds a ``redacted_thinking`` block's opaque ``data``.
+_LEGACY_REDACTED_PREFIX = "redacted_thinking:"
+"""How histories saved before ``ThinkingContent.redacted`` existed marked a redacted block: the
+opaque ``data`` behind this prefix in ``signature``. Still read, so those histories re-send as
+they were; never written."""
 
-``ThinkingContent`` has no redacted flag, yet the encrypted block must be sent back verbatim on
-the next turn. Real signatures are base64 (no ``:``), so the prefix cannot collide with one.
-"""
-
-_STOP_REASONS: dict[str, str] = {
+STOP_REASONS: dict[str, str] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
@@ -95,21 +93,38 @@ class AnthropicProvider(SDKProvider[anthropic.AsyncAnthropic]):
     name: ClassVar[str] = "anthropic"
     model_example: ClassVar[str | None] = "claude-sonnet-4-5"
 
-    def _build_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(**self._client_kwargs)
+    client_factory: ClassVar[Callable[..., Any]] = anthropic.AsyncAnthropic
 
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client for the running event loop (the user's own client when one was given)."""
-        return self._client_for_running_loop()
-
-    def _reply(
+    async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
     ) -> AsyncIterator[AssistantMessageEvent]:
-        client = self.client()
+        client = self._client_for_running_loop()
         kwargs = _request_kwargs(client, request, model, request.max_tokens or self.max_tokens)
-        if self.streaming:
-            return _stream_events(client, kwargs, builder, race)
-        return _whole_message_events(client, kwargs, builder, race)
+        decoder = AnthropicDecoder(builder)
+        if not self.streaming:
+            for event in decoder.whole(await race.run(client.messages.create(**kwargs))):
+                yield event
+            return
+        sdk_stream = await race.run(client.messages.create(**kwargs, stream=True))
+        try:
+            iterator = sdk_stream.__aiter__()
+            while True:
+                try:
+                    item = await race.run(anext(iterator, END))
+                except (Aborted, anthropic.APIStatusError):
+                    raise
+                except Exception as exc:  # the SSE body broke off after the request succeeded
+                    status = getattr(getattr(sdk_stream, "response", None), "status_code", "?")
+                    raise ReplyError(f"stream interrupted after HTTP {status}: {describe_exception(exc)}") from exc
+                if item is END:
+                    break
+                for event in decoder.feed(item):
+                    yield event
+                race.raise_if_cancelled()
+            for event in decoder.finish():
+                yield event
+        finally:
+            await sdk_stream.close()
 
     def _describe(self, exc: Exception) -> str:
         return describe_error(exc)
@@ -237,9 +252,10 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
         elif isinstance(block, ThinkingContent):
             if not (block.signature and own_signatures):
                 continue  # unsigned thinking cannot be sent back
-            if block.signature.startswith(REDACTED_THINKING_PREFIX):
-                data = block.signature[len(REDACTED_THINKING_PREFIX) :]
-                blocks.append({"type": "redacted_thinking", "data": data})
+            if block.redacted:
+                blocks.append({"type": "redacted_thinking", "data": block.signature})
+            elif block.signature.startswith(_LEGACY_REDACTED_PREFIX):
+                blocks.append({"type": "redacted_thinking", "data": block.signature[len(_LEGACY_REDACTED_PREFIX) :]})
             else:
                 blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
         elif isinstance(block, ToolCall):
@@ -269,180 +285,113 @@ def _tool_id(tool_call_id: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-async def _stream_events(
-    client: anthropic.AsyncAnthropic,
-    kwargs: dict[str, Any],
-    builder: MessageBuilder,
-    race: CancelRace,
-) -> AsyncIterator[AssistantMessageEvent]:
-    sdk_stream = await race.run(client.messages.create(**kwargs, stream=True))
-    decoder = _StreamDecoder(builder)
-    try:
-        iterator = sdk_stream.__aiter__()
-        while True:
-            try:
-                event = await race.run(anext(iterator, END))
-            except (Aborted, anthropic.APIStatusError):
-                raise
-            except Exception as exc:  # the SSE body broke off after the request succeeded
-                status = getattr(getattr(sdk_stream, "response", None), "status_code", "?")
-                raise ReplyError(f"stream interrupted after HTTP {status}: {describe_exception(exc)}") from exc
-            if event is END:
-                break
-            for built in decoder.feed(event):
-                yield built
-            race.raise_if_cancelled()
-        yield decoder.finish()
-    finally:
-        await sdk_stream.close()
-
-
-async def _whole_message_events(
-    client: anthropic.AsyncAnthropic,
-    kwargs: dict[str, Any],
-    builder: MessageBuilder,
-    race: CancelRace,
-) -> AsyncIterator[AssistantMessageEvent]:
-    message = await race.run(client.messages.create(**kwargs))
-    for event in _message_events(builder, message):
-        yield event
-
-
-def _message_events(builder: MessageBuilder, message: Any) -> Iterator[AssistantMessageEvent]:
-    """The event sequence a stream of ``message`` would have produced."""
-    for block in message.content:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            index, event = builder.text_start()
-            yield event
-            if block.text:
-                yield builder.text_delta(index, block.text)
-            yield builder.text_end(index)
-        elif kind in ("thinking", "redacted_thinking"):
-            index, event = builder.thinking_start()
-            yield event
-            if kind == "thinking":
-                if block.thinking:
-                    yield builder.thinking_delta(index, block.thinking)
-                if block.signature:
-                    builder.thinking_signature(index, block.signature)
-            else:
-                builder.thinking_signature(index, REDACTED_THINKING_PREFIX + block.data)
-            yield builder.thinking_end(index)
-        elif kind == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
-            index, event = builder.toolcall_start(block.id, block.name)
-            yield event
-            yield builder.toolcall_delta(index, json.dumps(arguments))
-            yield builder.toolcall_end(index, arguments=arguments)
-        # server_tool_use and server tool results run on Anthropic's side: not the loop's calls
-    builder.usage = _usage(_usage_counts({}, message.usage))
-    yield _finish(builder, message.stop_reason, getattr(message, "stop_details", None))
-
-
-class _StreamDecoder:
-    """Maps Anthropic's SSE events onto builder calls, tracking its block index to ours."""
+class AnthropicDecoder(Decoder):
+    """Anthropic's SSE events (or one whole ``Message``) as builder calls; blocks go by their wire index."""
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
-        self.blocks: dict[int, tuple[str, int]] = {}  # wire index -> (kind, builder index)
+        super().__init__(builder)
         self.start_inputs: dict[int, dict[str, Any]] = {}
-        self.saw_json: set[int] = set()
         self.counts: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.stop_details: Any = None
         self.stopped = False
 
-    def feed(self, event: Any) -> Iterator[AssistantMessageEvent]:
+    def feed(self, event: Any) -> list[AssistantMessageEvent]:
         kind = getattr(event, "type", None)
         if kind == "message_start":
             self._count(getattr(event.message, "usage", None))
         elif kind == "content_block_start":
-            yield from self._block_start(event.index, event.content_block)
+            return self._block_start(event.index, event.content_block)
         elif kind == "content_block_delta":
-            yield from self._block_delta(event.index, event.delta)
+            return self._block_delta(event.index, event.delta)
         elif kind == "content_block_stop":
-            yield from self._block_stop(event.index)
+            inputs = self.start_inputs.pop(event.index, None)
+            index = self.builder.index_of(event.index)
+            if inputs is not None and index is not None and not self.builder.received_deltas(index):
+                return self.builder.close_wire(event.index, arguments=inputs)  # the start block held it all
+            return self.builder.close_wire(event.index)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self.stop_details = getattr(event.delta, "stop_details", None) or self.stop_details
             self._count(getattr(event, "usage", None))
         elif kind == "message_stop":
             self.stopped = True
+        return []
 
-    def finish(self) -> AssistantMessageEvent:
+    def finish(self) -> list[AssistantMessageEvent]:
         if not self.stopped:
             raise ReplyError("stream ended before message_stop: the response is incomplete")
-        return _finish(self.builder, self.stop_reason, self.stop_details)
+        return [self._finish()]
+
+    def whole(self, message: Any) -> list[AssistantMessageEvent]:
+        """The event sequence a stream of ``message`` would have produced."""
+        builder = self.builder
+        events: list[AssistantMessageEvent] = []
+        for block in message.content:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                events += builder.whole_text(block.text)
+            elif kind == "thinking":
+                events += builder.whole_thinking(block.thinking, block.signature)
+            elif kind == "redacted_thinking":
+                events += builder.whole_thinking("", block.data, redacted=True)
+            elif kind == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else {}
+                events += builder.whole_toolcall(block.id, block.name, arguments)
+            # server_tool_use and server tool results run on Anthropic's side: not the loop's calls
+        self._count(message.usage)
+        self.stop_reason, self.stop_details = message.stop_reason, getattr(message, "stop_details", None)
+        return [*events, self._finish()]
 
     def _count(self, usage: Any) -> None:
         self.counts = _usage_counts(self.counts, usage)
         self.builder.usage = _usage(self.counts)
 
-    def _block_start(self, wire: int, block: Any) -> Iterator[AssistantMessageEvent]:
+    def _block_start(self, wire: int, block: Any) -> list[AssistantMessageEvent]:
         kind = getattr(block, "type", None)
         builder = self.builder
         if kind == "text":
-            index, event = builder.text_start()
-            yield event
-            if block.text:
-                yield builder.text_delta(index, block.text)
-        elif kind == "thinking":
-            index, event = builder.thinking_start()
-            yield event
-            if block.thinking:
-                yield builder.thinking_delta(index, block.thinking)
+            index, event = builder.text_start(wire=wire)
+            return [event, builder.text_delta(index, block.text)] if block.text else [event]
+        if kind == "thinking":
+            index, event = builder.thinking_start(wire=wire)
+            events = [event, builder.thinking_delta(index, block.thinking)] if block.thinking else [event]
             if block.signature:
                 builder.thinking_signature(index, block.signature)
-        elif kind == "redacted_thinking":
-            index, event = builder.thinking_start()
-            yield event
-            builder.thinking_signature(index, REDACTED_THINKING_PREFIX + block.data)
-        elif kind == "tool_use":
-            index, event = builder.toolcall_start(block.id, block.name)
-            yield event
+            return events
+        if kind == "redacted_thinking":
+            index, event = builder.thinking_start(wire=wire)
+            builder.thinking_fields(index, signature=block.data, redacted=True)
+            return [event]
+        if kind == "tool_use":
+            _, event = builder.toolcall_start(block.id, block.name, wire=wire)
             self.start_inputs[wire] = block.input if isinstance(block.input, dict) else {}
-        else:
-            return  # server tools and their results: not the loop's to run
-        self.blocks[wire] = (kind, index)
+            return [event]
+        return []  # server tools and their results: not the loop's to run
 
-    def _block_delta(self, wire: int, delta: Any) -> Iterator[AssistantMessageEvent]:
-        if wire not in self.blocks:
-            return
-        index = self.blocks[wire][1]
+    def _block_delta(self, wire: int, delta: Any) -> list[AssistantMessageEvent]:
+        index = self.builder.index_of(wire)
+        if index is None:
+            return []
         kind = getattr(delta, "type", None)
         if kind == "text_delta" and delta.text:
-            yield self.builder.text_delta(index, delta.text)
-        elif kind == "thinking_delta" and delta.thinking:
-            yield self.builder.thinking_delta(index, delta.thinking)
-        elif kind == "signature_delta":
+            return [self.builder.text_delta(index, delta.text)]
+        if kind == "thinking_delta" and delta.thinking:
+            return [self.builder.thinking_delta(index, delta.thinking)]
+        if kind == "signature_delta":
             self.builder.thinking_signature(index, delta.signature)
         elif kind == "input_json_delta" and delta.partial_json:
-            self.saw_json.add(wire)
-            yield self.builder.toolcall_delta(index, delta.partial_json)
+            return [self.builder.toolcall_delta(index, delta.partial_json)]
+        return []
 
-    def _block_stop(self, wire: int) -> Iterator[AssistantMessageEvent]:
-        if wire not in self.blocks:
-            return
-        kind, index = self.blocks.pop(wire)
-        if kind == "text":
-            yield self.builder.text_end(index)
-        elif kind == "tool_use":
-            if wire in self.saw_json:
-                yield self.builder.toolcall_end(index)
-            else:  # no fragments (or only ""): the start block's input is the whole input
-                yield self.builder.toolcall_end(index, arguments=self.start_inputs.get(wire, {}))
-        else:
-            yield self.builder.thinking_end(index)
-
-
-def _finish(builder: MessageBuilder, stop_reason: str | None, stop_details: Any) -> AssistantMessageEvent:
-    mapped = _STOP_REASONS.get(stop_reason or "", "stop")
-    if mapped == "error":
-        explanation = getattr(stop_details, "explanation", None) or getattr(stop_details, "category", None)
-        detail = f": {explanation}" if explanation else ""
-        return builder.error("error", f"Anthropic stopped with stop_reason {stop_reason!r}{detail}")
-    return builder.done(mapped)  # type: ignore[arg-type]
+    def _finish(self) -> AssistantMessageEvent:
+        mapped = STOP_REASONS.get(self.stop_reason or "", "stop")
+        if mapped == "error":
+            details = self.stop_details
+            explanation = getattr(details, "explanation", None) or getattr(details, "category", None)
+            detail = f": {explanation}" if explanation else ""
+            return self.builder.error("error", f"Anthropic stopped with stop_reason {self.stop_reason!r}{detail}")
+        return self.builder.done(mapped)  # type: ignore[arg-type]
 
 
 def _usage_counts(counts: Mapping[str, int], usage: Any) -> dict[str, int]:
@@ -500,4 +449,12 @@ def _describe_status_error(exc: anthropic.APIStatusError) -> str:
     return http_error_text(status, error_type, message or exc.message, delay)
 
 
-__all__ = ["DEFAULT_MAX_TOKENS", "REDACTED_THINKING_PREFIX", "AnthropicProvider", "convert_messages", "convert_tools"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "STOP_REASONS",
+    "AnthropicDecoder",
+    "AnthropicProvider",
+    "convert_messages",
+    "convert_tools",
+    "describe_error",
+]

@@ -19,7 +19,7 @@ import contextlib
 import functools
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 try:
@@ -33,6 +33,7 @@ from openprogram.providers._shared import (
     END,
     Aborted,
     CancelRace,
+    Decoder,
     ReplyError,
     SDKProvider,
     describe_exception,
@@ -56,7 +57,7 @@ from openprogram.types import (
 
 _T = TypeVar("_T")
 
-_STOP_REASONS = {
+STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_use": "stop",  # the builder turns it into toolUse
@@ -67,6 +68,11 @@ _STOP_REASONS = {
 
 _EMPTY_RESULT = "(no output)"
 """Converse rejects empty text blocks; a tool result must still say something."""
+
+
+def _runtime_client(**kwargs: Any) -> Any:
+    """A ``bedrock-runtime`` client; ``boto3.client`` is looked up per call, as boto3 expects."""
+    return boto3.client("bedrock-runtime", **kwargs)
 
 
 class BedrockProvider(SDKProvider[Any]):
@@ -80,14 +86,13 @@ class BedrockProvider(SDKProvider[Any]):
 
     name: ClassVar[str] = "bedrock"
 
+    client_factory: ClassVar[Callable[..., Any]] = _runtime_client
+
     @property
     def client(self) -> Any:
         if self._client is None:
             self._client = self._build_client()
         return self._client
-
-    def _build_client(self) -> Any:
-        return boto3.client("bedrock-runtime", **self._client_kwargs)
 
     def _client_for_running_loop(self) -> Any:
         """Not one per loop: a boto3 client is thread-safe and bound to no event loop, so one serves all."""
@@ -101,7 +106,7 @@ class BedrockProvider(SDKProvider[Any]):
     ) -> AsyncIterator[AssistantMessageEvent]:
         kwargs = self._converse_kwargs(model, request)
         client = await asyncio.to_thread(self._client_for_running_loop)  # building one reads files
-        reader = _ReplyReader(builder)
+        decoder = BedrockDecoder(builder)
         if self.streaming:
             response = await _in_thread(
                 functools.partial(client.converse_stream, **kwargs), race, on_abandon=_close_stream_of
@@ -110,18 +115,21 @@ class BedrockProvider(SDKProvider[Any]):
             try:
                 events = iter(event_stream)
                 while (item := await _in_thread(functools.partial(next, events, END), race)) is not END:
-                    for event in reader.feed_stream_event(item):
+                    for event in decoder.feed(item):
                         yield event
             finally:
                 with contextlib.suppress(Exception):
                     event_stream.close()
+            race.raise_if_cancelled()
+            for event in decoder.finish():
+                yield event
         else:
             response = await _in_thread(functools.partial(client.converse, **kwargs), race)
-            for event in reader.feed_response(response):
+            *blocks, finish = decoder.whole(response)
+            for event in blocks:
                 yield event
-        race.raise_if_cancelled()
-        for event in reader.finish():
-            yield event
+            race.raise_if_cancelled()  # a consumer that cancelled on a block's event gets an abort
+            yield finish
 
     def _converse_kwargs(self, model: str, request: ModelRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"modelId": model}
@@ -129,8 +137,8 @@ class BedrockProvider(SDKProvider[Any]):
         if request.tools:
             choice = tool_choice.bedrock(request.tool_choice, request.parallel_tool_calls)
             if tool_choice.OMIT_TOOLS not in choice:
-                tool_config = {"tools": [to_bedrock_tool(spec) for spec in request.tools], **choice}
-        kwargs["messages"] = to_bedrock_messages(request.messages, tool_blocks=tool_config is not None)
+                tool_config = {"tools": convert_tools(request.tools), **choice}
+        kwargs["messages"] = convert_messages(request.messages, tool_blocks=tool_config is not None)
         if tool_config is not None:
             kwargs["toolConfig"] = tool_config
         if request.system_prompt:
@@ -150,14 +158,18 @@ class BedrockProvider(SDKProvider[Any]):
 # -- request conversion ---------------------------------------------------------------------------
 
 
-def to_bedrock_tool(spec: ToolSpec) -> dict[str, Any]:
-    tool: dict[str, Any] = {"name": spec.name, "inputSchema": {"json": spec.parameters}}
-    if spec.description:  # Converse rejects an empty description
-        tool["description"] = spec.description
-    return {"toolSpec": tool}
+def convert_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """ToolSpecs as Converse ``toolSpec`` entries (the JSON Schema goes in ``inputSchema.json``)."""
+    converted = []
+    for spec in tools:
+        tool: dict[str, Any] = {"name": spec.name, "inputSchema": {"json": spec.parameters}}
+        if spec.description:  # Converse rejects an empty description
+            tool["description"] = spec.description
+        converted.append({"toolSpec": tool})
+    return converted
 
 
-def to_bedrock_messages(messages: Sequence[Message], *, tool_blocks: bool = True) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], *, tool_blocks: bool = True) -> list[dict[str, Any]]:
     """Map the loop's history to Converse messages, merging neighbours of the same role.
 
     ``tool_blocks=False`` renders tool calls and results as text, for requests sent without a
@@ -221,34 +233,31 @@ def _assistant_blocks(message: AssistantMessage, *, tool_blocks: bool) -> list[d
 # -- response reading ------------------------------------------------------------------------------
 
 
-class _ReplyReader:
-    """Turns a Converse response, or the events of a Converse stream, into builder events.
+class BedrockDecoder(Decoder):
+    """A Converse stream's events (or one whole Converse response) as builder calls.
 
     The stream names blocks by ``contentBlockIndex``; text and reasoning blocks get no
     ``contentBlockStart``, so a block opens on its first delta.
     """
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self._builder = builder
-        self._blocks: dict[int, tuple[str, int]] = {}
-        self._stop_reason: str | None = None
+        super().__init__(builder)
+        self.stop_reason: str | None = None
 
-    # streaming
-    def feed_stream_event(self, event: Mapping[str, Any]) -> Iterator[AssistantMessageEvent]:
-        builder = self._builder
+    def feed(self, event: Mapping[str, Any]) -> list[AssistantMessageEvent]:
+        builder = self.builder
         if "contentBlockStart" in event:
             start = event["contentBlockStart"]
             tool = start.get("start", {}).get("toolUse")
             if tool is not None:
-                index, opened = builder.toolcall_start(tool.get("toolUseId", ""), tool.get("name", ""))
-                self._blocks[start.get("contentBlockIndex", 0)] = ("toolCall", index)
-                yield opened
+                wire = start.get("contentBlockIndex", 0)
+                return [builder.toolcall_start(tool.get("toolUseId", ""), tool.get("name", ""), wire=wire)[1]]
         elif "contentBlockDelta" in event:
-            yield from self._delta(event["contentBlockDelta"])
+            return self._delta(event["contentBlockDelta"])
         elif "contentBlockStop" in event:
-            yield from self._close(event["contentBlockStop"].get("contentBlockIndex", 0))
+            return builder.close_wire(event["contentBlockStop"].get("contentBlockIndex", 0))
         elif "messageStop" in event:
-            self._stop_reason = event["messageStop"].get("stopReason")
+            self.stop_reason = event["messageStop"].get("stopReason")
         elif "metadata" in event:
             usage = event["metadata"].get("usage")
             if usage:
@@ -258,103 +267,71 @@ class _ReplyReader:
                 if key.endswith("Exception"):  # an exception frame the SDK handed over instead of raising
                     message = value.get("message", value) if isinstance(value, Mapping) else value
                     raise ReplyError(f"Bedrock stream error {key}: {message}")
+        return []
 
-    def _delta(self, delta_event: Mapping[str, Any]) -> Iterator[AssistantMessageEvent]:
-        builder = self._builder
-        wire_index = delta_event.get("contentBlockIndex", 0)
+    def _delta(self, delta_event: Mapping[str, Any]) -> list[AssistantMessageEvent]:
+        builder = self.builder
+        wire = delta_event.get("contentBlockIndex", 0)
         delta = delta_event.get("delta", {})
+        events: list[AssistantMessageEvent] = []
         if "text" in delta:
-            index = yield from self._ensure_open(wire_index, "text")
+            index = self._open(wire, "text", events)
             if delta["text"]:
-                yield builder.text_delta(index, delta["text"])
+                events.append(builder.text_delta(index, delta["text"]))
         elif "toolUse" in delta:
-            if wire_index not in self._blocks:  # no contentBlockStart seen: keep the fragments anyway
-                index, opened = builder.toolcall_start("", "")
-                self._blocks[wire_index] = ("toolCall", index)
-                yield opened
-            kind, index = self._blocks[wire_index]
+            index = builder.index_of(wire)
+            if index is None:  # no contentBlockStart seen: keep the fragments anyway
+                index, opened = builder.toolcall_start("", "", wire=wire)
+                events.append(opened)
             fragment = delta["toolUse"].get("input", "")
-            if kind == "toolCall" and fragment:
-                yield builder.toolcall_delta(index, fragment)
+            if isinstance(builder.block(index), ToolCall) and fragment:
+                events.append(builder.toolcall_delta(index, fragment))
         elif "reasoningContent" in delta:
             reasoning = delta["reasoningContent"]
             if "text" in reasoning or "signature" in reasoning:
-                index = yield from self._ensure_open(wire_index, "thinking")
+                index = self._open(wire, "thinking", events)
                 if reasoning.get("text"):
-                    yield builder.thinking_delta(index, reasoning["text"])
+                    events.append(builder.thinking_delta(index, reasoning["text"]))
                 if reasoning.get("signature"):
                     builder.thinking_signature(index, reasoning["signature"])
+        return events
 
-    def _ensure_open(self, wire_index: int, kind: str) -> Iterator[AssistantMessageEvent]:
+    def _open(self, wire: int, kind: str, events: list[AssistantMessageEvent]) -> int:
         """The builder index of the wire block, opening it as ``kind`` on first sight."""
-        if wire_index in self._blocks:
-            return self._blocks[wire_index][1]
-        if kind == "text":
-            index, opened = self._builder.text_start()
-        else:
-            index, opened = self._builder.thinking_start()
-        self._blocks[wire_index] = (kind, index)
-        yield opened
+        index = self.builder.index_of(wire)
+        if index is None:
+            start = self.builder.text_start if kind == "text" else self.builder.thinking_start
+            index, opened = start(wire=wire)
+            events.append(opened)
         return index
 
-    def _close(self, wire_index: int) -> Iterator[AssistantMessageEvent]:
-        entry = self._blocks.pop(wire_index, None)
-        if entry is None:
-            return
-        kind, index = entry
-        if kind == "text":
-            yield self._builder.text_end(index)
-        elif kind == "thinking":
-            yield self._builder.thinking_end(index)
-        else:
-            yield self._builder.toolcall_end(index)
-
-    # non-streaming
-    def feed_response(self, response: Mapping[str, Any]) -> Iterator[AssistantMessageEvent]:
-        builder = self._builder
+    def whole(self, response: Mapping[str, Any]) -> list[AssistantMessageEvent]:
+        builder = self.builder
         if response.get("usage"):
             builder.usage = _usage(response["usage"])
-        self._stop_reason = response.get("stopReason")
-        content = response.get("output", {}).get("message", {}).get("content", [])
-        for block in content:
+        self.stop_reason = response.get("stopReason")
+        events: list[AssistantMessageEvent] = []
+        for block in response.get("output", {}).get("message", {}).get("content", []):
             if "text" in block:
-                index, opened = builder.text_start()
-                yield opened
-                if block["text"]:
-                    yield builder.text_delta(index, block["text"])
-                yield builder.text_end(index)
+                events += builder.whole_text(block["text"])
             elif "toolUse" in block:
                 tool = block["toolUse"]
-                arguments = tool.get("input")
-                index, opened = builder.toolcall_start(tool.get("toolUseId", ""), tool.get("name", ""))
-                yield opened
-                yield builder.toolcall_delta(index, json.dumps(arguments, ensure_ascii=False))
-                if isinstance(arguments, dict):
-                    yield builder.toolcall_end(index, arguments=arguments)
-                else:  # not an object: let the builder keep the text in raw_arguments
-                    yield builder.toolcall_end(index)
+                events += builder.whole_toolcall(tool.get("toolUseId", ""), tool.get("name", ""), tool.get("input"))
             elif "reasoningContent" in block:
                 reasoning = block["reasoningContent"].get("reasoningText")
-                if reasoning is None:
-                    continue  # redactedContent: opaque bytes a ThinkingContent cannot hold
-                index, opened = builder.thinking_start()
-                yield opened
-                if reasoning.get("text"):
-                    yield builder.thinking_delta(index, reasoning["text"])
-                if reasoning.get("signature"):
-                    builder.thinking_signature(index, reasoning["signature"])
-                yield builder.thinking_end(index)
+                if reasoning is not None:  # else redactedContent: opaque bytes a ThinkingContent cannot hold
+                    events += builder.whole_thinking(reasoning.get("text") or "", reasoning.get("signature"))
+        return [*events, *self.finish()]
 
     def finish(self) -> list[AssistantMessageEvent]:
-        builder = self._builder
-        if self._stop_reason is None and self._blocks:
+        builder = self.builder
+        reason = self.stop_reason
+        if reason is None and builder.open_indices:
             return [builder.error("error", "Bedrock stream ended before its blocks were complete (stream cut?)")]
-        closing = [event for wire_index in list(self._blocks) for event in self._close(wire_index)]
-        has_calls = any(isinstance(block, ToolCall) for block in builder.snapshot().content)
-        reason = self._stop_reason
-        if reason in _STOP_REASONS:
-            return [*closing, builder.done(_STOP_REASONS[reason])]  # type: ignore[arg-type]
-        if reason is None and has_calls:
+        closing = builder.close_all()
+        if reason in STOP_REASONS:
+            return [*closing, builder.done(STOP_REASONS[reason])]  # type: ignore[arg-type]
+        if reason is None and builder.has_tool_calls:
             return [*closing, builder.done("stop")]
         if reason is None:
             return [*closing, builder.error("error", "Bedrock reply ended without a stop reason (stream cut?)")]
@@ -463,4 +440,4 @@ def _consume(work: asyncio.Future[Any]) -> None:
         work.exception()
 
 
-__all__ = ["BedrockProvider", "describe_error", "to_bedrock_messages", "to_bedrock_tool"]
+__all__ = ["STOP_REASONS", "BedrockDecoder", "BedrockProvider", "convert_messages", "convert_tools", "describe_error"]

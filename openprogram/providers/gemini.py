@@ -8,10 +8,13 @@ than argument fragments.
 
 Signatures live in the message itself, not in a side table, so a history that was saved, replayed
 or handed to a new provider object still round-trips. A signed thought part keeps its signature in
-``ThinkingContent.signature``. A signed non-thought part (a function call or a text part) is
-preceded by a *signature carrier*: ``ThinkingContent(thinking="", signature=...)``; when the
-history is sent back, a carrier's signature goes onto the part that follows it (or onto an empty
-text part when nothing follows, which is what Gemini itself sends at the end of a stream).
+``ThinkingContent.signature``; a signed function call keeps it in ``ToolCall.thought_signature``.
+A signed text part (``TextContent`` has no signature field) is preceded by a *signature carrier*:
+``ThinkingContent(thinking="", signature=...)``; when the history is sent back, a carrier's
+signature goes onto the part that follows it (or onto an empty text part when nothing follows,
+which is what Gemini itself sends at the end of a stream). Histories saved before
+``ToolCall.thought_signature`` existed carry a function call's signature in a carrier too, and
+still send it back the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import base64
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 try:
@@ -36,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised by simulating the mis
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     CancelRace,
+    Decoder,
     SDKProvider,
     describe_exception,
     http_error_text,
@@ -59,7 +63,7 @@ from openprogram.types import (
 
 _T = TypeVar("_T")
 
-_STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 """Every other finish reason (safety, recitation, malformed or unexpected function call, ...) is an error."""
 
 
@@ -74,20 +78,17 @@ class GeminiProvider(SDKProvider[genai.Client]):
 
     name: ClassVar[str] = "gemini"
 
-    def _build_client(self) -> genai.Client:
-        return genai.Client(**self._client_kwargs)
+    client_factory: ClassVar[Callable[..., Any]] = genai.Client
 
     def _describe(self, exc: Exception) -> str:
-        if isinstance(exc, genai_errors.APIError):
-            return describe_api_error(exc)
-        return describe_exception(exc)  # transport failures, a cut stream, bad config
+        return describe_error(exc)
 
     async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
     ) -> AsyncIterator[AssistantMessageEvent]:
-        contents = to_gemini_contents(request.messages)
+        contents = convert_messages(request.messages)
         config = self._config(request)
-        reader = _ReplyReader(builder, id_prefix=_turn_hash(model, contents))
+        decoder = GeminiDecoder(builder, id_prefix=_turn_hash(model, contents))
         models = self._client_for_running_loop().aio.models
         if self.streaming:
             pump = _ChunkPump(
@@ -95,17 +96,20 @@ class GeminiProvider(SDKProvider[genai.Client]):
             )
             try:
                 while (chunk := await race.run(pump.next())) is not None:
-                    for event in reader.feed(chunk):
+                    for event in decoder.feed(chunk):
                         yield event
             finally:
                 await pump.close()
+            race.raise_if_cancelled()
+            for event in decoder.finish():
+                yield event
         else:
             response = await race.run(models.generate_content(model=model, contents=contents, config=config))
-            for event in reader.feed(response):
+            *blocks, finish = decoder.whole(response)
+            for event in blocks:
                 yield event
-        race.raise_if_cancelled()
-        for event in reader.finish():
-            yield event
+            race.raise_if_cancelled()  # a consumer that cancelled on a block's event gets an abort
+            yield finish
 
     def _config(self, request: ModelRequest) -> genai_types.GenerateContentConfig:
         fields: dict[str, Any] = {
@@ -119,7 +123,7 @@ class GeminiProvider(SDKProvider[genai.Client]):
         if request.temperature is not None:
             fields["temperature"] = request.temperature
         if request.tools:
-            fields["tools"] = [to_gemini_tool(request.tools)]
+            fields["tools"] = convert_tools(request.tools)
             choice = tool_choice.gemini(request.tool_choice, request.parallel_tool_calls)
             if choice:
                 fields["tool_config"] = choice
@@ -130,19 +134,18 @@ class GeminiProvider(SDKProvider[genai.Client]):
 # -- request conversion ---------------------------------------------------------------------------
 
 
-def to_gemini_tool(tools: Iterable[ToolSpec]) -> genai_types.Tool:
+def convert_tools(tools: Iterable[ToolSpec]) -> list[genai_types.Tool]:
     """Our JSON Schema goes through ``parameters_json_schema`` untouched: no lossy OpenAPI rewrite."""
-    return genai_types.Tool(
-        function_declarations=[
-            genai_types.FunctionDeclaration(
-                name=spec.name, description=spec.description or None, parameters_json_schema=spec.parameters
-            )
-            for spec in tools
-        ]
-    )
+    declarations = [
+        genai_types.FunctionDeclaration(
+            name=spec.name, description=spec.description or None, parameters_json_schema=spec.parameters
+        )
+        for spec in tools
+    ]
+    return [genai_types.Tool(function_declarations=declarations)]
 
 
-def to_gemini_contents(messages: Sequence[Message]) -> list[genai_types.Content]:
+def convert_messages(messages: Sequence[Message]) -> list[genai_types.Content]:
     """Map the loop's history to Gemini contents, merging neighbours of the same role.
 
     Gemini wants the function responses of one batch in a single user content; merging every
@@ -197,7 +200,8 @@ def _assistant_parts(message: AssistantMessage) -> list[genai_types.Part]:
                 carried = None
         elif isinstance(block, ToolCall):
             call = genai_types.FunctionCall(id=block.id, name=block.name, args=dict(block.arguments))
-            parts.append(genai_types.Part(function_call=call, thought_signature=carried))
+            signature = _decode_signature(block.thought_signature) if own else None
+            parts.append(genai_types.Part(function_call=call, thought_signature=signature or carried))
             carried = None
     if carried is not None:
         parts.append(genai_types.Part(text="", thought_signature=carried))
@@ -230,17 +234,17 @@ def _turn_hash(model: str, contents: list[genai_types.Content]) -> str:
 # -- response reading ------------------------------------------------------------------------------
 
 
-class _ReplyReader:
-    """Turns Gemini responses (one, or the chunks of a stream) into builder events.
+class GeminiDecoder(Decoder):
+    """Gemini responses (one, or the chunks of a stream) as builder calls.
 
     Streamed text parts are deltas and are joined into one block; a function call arrives whole,
     so it opens and closes a tool-call block at once.
     """
 
     def __init__(self, builder: MessageBuilder, *, id_prefix: str) -> None:
-        self._builder = builder
+        super().__init__(builder)
         self._id_prefix = id_prefix
-        self._open: tuple[str, int] | None = None
+        self._open: int | None = None  # the text or thinking block later parts extend
         self._open_signed = False
         self._calls = 0
         self._finish_reason: str | None = None
@@ -250,7 +254,7 @@ class _ReplyReader:
     def feed(self, response: genai_types.GenerateContentResponse) -> list[AssistantMessageEvent]:
         events: list[AssistantMessageEvent] = []
         if response.usage_metadata is not None:
-            self._builder.usage = _usage(response.usage_metadata)
+            self.builder.usage = _usage(response.usage_metadata)
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             self._block_reason = " ".join(
@@ -267,16 +271,18 @@ class _ReplyReader:
             self._finish_message = candidate.finish_message
         return events
 
+    def whole(self, response: genai_types.GenerateContentResponse) -> list[AssistantMessageEvent]:
+        return [*self.feed(response), *self.finish()]
+
     def finish(self) -> list[AssistantMessageEvent]:
-        events = list(self._close())
-        builder = self._builder
-        has_calls = any(isinstance(block, ToolCall) for block in builder.snapshot().content)
+        events = self._close()
+        builder = self.builder
         reason = self._finish_reason
         if self._block_reason is not None and not builder.has_content:
             events.append(builder.error("error", f"Gemini blocked the prompt: {self._block_reason}"))
-        elif reason in _STOP_REASONS:
-            events.append(builder.done(_STOP_REASONS[reason]))  # type: ignore[arg-type]
-        elif reason in (None, "FINISH_REASON_UNSPECIFIED") and has_calls:
+        elif reason in STOP_REASONS:
+            events.append(builder.done(STOP_REASONS[reason]))  # type: ignore[arg-type]
+        elif reason in (None, "FINISH_REASON_UNSPECIFIED") and builder.has_tool_calls:
             events.append(builder.done("stop"))
         elif reason in (None, "FINISH_REASON_UNSPECIFIED"):
             events.append(builder.error("error", "Gemini response ended without a finish reason"))
@@ -285,68 +291,47 @@ class _ReplyReader:
             events.append(builder.error("error", f"Gemini finished with {reason}{detail}"))
         return events
 
-    def _part(self, part: genai_types.Part) -> Iterator[AssistantMessageEvent]:
+    def _part(self, part: genai_types.Part) -> list[AssistantMessageEvent]:
+        builder = self.builder
         signature = _encode_signature(part.thought_signature)
+        events: list[AssistantMessageEvent] = []
         if part.function_call is not None:
-            yield from self._close()
-            if signature is not None:
-                yield from self._carrier(signature)
-            yield from self._function_call(part.function_call)
+            events += self._close()
+            call = part.function_call
+            call_id = call.id or f"call_{self._id_prefix}_{self._calls}"
+            self._calls += 1
+            arguments = dict(call.args or {})
+            events += builder.whole_toolcall(call_id, call.name or "", arguments, thought_signature=signature)
         elif part.text is not None and part.thought:
-            yield from self._thinking(part.text, signature)
+            if self._open_signed:
+                events += self._close()  # a signature closes its thought: never concatenate two of them
+            index = self._ensure_open(ThinkingContent, events)
+            if part.text:
+                events.append(builder.thinking_delta(index, part.text))
+            if signature is not None:
+                builder.thinking_signature(index, signature)
+                self._open_signed = True
         elif part.text is not None:
             if signature is not None:
-                yield from self._close()
-                yield from self._carrier(signature)
+                events += [*self._close(), *builder.whole_thinking("", signature)]  # the signature carrier
             if part.text:
-                index = yield from self._ensure_open("text")
-                yield self._builder.text_delta(index, part.text)
+                index = self._ensure_open(TextContent, events)
+                events.append(builder.text_delta(index, part.text))
+        return events
 
-    def _thinking(self, text: str, signature: str | None) -> Iterator[AssistantMessageEvent]:
-        if self._open is not None and self._open[0] == "thinking" and self._open_signed:
-            yield from self._close()  # a signature closes its thought: never concatenate two of them
-        index = yield from self._ensure_open("thinking")
-        if text:
-            yield self._builder.thinking_delta(index, text)
-        if signature is not None:
-            self._builder.thinking_signature(index, signature)
-            self._open_signed = True
+    def _ensure_open(self, kind: type, events: list[AssistantMessageEvent]) -> int:
+        """The open block if it is of ``kind``, else a new one (its start event goes to ``events``)."""
+        if self._open is not None and isinstance(self.builder.block(self._open), kind):
+            return self._open
+        events += self._close()
+        start = self.builder.text_start if kind is TextContent else self.builder.thinking_start
+        self._open, opened = start()
+        events.append(opened)
+        return self._open
 
-    def _function_call(self, call: genai_types.FunctionCall) -> Iterator[AssistantMessageEvent]:
-        call_id = call.id or f"call_{self._id_prefix}_{self._calls}"
-        self._calls += 1
-        arguments = dict(call.args or {})
-        index, event = self._builder.toolcall_start(call_id, call.name or "")
-        yield event
-        yield self._builder.toolcall_delta(index, json.dumps(arguments, ensure_ascii=False))
-        yield self._builder.toolcall_end(index, arguments=arguments)
-
-    def _carrier(self, signature: str) -> Iterator[AssistantMessageEvent]:
-        index, event = self._builder.thinking_start()
-        yield event
-        self._builder.thinking_signature(index, signature)
-        yield self._builder.thinking_end(index)
-
-    def _ensure_open(self, kind: str) -> Iterator[AssistantMessageEvent]:
-        """Open a block of ``kind`` unless one is open already; evaluates to its index."""
-        if self._open is not None and self._open[0] == kind:
-            return self._open[1]
-        yield from self._close()
-        if kind == "text":
-            index, event = self._builder.text_start()
-        else:
-            index, event = self._builder.thinking_start()
-        yield event
-        self._open = (kind, index)
-        return index
-
-    def _close(self) -> Iterator[AssistantMessageEvent]:
-        if self._open is None:
-            return
-        kind, index = self._open
-        self._open = None
-        self._open_signed = False
-        yield self._builder.text_end(index) if kind == "text" else self._builder.thinking_end(index)
+    def _close(self) -> list[AssistantMessageEvent]:
+        index, self._open, self._open_signed = self._open, None, False
+        return [] if index is None else self.builder.close(index)
 
 
 def _usage(meta: genai_types.GenerateContentResponseUsageMetadata) -> Usage:
@@ -364,8 +349,10 @@ def _enum_name(value: Any) -> str:
 # -- errors and cancellation ---------------------------------------------------------------------
 
 
-def describe_api_error(error: genai_errors.APIError) -> str:
+def describe_error(error: BaseException) -> str:
     """``HTTP <code> <STATUS>: <Gemini's message>``, plus the retry delay a 429 asks for."""
+    if not isinstance(error, genai_errors.APIError):
+        return describe_exception(error)  # transport failures, a cut stream, bad config
     return http_error_text(error.code, error.status or None, str(error.message or error.details), _retry_after(error))
 
 
@@ -417,4 +404,4 @@ class _ChunkPump:
         await asyncio.wait({self._task})
 
 
-__all__ = ["GeminiProvider", "describe_api_error", "to_gemini_contents", "to_gemini_tool"]
+__all__ = ["STOP_REASONS", "GeminiDecoder", "GeminiProvider", "convert_messages", "convert_tools", "describe_error"]

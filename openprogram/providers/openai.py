@@ -13,8 +13,8 @@ Choices a reader might wonder about:
   take arguments as a string), so the model sees what it actually wrote.
 - Assistant messages that ended in ``error`` / ``aborted`` are not sent back: their tool calls
   never got results, and OpenAI rejects a tool call without a result.
-- Responses reasoning items become ``ThinkingContent`` (summary text, possibly empty) whose
-  ``signature`` carries the item id and ``encrypted_content``; they are sent back only in front
+- Responses reasoning items become ``ThinkingContent`` (summary text, possibly empty) with the
+  item's ``item_id`` and ``encrypted_content``; they are sent back only in front
   of the tool calls they led to, the one place the API uses them (it discards reasoning from
   earlier turns itself).
 - Responses tools are sent with ``strict: false``: the API defaults to strict mode, which
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import httpx2
@@ -40,6 +40,7 @@ from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     END,
     CancelRace,
+    Decoder,
     ReplyError,
     SDKProvider,
     describe_exception,
@@ -53,6 +54,7 @@ from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AssistantMessage,
     AssistantMessageEvent,
+    Message,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -63,9 +65,9 @@ from openprogram.types import (
     UserMessage,
 )
 
-# Chat ``finish_reason`` → our stop reason. Unknown values (proxies invent their own) count as a
-# normal stop: the content already tells whether it was a tool call.
-CHAT_STOP_REASONS: dict[str, StopReason] = {
+# Chat ``finish_reason`` → our stop reason (Responses finishes by ``status``, read in its decoder).
+# Unknown values (proxies invent their own) count as a normal stop: the content tells whether it was a tool call.
+STOP_REASONS: dict[str, StopReason] = {
     "stop": "stop",
     "length": "length",
     "tool_calls": "stop",
@@ -106,73 +108,20 @@ def _call_arguments_text(call: ToolCall) -> str:
     return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
 
 
-class _Blocks:
-    """Open builder blocks by kind, so a finish can close each with the right ``*_end`` call."""
-
-    def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
-        self.kinds: dict[int, str] = {}
-        self.received: dict[int, bool] = {}
-
-    def open_text(self) -> tuple[int, AssistantMessageEvent]:
-        index, event = self.builder.text_start()
-        self.kinds[index] = "text"
-        return index, event
-
-    def open_thinking(self) -> tuple[int, AssistantMessageEvent]:
-        index, event = self.builder.thinking_start()
-        self.kinds[index] = "thinking"
-        return index, event
-
-    def open_call(self, id: str, name: str) -> tuple[int, AssistantMessageEvent]:
-        index, event = self.builder.toolcall_start(id, name)
-        self.kinds[index] = "call"
-        self.received[index] = False
-        return index, event
-
-    def call_delta(self, index: int, delta: str) -> AssistantMessageEvent:
-        self.received[index] = True
-        return self.builder.toolcall_delta(index, delta)
-
-    def close(self, index: int) -> list[AssistantMessageEvent]:
-        kind = self.kinds.pop(index, None)
-        if kind == "text":
-            return [self.builder.text_end(index)]
-        if kind == "thinking":
-            return [self.builder.thinking_end(index)]
-        if kind == "call":
-            call_id, _ = self.builder.tool_identity(index)
-            if not call_id:  # some proxies send no id; the loop needs one to pair the result
-                self.builder.toolcall_rename(index, id=f"call_{index}")
-            return [self.builder.toolcall_end(index)]
-        return []
-
-    def close_all(self) -> list[AssistantMessageEvent]:
-        events: list[AssistantMessageEvent] = []
-        for index in sorted(self.kinds):
-            events.extend(self.close(index))
-        return events
+def _close(builder: MessageBuilder, index: int | None = None) -> list[AssistantMessageEvent]:
+    """Close block ``index`` (None: every open block), first giving an id-less call the id
+    ``call_<index>``: some proxies send none, and the loop needs one to pair the result."""
+    indices = builder.open_indices if index is None else [index]
+    for open_index in indices:
+        block = builder.block(open_index)
+        if isinstance(block, ToolCall) and not block.id and open_index in builder.open_indices:
+            builder.toolcall_rename(open_index, id=f"call_{open_index}")
+    return builder.close_all() if index is None else builder.close(index)
 
 
 # ---------------------------------------------------------------------------------------------
 # The provider skeleton both APIs share
 # ---------------------------------------------------------------------------------------------
-
-
-class _Decoder:
-    """Turns one API's wire objects into builder events; one instance per reply."""
-
-    started = False
-    finished = False
-
-    def feed(self, item: Any) -> list[AssistantMessageEvent]:
-        raise NotImplementedError
-
-    def finish(self) -> list[AssistantMessageEvent]:
-        raise NotImplementedError
-
-    def whole(self, response: Any) -> list[AssistantMessageEvent]:
-        raise NotImplementedError
 
 
 class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
@@ -187,8 +136,7 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
     def client(self, client: AsyncOpenAI | None) -> None:
         self._client = client
 
-    def _build_client(self) -> AsyncOpenAI:
-        return AsyncOpenAI(**self._client_kwargs)
+    client_factory: ClassVar[Callable[..., Any]] = AsyncOpenAI
 
     # -- what each API defines ---------------------------------------------------------------
     max_tokens_field: ClassVar[str]
@@ -205,7 +153,7 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
     def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
         raise NotImplementedError
 
-    def _decoder(self, builder: MessageBuilder) -> _Decoder:
+    def _decoder(self, builder: MessageBuilder) -> Decoder:
         raise NotImplementedError
 
     # -- the request and the reply ----------------------------------------------------------
@@ -267,19 +215,20 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
 # ---------------------------------------------------------------------------------------------
 
 
-def chat_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+def convert_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """ToolSpecs as Chat Completions function tools."""
     return [
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in tools
     ]
 
 
-def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def convert_messages(messages: Sequence[Message], *, system_prompt: str = "") -> list[dict[str, Any]]:
     """Our history as Chat Completions messages (thinking is dropped: the API takes none back)."""
     out: list[dict[str, Any]] = []
-    if request.system_prompt:
-        out.append({"role": "system", "content": request.system_prompt})
-    for message in request.messages:
+    if system_prompt:
+        out.append({"role": "system", "content": system_prompt})
+    for message in messages:
         if isinstance(message, UserMessage):
             content: Any = (
                 message.content
@@ -308,56 +257,49 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return out
 
 
-def chat_usage(usage: Any) -> Usage:
+def convert_usage(usage: Any) -> Usage:
     cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None) or 0
     return usage_with_cached_prompt(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, usage.total_tokens)
 
 
-class _ChatDecoder(_Decoder):
+class OpenAIChatDecoder(Decoder):
+    """Chat chunks (or one whole completion) as builder calls: one text block, one thinking block,
+    and a call per tool-call ``index`` (wire names ``"text"``, ``"thinking"``, ``("call", index)``)."""
+
     def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
-        self.blocks = _Blocks(builder)
-        self._text: int | None = None
-        self._thinking: int | None = None
-        self._calls: dict[int, int] = {}
+        super().__init__(builder)
         self._refusal: list[str] = []
         self._finish_reason: str | None = None
 
-    def _text_delta(self, delta: str) -> list[AssistantMessageEvent]:
+    def _delta(self, kind: str, delta: str) -> list[AssistantMessageEvent]:
+        builder = self.builder
         events: list[AssistantMessageEvent] = []
-        if self._text is None:
-            self._text, event = self.blocks.open_text()
-            events.append(event)
-        events.append(self.builder.text_delta(self._text, delta))
-        return events
-
-    def _thinking_delta(self, delta: str) -> list[AssistantMessageEvent]:
-        events: list[AssistantMessageEvent] = []
-        if self._thinking is None:
-            self._thinking, event = self.blocks.open_thinking()
-            events.append(event)
-        events.append(self.builder.thinking_delta(self._thinking, delta))
-        return events
+        index = builder.index_of(kind)
+        if index is None:
+            index, opened = builder.text_start(wire=kind) if kind == "text" else builder.thinking_start(wire=kind)
+            events.append(opened)
+        add = builder.text_delta if kind == "text" else builder.thinking_delta
+        return [*events, add(index, delta)]
 
     def _call_delta(
         self, key: int, call_id: str | None, name: str | None, arguments: str | None
     ) -> list[AssistantMessageEvent]:
         """One tool-call fragment. The first non-empty id and name win: a proxy repeats them in every
         delta, and concatenating would turn ``"0"`` into ``"00"``."""
+        builder = self.builder
         events: list[AssistantMessageEvent] = []
-        index = self._calls.get(key)
+        index = builder.index_of(("call", key))
         if index is None:
-            index, event = self.blocks.open_call(call_id or "", name or "")
-            self._calls[key] = index
-            events.append(event)
+            index, opened = builder.toolcall_start(call_id or "", name or "", wire=("call", key))
+            events.append(opened)
         else:
-            known_id, known_name = self.builder.tool_identity(index)
+            known_id, known_name = builder.tool_identity(index)
             new_id = call_id if call_id and not known_id else None
             new_name = name if name and not known_name else None
             if new_id or new_name:
-                self.builder.toolcall_rename(index, id=new_id, name=new_name)
+                builder.toolcall_rename(index, id=new_id, name=new_name)
         if arguments:
-            events.append(self.blocks.call_delta(index, arguments))
+            events.append(builder.toolcall_delta(index, arguments))
         return events
 
     def _message_part(self, part: Any) -> list[AssistantMessageEvent]:
@@ -365,9 +307,9 @@ class _ChatDecoder(_Decoder):
         events: list[AssistantMessageEvent] = []
         reasoning = getattr(part, "reasoning_content", None) or getattr(part, "reasoning", None)
         if isinstance(reasoning, str) and reasoning:  # OpenAI-compatible servers (DeepSeek, OpenRouter)
-            events.extend(self._thinking_delta(reasoning))
+            events.extend(self._delta("thinking", reasoning))
         if part.content:
-            events.extend(self._text_delta(part.content))
+            events.extend(self._delta("text", part.content))
         if getattr(part, "refusal", None):
             self._refusal.append(part.refusal)
         for position, call in enumerate(part.tool_calls or []):
@@ -384,7 +326,7 @@ class _ChatDecoder(_Decoder):
         self.started = True
         events: list[AssistantMessageEvent] = []
         if getattr(chunk, "usage", None):
-            self.builder.usage = chat_usage(chunk.usage)
+            self.builder.usage = convert_usage(chunk.usage)
         for choice in chunk.choices or []:
             if choice.index != 0:
                 continue
@@ -396,13 +338,13 @@ class _ChatDecoder(_Decoder):
 
     def finish(self) -> list[AssistantMessageEvent]:
         self.finished = True
-        events = self.blocks.close_all()
+        events = _close(self.builder)
         reason = self._finish_reason
         if self._refusal and not self.builder.has_content:
             return [*events, self.builder.error("error", f"the model refused: {''.join(self._refusal)}")]
         if reason is None and not self.builder.has_content:
             return [*events, self.builder.error("error", "stream ended without a finish reason or any content")]
-        stop = CHAT_STOP_REASONS.get(reason or "stop", "stop")
+        stop = STOP_REASONS.get(reason or "stop", "stop")
         if stop == "error":
             return [*events, self.builder.error("error", f"OpenAI finished with finish_reason {reason!r}")]
         return [*events, self.builder.done(stop)]
@@ -410,7 +352,7 @@ class _ChatDecoder(_Decoder):
     def whole(self, completion: Any) -> list[AssistantMessageEvent]:
         self.started = True
         if getattr(completion, "usage", None):
-            self.builder.usage = chat_usage(completion.usage)
+            self.builder.usage = convert_usage(completion.usage)
         if not completion.choices:
             self.finished = True
             return [self.builder.error("error", "OpenAI returned no choices")]
@@ -426,60 +368,57 @@ class OpenAIChatProvider(_OpenAIProvider):
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
 
     def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
-        return {"messages": chat_messages(request)}
+        return {"messages": convert_messages(request.messages, system_prompt=request.system_prompt)}
 
     def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
         choice = tool_choice.openai_chat(request.tool_choice, request.parallel_tool_calls)
-        return {"tools": chat_tools(request.tools), **choice}
+        return {"tools": convert_tools(request.tools), **choice}
 
     def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if kwargs.get("stream"):
             kwargs = {**kwargs, "stream_options": {"include_usage": True}}
         return client.chat.completions.create(**kwargs)
 
-    def _decoder(self, builder: MessageBuilder) -> _Decoder:
-        return _ChatDecoder(builder)
+    def _decoder(self, builder: MessageBuilder) -> Decoder:
+        return OpenAIChatDecoder(builder)
 
 
 # ---------------------------------------------------------------------------------------------
 # Responses
 # ---------------------------------------------------------------------------------------------
 
-_REASONING_MARK = "openai.responses.reasoning"
-
-
-def _reasoning_signature(item: Any) -> str | None:
-    encrypted = getattr(item, "encrypted_content", None)
-    if not encrypted:
-        return None
-    return json.dumps({"kind": _REASONING_MARK, "id": item.id, "encrypted_content": encrypted})
+_LEGACY_REASONING_MARK = "openai.responses.reasoning"
+"""How histories saved before ``ThinkingContent.item_id`` existed kept a reasoning item: JSON
+``{"kind": <this>, "id", "encrypted_content"}`` in ``signature``. Still read; never written."""
 
 
 def _reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
-    """The reasoning item a thinking block came from, or None when it came from elsewhere."""
-    if not block.signature:
-        return None
-    try:
-        data = json.loads(block.signature)
-    except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("kind") != _REASONING_MARK:
+    """The reasoning item a thinking block came from, or None when it came from elsewhere (or has
+    no encrypted content, which the API needs to take the item back)."""
+    item_id, encrypted = block.item_id, block.encrypted_content
+    if not (item_id and encrypted) and block.signature:
+        with contextlib.suppress(ValueError):
+            data = json.loads(block.signature)
+            if isinstance(data, dict) and data.get("kind") == _LEGACY_REASONING_MARK:
+                item_id, encrypted = data.get("id"), data.get("encrypted_content")
+    if not (item_id and encrypted):
         return None
     summary = [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
-    return {"type": "reasoning", "id": data["id"], "encrypted_content": data["encrypted_content"], "summary": summary}
+    return {"type": "reasoning", "id": item_id, "encrypted_content": encrypted, "summary": summary}
 
 
-def responses_tools(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+def convert_responses_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """ToolSpecs as Responses function tools (``strict: false``: see the module notes)."""
     return [
         {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
         for t in tools
     ]
 
 
-def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
+def convert_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Our history as Responses input items; the system prompt goes to ``instructions`` instead."""
     items: list[dict[str, Any]] = []
-    for message in request.messages:
+    for message in messages:
         if isinstance(message, UserMessage):
             content: Any = (
                 message.content
@@ -515,19 +454,18 @@ def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
     return items
 
 
-def responses_usage(usage: Any) -> Usage:
+def convert_responses_usage(usage: Any) -> Usage:
     cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", None) or 0
     return usage_with_cached_prompt(usage.input_tokens or 0, usage.output_tokens or 0, cached, usage.total_tokens)
 
 
-class _ResponsesDecoder(_Decoder):
-    """Output items are addressed by ``output_index``; text parts by ``(output_index, content_index)``."""
+class OpenAIResponsesDecoder(Decoder):
+    """Responses stream events (or one whole response) as builder calls. Output items are wire
+    blocks named by ``output_index``; text parts by ``("text", output_index, content_index)``."""
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
-        self.blocks = _Blocks(builder)
-        self._items: dict[int, int] = {}
-        self._texts: dict[tuple[int, int], int] = {}
+        super().__init__(builder)
+        self._texts: set[tuple[str, int, int]] = set()
         self._summary_part: dict[int, int] = {}
         self._refusal: list[str] = []
         self._seen: set[int] = set()  # output positions that streamed at least one event
@@ -535,43 +473,42 @@ class _ResponsesDecoder(_Decoder):
     # -- items ------------------------------------------------------------------------------
     def _item_added(self, position: int, item: Any) -> list[AssistantMessageEvent]:
         if item.type == "function_call":
-            index, event = self.blocks.open_call(item.call_id or "", item.name or "")
-        elif item.type == "reasoning":
-            index, event = self.blocks.open_thinking()
-        else:
-            return []
-        self._items[position] = index
-        return [event]
+            return [self.builder.toolcall_start(item.call_id or "", item.name or "", wire=position)[1]]
+        if item.type == "reasoning":
+            return [self.builder.thinking_start(wire=position)[1]]
+        return []
 
     def _item_done(self, position: int, item: Any) -> list[AssistantMessageEvent]:
+        builder = self.builder
         events: list[AssistantMessageEvent] = []
         if item.type == "message":
-            opened = [key for key in self._texts if key[0] == position]
+            opened = sorted(key for key in self._texts if key[1] == position)
             if not opened:  # no deltas arrived (or not streamed): take the text from the item
                 for part_index, part in enumerate(item.content or []):
                     events.extend(self._content_part(position, part_index, part))
-            for key in sorted(key for key in self._texts if key[0] == position):
-                events.extend(self.blocks.close(self._texts[key]))
+                opened = sorted(key for key in self._texts if key[1] == position)
+            for key in opened:
+                events.extend(_close(builder, builder.index_of(key)))
             return events
         if item.type not in ("function_call", "reasoning"):
             return events  # hosted tools run on OpenAI's side: not ours to execute
-        if position not in self._items:
+        if builder.index_of(position) is None:
             events.extend(self._item_added(position, item))
-        index = self._items[position]
+        index = builder.index_of(position)
+        assert index is not None
         if item.type == "function_call":
-            self.builder.toolcall_rename(index, id=item.call_id or None, name=item.name or None)
-            if not self.blocks.received.get(index) and item.arguments:
-                events.append(self.blocks.call_delta(index, item.arguments))
+            builder.toolcall_rename(index, id=item.call_id or None, name=item.name or None)
+            if not builder.received_deltas(index) and item.arguments:
+                events.append(builder.toolcall_delta(index, item.arguments))
         else:
             if position not in self._summary_part:
                 texts = [part.text for part in (item.summary or []) if getattr(part, "text", None)]
                 texts += [part.text for part in (getattr(item, "content", None) or []) if getattr(part, "text", None)]
                 if texts:
-                    events.append(self.builder.thinking_delta(index, "\n\n".join(texts)))
-            signature = _reasoning_signature(item)
-            if signature:
-                self.builder.thinking_signature(index, signature)
-        events.extend(self.blocks.close(index))
+                    events.append(builder.thinking_delta(index, "\n\n".join(texts)))
+            encrypted = getattr(item, "encrypted_content", None) or None
+            builder.thinking_fields(index, item_id=getattr(item, "id", None) or None, encrypted_content=encrypted)
+        events.extend(_close(builder, index))
         return events
 
     def _content_part(self, position: int, part_index: int, part: Any) -> list[AssistantMessageEvent]:
@@ -583,21 +520,21 @@ class _ResponsesDecoder(_Decoder):
 
     def _text_delta(self, position: int, part_index: int, delta: str) -> list[AssistantMessageEvent]:
         events: list[AssistantMessageEvent] = []
-        index = self._texts.get((position, part_index))
+        key = ("text", position, part_index)
+        index = self.builder.index_of(key)
         if index is None:
-            index, event = self.blocks.open_text()
-            self._texts[(position, part_index)] = index
-            events.append(event)
+            index, opened = self.builder.text_start(wire=key)
+            self._texts.add(key)
+            events.append(opened)
         events.append(self.builder.text_delta(index, delta))
         return events
 
     def _thinking_delta(self, position: int, part: int, delta: str) -> list[AssistantMessageEvent]:
         events: list[AssistantMessageEvent] = []
-        index = self._items.get(position)
+        index = self.builder.index_of(position)
         if index is None:
-            index, event = self.blocks.open_thinking()
-            self._items[position] = index
-            events.append(event)
+            index, opened = self.builder.thinking_start(wire=position)
+            events.append(opened)
         previous = self._summary_part.get(position)
         if previous is not None and previous != part:
             events.append(self.builder.thinking_delta(index, "\n\n"))
@@ -619,12 +556,11 @@ class _ResponsesDecoder(_Decoder):
         if kind == "response.output_text.delta":
             return self._text_delta(event.output_index, event.content_index, event.delta)
         if kind == "response.function_call_arguments.delta":
-            index = self._items.get(event.output_index)
+            index = self.builder.index_of(event.output_index)
             if index is None:
-                index, start = self.blocks.open_call("", "")
-                self._items[event.output_index] = index
-                return [start, self.blocks.call_delta(index, event.delta)]
-            return [self.blocks.call_delta(index, event.delta)]
+                index, start = self.builder.toolcall_start("", "", wire=event.output_index)
+                return [start, self.builder.toolcall_delta(index, event.delta)]
+            return [self.builder.toolcall_delta(index, event.delta)]
         if kind == "response.reasoning_summary_text.delta":
             return self._thinking_delta(event.output_index, event.summary_index, event.delta)
         if kind == "response.reasoning_text.delta":
@@ -637,13 +573,12 @@ class _ResponsesDecoder(_Decoder):
         if kind == "error":
             self.finished = True
             label = f"stream error {event.code}" if event.code else "stream error"
-            return [*self.blocks.close_all(), self.builder.error("error", f"{label}: {event.message}")]
+            return [*_close(self.builder), self.builder.error("error", f"{label}: {event.message}")]
         return []
 
     def finish(self) -> list[AssistantMessageEvent]:
         self.finished = True
-        events = self.blocks.close_all()
-        return [*events, self.builder.error("error", "stream ended before response.completed")]
+        return [*_close(self.builder), self.builder.error("error", "stream ended before response.completed")]
 
     def whole(self, response: Any) -> list[AssistantMessageEvent]:
         self.started = True
@@ -658,9 +593,9 @@ class _ResponsesDecoder(_Decoder):
             if position not in self._seen:
                 events.extend(self._item_added(position, item))
                 events.extend(self._item_done(position, item))
-        events.extend(self.blocks.close_all())
+        events.extend(_close(self.builder))
         if getattr(response, "usage", None):
-            self.builder.usage = responses_usage(response.usage)
+            self.builder.usage = convert_responses_usage(response.usage)
         status = response.status
         if status == "failed":
             error = getattr(response, "error", None)
@@ -685,28 +620,31 @@ class OpenAIResponsesProvider(_OpenAIProvider):
     max_tokens_field: ClassVar[str] = "max_output_tokens"
 
     def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
-        fields: dict[str, Any] = {"input": responses_input(request)}
+        fields: dict[str, Any] = {"input": convert_responses_input(request.messages)}
         if request.system_prompt:  # Responses takes the system prompt apart from the input
             fields["instructions"] = request.system_prompt
         return fields
 
     def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
         choice = tool_choice.openai_responses(request.tool_choice, request.parallel_tool_calls)
-        return {"tools": responses_tools(request.tools), **choice}
+        return {"tools": convert_responses_tools(request.tools), **choice}
 
     def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
         return client.responses.create(**kwargs)
 
-    def _decoder(self, builder: MessageBuilder) -> _Decoder:
-        return _ResponsesDecoder(builder)
+    def _decoder(self, builder: MessageBuilder) -> Decoder:
+        return OpenAIResponsesDecoder(builder)
 
 
 __all__ = [
     "OpenAIChatProvider",
     "OpenAIResponsesProvider",
-    "chat_messages",
-    "chat_tools",
+    "STOP_REASONS",
+    "OpenAIChatDecoder",
+    "OpenAIResponsesDecoder",
+    "convert_messages",
+    "convert_responses_input",
+    "convert_responses_tools",
+    "convert_tools",
     "describe_error",
-    "responses_input",
-    "responses_tools",
 ]

@@ -10,15 +10,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import importlib
-import json
 import sys
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from google import genai
-from google.genai import types as genai_types
 
 try:  # google-genai talks through httpx2 when installed, httpx otherwise
     import httpx2 as httpx
@@ -35,122 +31,21 @@ from openprogram.types import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
-    ToolSpec,
     UserMessage,
 )
-
-MODEL = "gemini-test"
-WEATHER = ToolSpec(
-    name="get_weather",
-    description="Current weather for a city",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+from tests.providers.fakes.gemini import (
+    MODEL,
+    SIGNATURE,
+    SIGNATURE_B64,
+    WEATHER,
+    FakeGemini,
+    ask,
+    call,
+    error_body,
+    final,
+    reply,
+    run,
 )
-SIGNATURE = b"\x12\x34signed-by-gemini\xff"
-SIGNATURE_B64 = base64.b64encode(SIGNATURE).decode()
-
-
-# -- wire helpers -------------------------------------------------------------------------------
-
-
-def reply(*parts: dict[str, Any], finish: str | None = "STOP", usage: dict[str, int] | None = None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
-    if finish is not None:
-        candidate["finishReason"] = finish
-    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": MODEL}
-    if usage is not None:
-        body["usageMetadata"] = usage
-    return body
-
-
-def call(name: str, args: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"functionCall": {"name": name, "args": args, **extra.pop("call", {})}, **extra}
-
-
-def sse(*chunks: dict[str, Any]) -> bytes:
-    """Gemini's SSE: ``data:`` lines separated by CRLF CRLF."""
-    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in chunks)
-
-
-def error_body(code: int, status: str, message: str, details: list[Any] | None = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "status": status, "message": message}
-    if details is not None:
-        error["details"] = details
-    return {"error": error}
-
-
-class Body(httpx.AsyncByteStream):
-    """A streamed response body that can stall, break mid-way, and reports whether it was closed."""
-
-    def __init__(self, chunks: list[bytes], *, then: BaseException | None = None, stall: bool = False) -> None:
-        self.chunks = chunks
-        self.then = then
-        self.stall = stall
-        self.closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks:
-            yield chunk
-        if self.stall:
-            await asyncio.sleep(3600)
-        if self.then is not None:
-            raise self.then
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
-class FakeGemini:
-    """An in-memory Gemini endpoint: queued responses out, recorded request bodies in."""
-
-    def __init__(self) -> None:
-        self.responses: list[httpx.Response] = []
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-
-    def json(self, body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> FakeGemini:
-        self.responses.append(httpx.Response(status, json=body, headers=headers))
-        return self
-
-    def stream(self, *chunks: dict[str, Any], then: BaseException | None = None, stall: bool = False) -> Body:
-        body = Body([sse(*chunks)], then=then, stall=stall)
-        self.responses.append(httpx.Response(200, stream=body, headers={"content-type": "text/event-stream"}))
-        return body
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append((request.url.path, json.loads(request.content)))
-        if not self.responses:
-            raise AssertionError("unexpected request")
-        return self.responses.pop(0)
-
-    def client(self) -> genai.Client:
-        transport = httpx.MockTransport(self.handle)
-        return genai.Client(
-            api_key="fake",
-            http_options=genai_types.HttpOptions(
-                api_version="v1beta", httpx_async_client=httpx.AsyncClient(transport=transport)
-            ),
-        )
-
-    @property
-    def body(self) -> dict[str, Any]:
-        return self.requests[-1][1]
-
-
-def run(provider: GeminiProvider, request: ModelRequest, cancel_event: asyncio.Event | None = None) -> list[Any]:
-    async def collect() -> list[Any]:
-        return [event async for event in provider.stream(request, cancel_event)]
-
-    return asyncio.run(collect())
-
-
-def final(events: list[Any]) -> AssistantMessage:
-    last = events[-1]
-    assert last.type in ("done", "error")
-    return last.message if last.type == "done" else last.error
-
-
-def ask(text: str = "Weather in Paris?", **fields: Any) -> ModelRequest:
-    return ModelRequest(model=MODEL, messages=(UserMessage(content=text),), **fields)
-
 
 # -- what we send -------------------------------------------------------------------------------
 
@@ -347,10 +242,10 @@ def test_thoughts_and_signatures_survive_a_round_trip() -> None:
 
     message = final(run(provider, ask(tools=(WEATHER,))))
 
-    thinking, carrier, tool_call = message.content
+    thinking, tool_call = message.content
     assert thinking == ThinkingContent(thinking="Let me think about Paris.", signature="dGhvdWdodA==")
-    assert carrier == ThinkingContent(thinking="", signature=SIGNATURE_B64)
     assert isinstance(tool_call, ToolCall) and tool_call.arguments == {"city": "Paris"}
+    assert tool_call.thought_signature == SIGNATURE_B64  # on the call itself, no carrier block
     assert message.text == ""
 
     result = ToolResultMessage(tool_call_id=tool_call.id, tool_name="get_weather", content="18C")
@@ -548,7 +443,7 @@ def test_a_lazily_built_client_is_kept_per_event_loop(monkeypatch: pytest.Monkey
         def __init__(self, **kwargs: Any) -> None:
             built.append(kwargs)
 
-    monkeypatch.setattr(genai, "Client", RecordingClient)
+    monkeypatch.setattr(GeminiProvider, "client_factory", RecordingClient)
     provider = GeminiProvider(api_key="from-kwargs")
 
     async def twice() -> tuple[Any, Any]:
