@@ -1,0 +1,1 @@
+"""A loopback server that speaks each provider's wire format from a script (see wire.py)."""
