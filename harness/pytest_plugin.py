@@ -157,9 +157,10 @@ _PROFILE_STATE = pytest.StashKey[dict[str, Any]]()
 def _harness_collector(request: pytest.FixtureRequest) -> Iterator[RunCollector]:
     from harness.invariants import check_all
     from harness.trace import RunCollector
+    from openprogram import runtime
     from openprogram.agent.events import observe_runs
 
-    collector = RunCollector(checker=check_all)
+    collector = RunCollector(checker=check_all, bound_provider=runtime.current_provider)
     request.node.stash[_COLLECTOR] = collector
     with observe_runs(collector.on_event):
         yield collector

@@ -536,10 +536,17 @@ class RunCollector:
     event in arrival order. Requests come from the providers being watched: the ``scripted``
     fixture's, the one bound by ``runtime.use`` when a run calls it, and any passed to ``watch``.
     ``checker`` is what ``check()`` runs on each trace (the plugin passes the invariants; this
-    module cannot import them, since they read traces through it).
+    module cannot import them, since they read traces through it). ``bound_provider`` returns the
+    provider a run would use right now (the plugin passes ``runtime.current_provider``): the trace
+    layer sits below the runtime and the oracle reads traces, so it must not import the loop.
     """
 
-    def __init__(self, checker: Callable[[Trace], None] | None = None) -> None:
+    def __init__(
+        self,
+        checker: Callable[[Trace], None] | None = None,
+        bound_provider: Callable[[], Any] | None = None,
+    ) -> None:
+        self._bound_provider = bound_provider
         self._records: list[_Record] = []
         self.events: list[Any] = []
         self._watched: list[tuple[Any, list[int]]] = []
@@ -583,9 +590,7 @@ class RunCollector:
                     record.ended = True
 
     def _collect_requests(self, record: _Record) -> None:
-        from openprogram import runtime  # only a collecting test needs the runtime's binding
-
-        bound = runtime.current_provider()
+        bound = self._bound_provider() if self._bound_provider is not None else None
         if bound is not None and isinstance(getattr(bound, "requests", None), (list, tuple)):
             if not any(p is bound for p, _ in self._watched):
                 self._watched.append((bound, [max(0, len(bound.requests) - 1)]))
