@@ -34,6 +34,8 @@ from openprogram.types import (
     parse_tool_arguments,
 )
 
+__all__ = ["MessageBuilder"]
+
 
 class MessageBuilder:
     """Mutable scratch space for one streaming reply; every method returns the event to yield.
