@@ -2,7 +2,7 @@
 
 Each property runs the real loop. A failure is shrunk by Hypothesis to a minimal scenario, saved
 under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
-``tests/test_regressions.py`` from then on. The example budget comes from the Hypothesis profile:
+``tests/harness/test_regressions.py`` from then on. The example budget comes from the Hypothesis profile:
 ``--harness-profile harness-ci`` in CI, ``--harness-profile harness-deep`` for a long campaign.
 """
 

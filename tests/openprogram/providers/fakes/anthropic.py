@@ -22,7 +22,7 @@ from openprogram.types import (
     ToolSpec,
     UserMessage,
 )
-from tests.providers.fakes.common import collect, final
+from tests.openprogram.providers.fakes.common import collect, final
 
 MODEL = "claude-test-1"
 WEATHER = ToolSpec(

@@ -20,7 +20,7 @@ from openprogram.types import (
     ToolSpec,
     UserMessage,
 )
-from tests.providers.fakes.common import collect, final
+from tests.openprogram.providers.fakes.common import collect, final
 
 BASE_URL = "https://api.openai.com/v1"
 MODEL = "gpt-test"

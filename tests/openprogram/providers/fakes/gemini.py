@@ -23,8 +23,8 @@ from openprogram.types import (
     ToolSpec,
     UserMessage,
 )
-from tests.providers.fakes.common import collect as run
-from tests.providers.fakes.common import final
+from tests.openprogram.providers.fakes.common import collect as run
+from tests.openprogram.providers.fakes.common import final
 
 MODEL = "gemini-test"
 WEATHER = ToolSpec(

@@ -29,7 +29,7 @@ from openprogram.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.providers.fakes.bedrock import (
+from tests.openprogram.providers.fakes.bedrock import (
     CLOCK,
     MESSAGE_START,
     MODEL,

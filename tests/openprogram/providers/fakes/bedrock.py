@@ -21,8 +21,8 @@ from openprogram.types import (
     ToolSpec,
     UserMessage,
 )
-from tests.providers.fakes.common import collect as run
-from tests.providers.fakes.common import final
+from tests.openprogram.providers.fakes.common import collect as run
+from tests.openprogram.providers.fakes.common import final
 
 MODEL = "us.anthropic.claude-test-v1:0"
 WEATHER = ToolSpec(

@@ -13,7 +13,7 @@ from harness import ScriptedProvider, turn
 from openprogram import ExecError, agentic_function, function, registry, runtime
 from openprogram.functions import Registry
 from openprogram.types import UserMessage
-from tests.test_loop_support import Clock, make_tool
+from tests.openprogram.support import Clock, make_tool
 
 
 @pytest.fixture

@@ -274,7 +274,7 @@ def shout(text: str) -> str:
 
 
 def test_real_tools_run_the_users_code_and_save_as_an_import_path() -> None:
-    tool = ToolDef.from_tool(shout, python="tests.test_scenario:shout")
+    tool = ToolDef.from_tool(shout, python="tests.harness.test_scenario:shout")
     scenario = Scenario(
         prompts=("hi",),
         tools=(tool,),
@@ -284,7 +284,7 @@ def test_real_tools_run_the_users_code_and_save_as_an_import_path() -> None:
     assert [r.text for r in trace.tool_results] == ["HEY"]
     assert check(scenario).ok
     reloaded = Scenario.from_yaml(scenario.to_yaml())
-    assert reloaded.tools[0].python == "tests.test_scenario:shout"
+    assert reloaded.tools[0].python == "tests.harness.test_scenario:shout"
     assert [r.text for r in run(reloaded).tool_results] == ["HEY"]
 
 
@@ -477,7 +477,7 @@ def test_a_loop_that_never_ends_its_stream_is_recorded_as_a_hang() -> None:
 # The format as a JSON Schema, and the saved files
 # ---------------------------------------------------------------------------------------------
 
-SAVED = sorted((Path(__file__).resolve().parent.parent / "cassettes" / "scenarios").glob("*.yaml"))
+SAVED = sorted((Path(__file__).resolve().parents[2] / "cassettes" / "scenarios").glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -570,7 +570,7 @@ def test_the_sugared_forms_are_what_is_written() -> None:
 
 
 def test_the_documented_example_and_short_forms_hold() -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
     example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert example.startswith("# yaml-language-server: $schema=")
     assert check(Scenario.from_yaml(example)).ok

@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness import ScriptedProvider, turn
 from openprogram.agent import SKIPPED_TEXT
 from openprogram.types import ToolResultMessage, UserMessage
-from tests.test_loop_support import PROMPT, SHORT_TEXT, Ledger, Queue, call_reply, make_tool, run_agent, tool_run
+from tests.openprogram.support import PROMPT, SHORT_TEXT, Ledger, Queue, call_reply, make_tool, run_agent, tool_run
 
 STEER = ["message_start:user", "message_end:user"]
 

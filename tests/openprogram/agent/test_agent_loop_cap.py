@@ -8,7 +8,7 @@ from harness import ScriptedProvider, turn
 from openprogram import runtime
 from openprogram.agent import MAX_INNER_ITERATIONS, effective_max_iterations
 from openprogram.types import ToolResultMessage
-from tests.test_loop_support import PROMPT, SHORT_TEXT, Ledger, Queue, call_reply, make_tool, run_agent, tool_run
+from tests.openprogram.support import PROMPT, SHORT_TEXT, Ledger, Queue, call_reply, make_tool, run_agent, tool_run
 
 CLAMPS = [(None, 50), (0, 1), (-3, 1), (1, 1), (7, 7), (50, 50), (51, 50), (10**6, 50)]
 

@@ -33,7 +33,7 @@ from openprogram.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.providers.fakes.gemini import (
+from tests.openprogram.providers.fakes.gemini import (
     MODEL,
     SIGNATURE,
     SIGNATURE_B64,

@@ -20,7 +20,7 @@ from openprogram.types import (
     Usage,
     UserMessage,
 )
-from tests.test_loop_support import make_tool, run_agent
+from tests.openprogram.support import make_tool, run_agent
 
 
 def stream_all(provider: ScriptedProvider, request: ModelRequest | None = None, cancel: Any = None) -> list[Any]:

@@ -29,7 +29,7 @@ from openprogram.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.providers.fakes.anthropic import (
+from tests.openprogram.providers.fakes.anthropic import (
     CLOCK,
     MODEL,
     WEATHER,

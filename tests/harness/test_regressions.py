@@ -26,7 +26,7 @@ from harness.regressions import (
 from harness.runner import run
 from harness.scenario import Call, ModelTurn, Scenario, ScenarioError
 
-REPO_SCENARIOS = Path(__file__).resolve().parent.parent / "cassettes" / "scenarios"
+REPO_SCENARIOS = Path(__file__).resolve().parents[2] / "cassettes" / "scenarios"
 RULES = [
     "unknown-tool",
     "invalid-arguments",

@@ -20,7 +20,7 @@ from openprogram.agent import (
 from openprogram.providers.builder import MessageBuilder
 from openprogram.tools import AgentTool, AgentToolResult, as_agent_tool
 from openprogram.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
-from tests.test_loop_support import (
+from tests.openprogram.support import (
     PROMPT,
     SHORT_TEXT,
     Clock,

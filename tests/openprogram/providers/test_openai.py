@@ -2,7 +2,7 @@
 
 Every test drives the real ``openai`` SDK through an ``httpx2.MockTransport``, so request bodies
 are the bytes the SDK would put on the network and replies go through the SDK's own parsing. The
-recorded real traffic is covered by the shared cassette test (``tests/providers/test_cassettes.py``).
+recorded real traffic is covered by the shared cassette test (``tests/harness/test_conformance_cassettes.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from openprogram.types import (
     Usage,
     UserMessage,
 )
-from tests.providers.fakes.openai import (
+from tests.openprogram.providers.fakes.openai import (
     BASE_URL,
     MODEL,
     TOOL_ROUND,
