@@ -27,6 +27,8 @@ class Function:
     """A decorated function: callable as itself, and a tool through ``.spec`` / ``.execute``."""
 
     kind = "function"
+    default_thread = False
+    """Sync bodies run inline on the loop thread: cheap, and deterministic for tests."""
 
     def __init__(
         self,
@@ -36,7 +38,7 @@ class Function:
         description: str | None = None,
         source: str | None = None,
         toolset: str | Iterable[str] | None = None,
-        thread: bool = False,
+        thread: bool | None = None,
         localns: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(fn):
@@ -48,7 +50,7 @@ class Function:
         self.description = description if description is not None else doc_description
         self.source = source or getattr(fn, "__module__", None) or ""
         self.toolsets = frozenset([toolset] if isinstance(toolset, str) else (toolset or ()))
-        self.thread = thread
+        self.thread = self.default_thread if thread is None else thread
         self._localns = localns
         self._model: type[BaseModel] | None = None
         self._tool: AgentTool | None = None
@@ -96,6 +98,10 @@ class AgenticFunction(Function):
     """A function whose body asks a model (``runtime.exec``); as a tool it opens a nested loop."""
 
     kind = "agentic_function"
+    default_thread = True
+    """A sync body runs on a thread of its own: its ``runtime.exec`` blocks that thread while the
+    nested run goes on in the outer run's own event loop, with the outer provider's SDK client
+    (an async client is bound to the loop that made it, so a second loop could not use it)."""
 
 
 class Registry:
@@ -169,7 +175,7 @@ def _decorator(cls: type[Function]) -> Callable[..., Any]:
         description: str | None = None,
         source: str | None = None,
         toolset: str | Iterable[str] | None = None,
-        thread: bool = False,
+        thread: bool | None = None,
         register: bool = True,
     ) -> Any:
         localns = _caller_locals()

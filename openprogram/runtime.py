@@ -12,15 +12,18 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageSource, agent_loop
+from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageSource, agent_loop, inherited
 from openprogram.agent.events import AgentEvent, EndReason
 from openprogram.functions import matches, registry
 from openprogram.providers import Provider, ToolChoice
 from openprogram.providers import tool_choice as tool_choice_table
+from openprogram.providers._shared import close_loop_clients
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram.types import AssistantMessage, Message, UserMessage
 
@@ -31,27 +34,17 @@ __all__ = [
     "aexec_result",
     "current_provider",
     "exec",
+    "exec_result",
     "inherit_tools",
     "resolve_tools",
     "use",
 ]
 
+_T = TypeVar("_T")
 
-@dataclass(frozen=True)
-class _Binding:
-    provider: Provider
-    model: str | None
-
-
-_current_provider: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar("_current_provider", default=None)
-_current_tools: contextvars.ContextVar[tuple[AgentTool, ...] | None] = contextvars.ContextVar(
-    "_current_tools", default=None
-)
-# A nested exec stamps its messages with the outer run's clock, so a scenario with an injected
-# clock stays byte-for-byte reproducible all the way down.
-_current_clock: contextvars.ContextVar[Callable[[], int] | None] = contextvars.ContextVar(
-    "_current_clock", default=None
-)
+# What a nested exec inherits (the outer run's provider object, model, menu, clock and cancel
+# event) lives in one context variable that agent_loop sets for its own task, so it carries over
+# however the outer run was started; use() and inherit_tools() set the same variable.
 
 
 class ExecError(RuntimeError):
@@ -80,11 +73,11 @@ def use(provider: Provider, model: str | None = None) -> Iterator[Provider]:
         raise TypeError(
             f"runtime.use needs a provider with a stream(request, cancel_event) method, got {provider!r:.80}"
         )
-    token = _current_provider.set(_Binding(provider, model))
+    token = inherited.set(replace(inherited.get(), provider=provider, model=model))
     try:
         yield provider
     finally:
-        _current_provider.reset(token)
+        inherited.reset(token)
 
 
 @contextlib.contextmanager
@@ -96,16 +89,15 @@ def inherit_tools(tools: Iterable[Any]) -> Iterator[tuple[AgentTool, ...]]:
     runs that same menu. Entries are anything ``tools=`` takes.
     """
     menu = tuple(as_agent_tool(entry) for entry in tools)
-    token = _current_tools.set(menu)
+    token = inherited.set(replace(inherited.get(), tools=menu))
     try:
         yield menu
     finally:
-        _current_tools.reset(token)
+        inherited.reset(token)
 
 
 def current_provider() -> Provider | None:
-    binding = _current_provider.get()
-    return binding.provider if binding else None
+    return inherited.get().provider
 
 
 def _patterns(value: str | Iterable[str] | None) -> list[str] | None:
@@ -136,8 +128,8 @@ def resolve_tools(
     elif toolset is not None:
         menu = [fn.to_agent_tool() for fn in registry.toolset(toolset)]
     else:
-        inherited = _current_tools.get()
-        menu = list(inherited) if inherited is not None else [fn.to_agent_tool() for fn in registry]
+        outer = inherited.get().tools
+        menu = list(outer) if outer is not None else [fn.to_agent_tool() for fn in registry]
 
     sources, allow, deny = _patterns(tools_source), _patterns(tools_allow), _patterns(tools_deny)
     if sources is not None:
@@ -188,19 +180,25 @@ async def aexec_result(
     clock: Callable[[], int] | None = None,
     cancel_event: asyncio.Event | None = None,
 ) -> ExecResult:
-    """``aexec``, returning the whole result instead of raising on an error finish."""
-    binding = _current_provider.get()
+    """``aexec``, returning the whole result instead of raising on an error finish.
+
+    Inside a run (a tool body), what is not given comes from that run: its provider object and
+    model, its menu, its clock and its cancel event.
+    """
+    outer = inherited.get()
     if provider is None:
-        if binding is None:
+        if outer.provider is None:
             raise RuntimeError(
                 "no model provider: wrap the call in `with runtime.use(provider):` or pass provider=..."
             )
-        provider = binding.provider
-        model = model if model is not None else binding.model
+        provider = outer.provider
+        model = model if model is not None else outer.model
     menu = resolve_tools(tools, toolset, tools_source, tools_allow, tools_deny)
     tool_choice = _check_tool_choice(tool_choice, menu)
     if clock is None:
-        clock = _current_clock.get()
+        clock = outer.clock
+    if cancel_event is None:
+        cancel_event = outer.cancel_event
     prompt = UserMessage(content=content) if isinstance(content, str) else content
     config = AgentLoopConfig(
         provider=provider,
@@ -212,13 +210,7 @@ async def aexec_result(
         get_follow_up_messages=get_follow_up_messages,
         clock=clock,
     )
-    # The loop task copies this context, so tool bodies (and a nested exec in them) see both.
-    tools_token, clock_token = _current_tools.set(tuple(menu)), _current_clock.set(clock)
-    try:
-        stream = agent_loop([prompt], AgentContext(system_prompt, list(history), menu), config, cancel_event)
-    finally:
-        _current_clock.reset(clock_token)
-        _current_tools.reset(tools_token)
+    stream = agent_loop([prompt], AgentContext(system_prompt, list(history), menu), config, cancel_event)
     reason: EndReason = "stop"
     try:
         async for event in stream:
@@ -241,13 +233,37 @@ async def _abandon(task: asyncio.Task[Any] | None) -> None:
         await asyncio.wait({task})
 
 
-async def aexec(content: str | Message, **kwargs: Any) -> str:
+async def aexec(
+    content: str | Message,
+    *,
+    tools: Sequence[Any] | None = None,
+    toolset: str | None = None,
+    tools_source: str | Iterable[str] | None = None,
+    tools_allow: str | Iterable[str] | None = None,
+    tools_deny: str | Iterable[str] | None = None,
+    tool_choice: ToolChoice | None = "auto",
+    parallel_tool_calls: bool | None = None,
+    max_iterations: int | None = None,
+    system_prompt: str = "",
+    history: Sequence[Message] = (),
+    provider: Provider | None = None,
+    model: str | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    get_steering_messages: MessageSource | None = None,
+    get_follow_up_messages: MessageSource | None = None,
+    clock: Callable[[], int] | None = None,
+    cancel_event: asyncio.Event | None = None,
+) -> str:
     """Run the loop and return the final text; raise ``ExecError`` on an error or aborted finish.
 
-    Takes the keyword arguments of ``aexec_result``. After the iteration cap it returns whatever
-    the last assistant message holds (possibly ``""``), as the seed specifies.
+    After the iteration cap it returns whatever the last assistant message holds (possibly
+    ``""``), as the seed specifies.
     """
-    result = await aexec_result(content, **kwargs)
+    options = {name: value for name, value in locals().items() if name != "content"}
+    return _text_of(await aexec_result(content, **options))
+
+
+def _text_of(result: ExecResult) -> str:
     if result.reason in ("error", "aborted"):
         last = next((m for m in reversed(result.messages) if isinstance(m, AssistantMessage)), None)
         message = (last.error_message if last is not None else None) or result.reason
@@ -255,17 +271,123 @@ async def aexec(content: str | Message, **kwargs: Any) -> str:
     return result.text
 
 
-def exec(content: str | Message, **kwargs: Any) -> str:
-    """Synchronous ``aexec``.
+def exec_result(
+    content: str | Message,
+    *,
+    tools: Sequence[Any] | None = None,
+    toolset: str | None = None,
+    tools_source: str | Iterable[str] | None = None,
+    tools_allow: str | Iterable[str] | None = None,
+    tools_deny: str | Iterable[str] | None = None,
+    tool_choice: ToolChoice | None = "auto",
+    parallel_tool_calls: bool | None = None,
+    max_iterations: int | None = None,
+    system_prompt: str = "",
+    history: Sequence[Message] = (),
+    provider: Provider | None = None,
+    model: str | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    get_steering_messages: MessageSource | None = None,
+    get_follow_up_messages: MessageSource | None = None,
+    clock: Callable[[], int] | None = None,
+    cancel_event: asyncio.Event | None = None,
+) -> ExecResult:
+    """Synchronous ``aexec_result``: see ``exec`` for where the run goes."""
+    options = {name: value for name, value in locals().items() if name != "content"}
+    return _run_sync(lambda event: aexec_result(content, **{**options, "cancel_event": event}), cancel_event)
 
-    Called from a tool body that runs on the loop thread (the nested case), it cannot block that
-    loop with ``asyncio.run``; it runs the nested loop on a helper thread, in a copy of the current
-    context so the provider and the menu carry over, and blocks until it finishes.
+
+def exec(
+    content: str | Message,
+    *,
+    tools: Sequence[Any] | None = None,
+    toolset: str | None = None,
+    tools_source: str | Iterable[str] | None = None,
+    tools_allow: str | Iterable[str] | None = None,
+    tools_deny: str | Iterable[str] | None = None,
+    tool_choice: ToolChoice | None = "auto",
+    parallel_tool_calls: bool | None = None,
+    max_iterations: int | None = None,
+    system_prompt: str = "",
+    history: Sequence[Message] = (),
+    provider: Provider | None = None,
+    model: str | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    get_steering_messages: MessageSource | None = None,
+    get_follow_up_messages: MessageSource | None = None,
+    clock: Callable[[], int] | None = None,
+    cancel_event: asyncio.Event | None = None,
+) -> str:
+    """Synchronous ``aexec``: blocks until the run ends.
+
+    Where the run goes: called from a tool body on a worker thread (a sync ``@agentic_function``
+    body runs on one), it runs on the outer run's own event loop, so the outer provider object and
+    its async SDK client serve it; called from plain sync code, on one long-lived background loop
+    (sequential calls share it, and so share an SDK client's connections); called on a thread
+    whose event loop is running (a sync tool running inline), that loop cannot be blocked *and*
+    serve the run, so the run gets a loop of its own on a helper thread.
     """
+    options = {name: value for name, value in locals().items() if name != "content"}
+    return _text_of(
+        _run_sync(lambda event: aexec_result(content, **{**options, "cancel_event": event}), cancel_event)
+    )
+
+
+def _run_sync(
+    start: Callable[[asyncio.Event | None], Coroutine[Any, Any, _T]], cancel_event: asyncio.Event | None
+) -> _T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(aexec(content, **kwargs))
+        outer_loop = inherited.get().loop
+        loop = outer_loop if outer_loop is not None and outer_loop.is_running() else _background_loop()
+        future = asyncio.run_coroutine_threadsafe(start(cancel_event), loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # this thread stopped waiting (Ctrl-C, say): the run stops with it
+            raise
+    # This thread's loop is blocked by the caller: run on a helper thread with a loop of its own.
+    outer_cancel = cancel_event if cancel_event is not None else inherited.get().cancel_event
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="openprogram-exec") as pool:
-        return pool.submit(context.run, asyncio.run, aexec(content, **kwargs)).result()
+        return pool.submit(context.run, asyncio.run, _on_own_loop(start, outer_cancel)).result()
+
+
+async def _on_own_loop(
+    start: Callable[[asyncio.Event | None], Coroutine[Any, Any, _T]], outer_cancel: asyncio.Event | None
+) -> _T:
+    """The run on a helper loop: an ``asyncio.Event`` belongs to one loop, so the outer cancel
+    event is mirrored into one of this loop; SDK clients made for this loop are closed with it."""
+    local: asyncio.Event | None = None
+    watcher: asyncio.Task[None] | None = None
+    if outer_cancel is not None:
+        local = asyncio.Event()
+        watcher = asyncio.ensure_future(_mirror(outer_cancel, local))
+    try:
+        return await start(local)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        await close_loop_clients()
+
+
+async def _mirror(source: asyncio.Event, target: asyncio.Event) -> None:
+    while not source.is_set():  # the source's loop is blocked (or another thread's): poll it
+        await asyncio.sleep(0.01)
+    target.set()
+
+
+_background: tuple[int, asyncio.AbstractEventLoop] | None = None
+_background_lock = threading.Lock()
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """The loop sync ``exec`` calls from plain code run on, started on first use (again after fork)."""
+    global _background
+    with _background_lock:
+        if _background is None or _background[0] != os.getpid() or _background[1].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="openprogram-runtime", daemon=True).start()
+            _background = (os.getpid(), loop)
+        return _background[1]

@@ -8,9 +8,12 @@ exactly one kind of thing to call and one place where arguments are checked.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import copy
 import inspect
 import json
 import re
+import threading
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -63,6 +66,73 @@ class AgentTool:
     @property
     def spec(self) -> ToolSpec:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
+
+
+def exception_text(exc: BaseException) -> str:
+    """What a tool's exception tells the model: its text, else its type name (also when ``str()`` fails)."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return text or type(exc).__name__
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``<Type>: <text>`` for a provider failure; the type name alone when the text is empty or fails."""
+    try:
+        text = str(exc)
+    except Exception:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
+
+
+def copy_arguments(value: Any) -> Any:
+    """A deep copy of JSON-shaped arguments, so nothing a tool does reaches the committed history.
+
+    Dicts and lists (all that JSON arguments hold) are copied by hand, which is several times
+    cheaper than ``copy.deepcopy``; anything else a ``prepare`` step may have made goes to it.
+    """
+    if isinstance(value, dict):
+        return {key: copy_arguments(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_arguments(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return copy.deepcopy(value)
+
+
+async def run_in_own_thread(fn: Callable[..., Any], /, **kwargs: Any) -> Any:
+    """Run a blocking tool body on a thread of its own, in a copy of the current context.
+
+    Not the default executor: a tool body that runs a nested ``runtime.exec`` blocks its thread
+    until the nested run (whose own tools may need threads) ends, so a bounded pool could deadlock.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if future.done():
+            return  # the caller stopped waiting (cancelled)
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def body() -> None:
+        try:
+            outcome = (True, context.run(fn, **kwargs))
+        except BaseException as exc:  # handed to the loop; a cancelled nested exec lands here too
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                exc = RuntimeError(f"tool thread stopped: {type(exc).__name__}")
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(deliver, *outcome)
+        except RuntimeError:  # the loop has closed: nobody is waiting
+            pass
+
+    threading.Thread(target=body, name="openprogram-tool", daemon=True).start()
+    return await future
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +201,7 @@ def callable_executor(
                 # Events are pushed on the loop's thread only; FIFO scheduling keeps them in order.
                 loop = asyncio.get_running_loop()
                 kwargs["on_update"] = lambda partial: loop.call_soon_threadsafe(on_update, partial)
-            value = await asyncio.to_thread(fn, **kwargs)
+            value = await run_in_own_thread(fn, **kwargs)
         else:
             value = fn(**kwargs)
             if inspect.isawaitable(value):
@@ -344,15 +414,72 @@ _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _dangling_refs(schema: Any, root: Any, where: str = "#") -> list[str]:
+    """Every ``$ref`` in ``schema`` that does not point at a part of this same schema."""
+    found: list[str] = []
+    if isinstance(schema, Mapping):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref != "#" and _pointer(ref, root) is _MISSING:
+            found.append(f"{where}: $ref {ref!r}")
+        for key, value in schema.items():
+            found += _dangling_refs(value, root, f"{where}/{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found += _dangling_refs(value, root, f"{where}/{index}")
+    return found
+
+
+_MISSING: Any = object()
+
+
+def _pointer(ref: str, root: Any) -> Any:
+    if not ref.startswith("#/"):
+        return _MISSING  # remote references cannot be resolved offline, before any request
+    node = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return _MISSING
+    return node
+
+
+def check_tool(tool: AgentTool) -> None:
+    """Refuse a tool no provider could be shown: a bad name, an invalid schema, a dangling ``$ref``.
+
+    Called when a menu is built, so a bad entry is refused at once, naming it, before any request
+    (cached per tool, so a run pays nothing for tools it has already checked).
+    """
+    _validator_for(tool)
+
+
 def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator, bool]:
     """The tool's JSON Schema validator, and whether its schema is simple enough for ``_fits``."""
     entry = _validators.get(tool)
     if entry is None:
+        if not isinstance(tool.name, str) or not _TOOL_NAME.match(tool.name):
+            raise ValueError(
+                f"tool {tool.name!r}: the name must match ^[A-Za-z0-9_-]{{1,64}}$ (letters, digits, _ and -, "
+                "at most 64), which is what every provider accepts"
+            )
+        if not isinstance(tool.parameters, Mapping):
+            raise ValueError(f'tool "{tool.name}" has an invalid parameters schema: not a JSON object')
         cls = jsonschema.validators.validator_for(tool.parameters, default=jsonschema.Draft202012Validator)
         try:
             cls.check_schema(tool.parameters)
         except jsonschema.SchemaError as exc:
             raise ValueError(f'tool "{tool.name}" has an invalid parameters schema: {exc.message}') from None
+        dangling = _dangling_refs(tool.parameters, tool.parameters)
+        if dangling:
+            raise ValueError(
+                f'tool "{tool.name}" has a parameters schema whose $ref points nowhere: {"; ".join(dangling)}'
+            )
         entry = (cls(tool.parameters), _is_simple(tool.parameters, tool.parameters, 0))
         _validators[tool] = entry
     return entry
@@ -573,7 +700,12 @@ __all__ = [
     "ToolArgumentsError",
     "as_agent_tool",
     "callable_executor",
+    "check_tool",
+    "copy_arguments",
+    "describe_exception",
+    "exception_text",
     "parse_docstring",
+    "run_in_own_thread",
     "schema_of",
     "signature_model",
     "to_tool_result",

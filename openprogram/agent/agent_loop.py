@@ -8,6 +8,8 @@ Events pushed to the stream are the only output; ``new_messages`` is what the ru
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
 import time
@@ -36,6 +38,10 @@ from openprogram.tools import (
     AgentToolResult,
     ToolArgumentsError,
     as_agent_tool,
+    check_tool,
+    copy_arguments,
+    describe_exception,
+    exception_text,
     to_tool_result,
     validate_tool_arguments,
 )
@@ -45,6 +51,7 @@ MAX_INNER_ITERATIONS = 50
 """Hard cap on model requests per run, against a model that never stops picking."""
 
 SKIPPED_TEXT = "Skipped due to queued user message."
+CANCELLED_TEXT = "Skipped due to cancellation."
 
 MessageSource = Callable[[], Awaitable[Sequence[Message | str]] | Sequence[Message | str]]
 
@@ -66,6 +73,29 @@ class AgentLoopConfig:
     get_steering_messages: MessageSource | None = None
     get_follow_up_messages: MessageSource | None = None
     clock: Callable[[], int] | None = None
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """What code running inside a run (a tool body, a nested ``exec``) inherits from it.
+
+    One context variable, set by ``agent_loop`` itself for its task, so a nested run finds the
+    outer run's provider object, menu, clock and cancel event however the outer run was started;
+    ``runtime.use`` and ``runtime.inherit_tools`` set the same variable, so the innermost wins.
+    """
+
+    provider: Provider | None = None
+    model: str | None = None
+    tools: tuple[AgentTool, ...] | None = None
+    clock: Callable[[], int] | None = None
+    cancel_event: asyncio.Event | None = None
+    run: _Run | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+inherited: contextvars.ContextVar[Inherited] = contextvars.ContextVar(
+    "openprogram_inherited", default=Inherited()  # noqa: B039 - frozen, never mutated
+)
 
 
 def effective_max_iterations(max_iterations: int | None) -> int:
@@ -120,15 +150,20 @@ class _Run:
         self.messages: list[Message] = list(context.messages)  # the caller's list is never mutated
         self.new_messages: list[Message] = []
         self.tools = [as_agent_tool(tool) for tool in context.tools]  # any menu entry works here too
+        for tool in self.tools:
+            check_tool(tool)  # a bad schema or name is refused now, before any request
         self.tools_by_name: dict[str, AgentTool] = {}
         for tool in self.tools:
             self.tools_by_name.setdefault(tool.name, tool)
         self.specs = tuple(tool.spec for tool in self.tools)
         self.cancel_event = cancel_event
+        self.stream = stream
         self.emit = stream.push
         self.clock = config.clock or _system_clock
         self.cap = effective_max_iterations(config.max_iterations)
         self.requests = 0
+        self.cancelled = False  # the run's task was cancelled: nested runs may not start any more
+        self.children: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = set()
 
     def commit(self, message: Message, *, stamp: bool = False) -> Message:
         """Add a message to the history and ``new_messages``, with its start/end events."""
@@ -140,13 +175,47 @@ class _Run:
         self.new_messages.append(message)
         return message
 
-    async def poll(self, source: MessageSource | None) -> list[Message]:
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_event is not None and self.cancel_event.is_set()
+
+    async def poll(self, name: str) -> list[Message]:
+        """Take queued user messages from a getter: a message, a str, or a sequence of them.
+
+        Anything else would corrupt the history (a str split per character, a dict's keys, an
+        assistant message whose tool call nobody answers): the valid items are committed, then a
+        ``TypeError`` names the getter and the item.
+        """
+        source: MessageSource | None = getattr(self.config, name)
         if source is None:
             return []
-        queued = source()
+        queued: Any = source()
         if inspect.isawaitable(queued):  # the contract says async; a plain function works too
             queued = await queued
-        return [_as_message(m) for m in (queued or ())]
+        if not queued:
+            return []
+        items = [queued] if isinstance(queued, (str, UserMessage)) or not isinstance(queued, Sequence) else queued
+        good: list[Message] = []
+        for item in items:
+            if isinstance(item, str):
+                good.append(UserMessage(content=item))
+            elif isinstance(item, UserMessage):
+                good.append(item)
+            else:
+                for message in good:
+                    self.commit(message)
+                raise TypeError(
+                    f"{name} returned {_safe_repr(item)}: a getter supplies user messages only, "
+                    "as a UserMessage, a str, or a sequence of them"
+                )
+        return good
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return f"{value!r:.200}"
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def _as_message(message: Message | str) -> Message:
@@ -170,17 +239,61 @@ def _start(
             "agent_loop must be called inside a running event loop (from async code); "
             "from sync code use runtime.exec(...)"
         ) from None
+    loop = asyncio.get_running_loop()
     stream: EventStream[AgentEvent, list[Message]] = EventStream()
+    outer = inherited.get()
+    parent = outer.run
+    if parent is not None and parent.cancelled:
+        raise RuntimeError("the run this one is nested in was cancelled: no new run may start inside it")
     run = _Run(context, config, cancel_event, stream)
-    stream.task = asyncio.ensure_future(_main(run, prompts, stream))
-    stream.task.add_done_callback(_retrieved)
+    scope = Inherited(
+        provider=config.provider,
+        model=config.model,
+        tools=tuple(run.tools),
+        clock=config.clock,
+        cancel_event=cancel_event,
+        run=run,
+        loop=loop,
+    )
+    token = inherited.set(scope)
+    try:  # the task copies the context here: its tool bodies see the scope
+        stream.task = asyncio.ensure_future(_main(run, prompts, stream))
+    finally:
+        inherited.reset(token)
+    stream.task.add_done_callback(functools.partial(_finished, stream))
+    if parent is not None:
+        child = (loop, stream.task)
+        parent.children.add(child)
+        stream.task.add_done_callback(lambda _task: parent.children.discard(child))
     return stream
 
 
-def _retrieved(task: asyncio.Task[None]) -> None:
-    """The stream already handed the task's exception to the consumer: no "never retrieved" log."""
-    if not task.cancelled():
+def _finished(stream: EventStream[AgentEvent, list[Message]], task: asyncio.Task[None]) -> None:
+    """End the stream however the task ended (cancelled before it ever ran, too); the stream
+    already handed the task's exception to the consumer: no "never retrieved" log."""
+    if task.cancelled():
+        stream.fail(asyncio.CancelledError("the run was cancelled"))
+    else:
         task.exception()
+
+
+async def _stop_children(run: _Run) -> None:
+    """A cancelled run takes its nested runs with it, wherever they run, before it ends."""
+    run.cancelled = True
+    same_loop = []
+    for loop, task in list(run.children):
+        if task.done():
+            continue
+        if loop is asyncio.get_running_loop():
+            task.cancel()
+            same_loop.append(task)
+        else:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # that loop has closed: nothing runs there any more
+                pass
+    if same_loop:
+        await asyncio.wait(same_loop)
 
 
 async def _main(run: _Run, prompts: list[Message], stream: EventStream[AgentEvent, list[Message]]) -> None:
@@ -193,13 +306,15 @@ async def _main(run: _Run, prompts: list[Message], stream: EventStream[AgentEven
         run.emit(AgentEventAgentEnd(messages=tuple(run.new_messages), reason=reason))
         stream.end(run.new_messages)
     except BaseException as exc:  # the stream must end whatever happens, then the error goes on
+        if isinstance(exc, asyncio.CancelledError):
+            await _stop_children(run)
         stream.fail(exc)
         if not isinstance(exc, Exception):
             raise
 
 
 async def _run_loop(run: _Run) -> EndReason:
-    pending = await run.poll(run.config.get_steering_messages)
+    pending = await run.poll("get_steering_messages")
     first_turn = True
     while True:
         has_more_tool_calls = True
@@ -209,7 +324,7 @@ async def _run_loop(run: _Run) -> EndReason:
             first_turn = False
             for message in pending:
                 run.commit(message)
-            if run.cancel_event is not None and run.cancel_event.is_set():
+            if run.cancel_requested:
                 return _abort(run)
 
             message = await _stream_assistant_response(run)
@@ -221,7 +336,7 @@ async def _run_loop(run: _Run) -> EndReason:
             has_more_tool_calls = len(tool_calls) > 0
             results, steering = await _execute_tool_calls(run, tool_calls)
             run.emit(AgentEventTurnEnd(message=message, tool_results=tuple(results)))
-            pending = steering or await run.poll(run.config.get_steering_messages)
+            pending = steering or await run.poll("get_steering_messages")
 
             if (has_more_tool_calls or pending) and run.requests >= run.cap:
                 for queued in pending:  # taken from the queue: keep them, though the model won't see them
@@ -230,7 +345,7 @@ async def _run_loop(run: _Run) -> EndReason:
 
         if run.requests >= run.cap:
             return "stop"  # no budget left to serve follow-ups, so none are taken from the queue
-        pending = await run.poll(run.config.get_follow_up_messages)
+        pending = await run.poll("get_follow_up_messages")
         if not pending:
             return "stop"
 
@@ -253,8 +368,13 @@ async def _stream_assistant_response(run: _Run) -> AssistantMessage:
     reply = _Reply(run)
     try:
         final = await reply.read(run.config.provider.stream(_request(run), run.cancel_event))
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the run itself is being cancelled
+        final = reply.failed(describe_exception(exc))  # a provider's own CancelledError is a failure
     except Exception as exc:
-        final = reply.failed(f"{type(exc).__name__}: {exc}")
+        final = reply.failed(describe_exception(exc))
     final = final.model_copy(update={"timestamp": run.clock()})
     if not reply.started:
         run.emit(AgentEventMessageStart(message=final))
@@ -291,9 +411,12 @@ class _Reply:
             async for event in events:
                 kind = event.type
                 if kind == "done":
-                    return event.message
+                    message = getattr(event, "message", None)
+                    if not isinstance(message, AssistantMessage):
+                        return self.failed(f"malformed done event: no AssistantMessage (got {_safe_repr(message)})")
+                    return message
                 if kind == "error":
-                    return event.error
+                    return self.error_reply(event)
                 self.partial = event.partial
                 if not self.started:
                     self.run.emit(AgentEventMessageStart(message=self.partial))
@@ -303,6 +426,20 @@ class _Reply:
         finally:
             await _close(events)
         return self.failed("provider stream ended without a done or error event")
+
+    def error_reply(self, event: Any) -> AssistantMessage:
+        """An error event ends the run with the event's reason, whatever its message says."""
+        message = getattr(event, "error", None)
+        reason = getattr(event, "reason", None)
+        if reason not in ("error", "aborted"):
+            reason = "error"
+        if not isinstance(message, AssistantMessage):
+            return self.failed(f"malformed error event: no AssistantMessage (got {_safe_repr(message)})")
+        if message.stop_reason != reason or message.error_message is None:
+            message = message.model_copy(
+                update={"stop_reason": reason, "error_message": message.error_message or f"provider reported {reason}"}
+            )
+        return message
 
     def failed(self, text: str) -> AssistantMessage:
         return _error_message(self.run, self.partial, text)
@@ -334,10 +471,13 @@ async def _execute_tool_calls(
     """Run the picks in order; steering that arrives mid-batch skips the rest of it."""
     results: list[ToolResultMessage] = []
     for index, call in enumerate(tool_calls):
+        if run.cancel_requested:  # no further tool of the batch starts once cancel is set
+            results.extend(_skip_tool_call(run, skipped, CANCELLED_TEXT) for skipped in tool_calls[index:])
+            return results, []
         run.emit(AgentEventToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
         result = await _run_tool_call(run, call)
         results.append(_commit_tool_result(run, call, result))
-        steering = await run.poll(run.config.get_steering_messages)
+        steering = await run.poll("get_steering_messages")
         if steering:
             results.extend(_skip_tool_call(run, skipped) for skipped in tool_calls[index + 1 :])
             return results, steering
@@ -357,16 +497,22 @@ async def _run_tool_call(run: _Run, call: ToolCall) -> AgentToolResult:
     except (ToolArgumentsError, ValueError) as exc:
         return AgentToolResult(content=str(exc), is_error=True)
 
+    returned = False
+
     def on_update(partial_result: Any) -> None:
+        if returned or run.stream.finished:
+            return  # after the tool returned, an update belongs to no call: dropped
         run.emit(
             AgentEventToolExecutionUpdate(tool_call_id=call.id, tool_name=call.name, partial_result=partial_result)
         )
 
     try:
-        result = await tool.execute(call.id, args, run.cancel_event, on_update)
+        result = await tool.execute(call.id, copy_arguments(args), run.cancel_event, on_update)
         return result if isinstance(result, AgentToolResult) else to_tool_result(result)
     except Exception as exc:
-        return AgentToolResult(content=str(exc) or type(exc).__name__, is_error=True)
+        return AgentToolResult(content=exception_text(exc), is_error=True)
+    finally:
+        returned = True
 
 
 def _invalid_json_text(call: ToolCall) -> str:
@@ -395,17 +541,20 @@ def _commit_tool_result(run: _Run, call: ToolCall, result: AgentToolResult) -> T
     return message
 
 
-def _skip_tool_call(run: _Run, call: ToolCall) -> ToolResultMessage:
+def _skip_tool_call(run: _Run, call: ToolCall, text: str = SKIPPED_TEXT) -> ToolResultMessage:
     run.emit(AgentEventToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
-    return _commit_tool_result(run, call, AgentToolResult(content=SKIPPED_TEXT, is_error=True))
+    return _commit_tool_result(run, call, AgentToolResult(content=text, is_error=True))
 
 
 __all__ = [
+    "CANCELLED_TEXT",
     "MAX_INNER_ITERATIONS",
     "SKIPPED_TEXT",
+    "Inherited",
     "AgentContext",
     "AgentLoopConfig",
     "agent_loop",
     "agent_loop_continue",
     "effective_max_iterations",
+    "inherited",
 ]

@@ -145,6 +145,7 @@ class EventStream(Generic[E, R]):
         self._error: BaseException | None = None
         self.task: asyncio.Task[Any] | None = None  # the producer, kept alive by this reference
         self._on_push: list[Callable[[E], None]] = list(_observers.get())
+        self._consumer: asyncio.Task[Any] | None = None
 
     # -- producer side --------------------------------------------------------------------
     def push(self, event: E) -> None:
@@ -190,6 +191,19 @@ class EventStream(Generic[E, R]):
 
     # -- consumer side --------------------------------------------------------------------
     def __aiter__(self) -> EventStream[E, R]:
+        # One consuming task: a second one would steal events from the first and leave one of
+        # them waiting forever, so it is refused at once (observers use ``subscribe``). Checked
+        # here, once per ``async for``, so iterating costs nothing more per event.
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no running loop: nothing can be waiting on the stream yet
+            return self
+        if self._consumer is not None and self._consumer is not task and not self._consumer.done():
+            raise RuntimeError(
+                "this EventStream already has a consumer (another task iterates it); "
+                "use stream.subscribe(callback) to observe the same run"
+            )
+        self._consumer = task
         return self
 
     async def __anext__(self) -> E:
@@ -206,6 +220,24 @@ class EventStream(Generic[E, R]):
                 raise self._error
             raise StopAsyncIteration
         return item
+
+    async def aclose(self) -> None:
+        """The consumer is done: cancel the run if it is still going, and wait until it stopped.
+
+        Nothing of the run (no tool, no model call) starts after this returns.
+        """
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+        if not self._finished:
+            self.fail(asyncio.CancelledError("the consumer closed the stream"))
+
+    async def __aenter__(self) -> EventStream[E, R]:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
     async def result(self) -> R:
         """The run's ``new_messages``; raises what ended the stream if it failed."""

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import math
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, ClassVar, Generic, TypeVar
@@ -75,6 +77,7 @@ class PerLoopClients(Generic[_ClientT]):
         self._build = build
         self._clients: dict[asyncio.AbstractEventLoop, _ClientT] = {}
         self._lock = threading.Lock()
+        _all_per_loop_clients.add(self)
 
     def get(self) -> _ClientT:
         """The running loop's client, built on its first use; call it from inside a coroutine."""
@@ -90,6 +93,30 @@ class PerLoopClients(Generic[_ClientT]):
 
     def __len__(self) -> int:
         return len(self._clients)
+
+    async def aclose_running(self) -> None:
+        """Close and forget the running loop's client, while that loop can still close it."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.pop(loop, None)
+        if client is None:
+            return
+        close = getattr(client, "aclose", None) or getattr(client, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                result = close()
+                if inspect.isawaitable(result):
+                    await result
+
+
+_all_per_loop_clients: weakref.WeakSet[PerLoopClients[Any]] = weakref.WeakSet()
+
+
+async def close_loop_clients() -> None:
+    """Close every client built for the running loop: call it before a short-lived loop ends
+    (a nested ``runtime.exec`` on a helper loop), so no connection outlives its loop."""
+    for clients in list(_all_per_loop_clients):
+        await clients.aclose_running()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +447,7 @@ __all__ = [
     "CancelRace",
     "Decoder",
     "PerLoopClients",
+    "close_loop_clients",
     "ReplyError",
     "SDKProvider",
     "describe_exception",

@@ -845,7 +845,7 @@ def test_steering_messages_of_a_wrong_type_end_the_stream_with_a_type_error() ->
 
     run = run_agent(ScriptedProvider("ok"), steering=steering)
     assert isinstance(run.error, TypeError)
-    assert "expected a message or a str, got int" in str(run.error)
+    assert "get_steering_messages returned 42" in str(run.error)
 
 
 def test_result_messages_have_json_dumpable_events() -> None:
