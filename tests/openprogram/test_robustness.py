@@ -38,7 +38,7 @@ from openprogram.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.test_loop_support import Clock, make_tool
+from tests.openprogram.support import Clock, make_tool
 
 TIMEOUT = 5.0
 
