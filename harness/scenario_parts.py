@@ -67,8 +67,8 @@ class Call:
 
     def scripted(self) -> ScriptedCall:
         if self.raw is not None:
-            return turn.raw_tool_call(self.name, self.raw, id=self.id)
-        return turn.tool_call(self.name, args=dict(self.args), id=self.id)
+            return turn.raw_tool_call(self.name, self.raw, call_id=self.id)
+        return turn.tool_call(self.name, dict(self.args), call_id=self.id)
 
     def arguments_text(self) -> str:
         """The exact argument text the model streams."""
