@@ -339,7 +339,7 @@ def test_harness_run_reports_malformed_files(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("turns: [{txt: hi}]")
     result = CliRunner().invoke(main, ["run", str(broken)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a file that cannot be used is a usage error, not a failed scenario
     assert "unknown key(s) txt" in result.output
 
 
