@@ -13,7 +13,7 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from hypothesis import seed as hypothesis_seed
 from harness.contract import SKIPPED_STEERING, classify_result_text
 from harness.regressions import ScenarioFailure, assert_scenario
 from harness.runner import run
-from harness.scenario import Scenario, import_user_module
+from harness.scenario import Scenario, ToolDef, import_user_module
 from harness.strategies import is_tool_entry, scenarios
 from harness.trace import Trace
 
@@ -227,7 +227,18 @@ def load_tools(module_name: str) -> list[Any]:
     module = import_user_module(module_name)
     listed = getattr(module, "TOOLS", None)
     if listed is not None:
-        return list(listed)
+        if isinstance(listed, (str, bytes)) or not isinstance(listed, Iterable):
+            raise NoToolsError(f"{module_name}.TOOLS is a {type(listed).__name__}, not a list of tools")
+        entries = list(listed)
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, ToolDef) and not is_tool_entry(entry):
+                raise NoToolsError(
+                    f"{module_name}.TOOLS[{index}] is not a tool ({entry!r:.60}): list @function tools, "
+                    "AgentTools or {'spec', 'execute'} dicts"
+                )
+        if not entries:
+            raise NoToolsError(f"{module_name}.TOOLS is empty")
+        return entries
     found = [
         value
         for name, value in vars(module).items()

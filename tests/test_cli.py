@@ -87,6 +87,8 @@ MODULES = {
     "syntax.py": "def f(:\n",
     "needs_dep.py": "import a_dependency_that_is_not_installed\n",
     "empty.py": "X = 1\n",
+    "listed.py": "from myagent.tools import lookup\nTOOLS = [lookup, print]\n",
+    "none_listed.py": "TOOLS = []\n",
 }
 
 LOOKUP_SCENARIO = """\
@@ -218,6 +220,10 @@ def test_a_tool_that_exits_is_a_finding_not_the_end_of_the_fuzzer(project: Path)
         ),
         pytest.param(["--tools", "myagent.empty"], "defines no @function tools and no TOOLS list", id="no-tools"),
         pytest.param(["--tools", "my agent"], "'my agent' is not a module name", id="not-a-name"),
+        pytest.param(
+            ["--tools", "myagent.listed"], "myagent.listed.TOOLS[1] is not a tool (<built-in", id="not-a-tool"
+        ),
+        pytest.param(["--tools", "myagent.none_listed"], "myagent.none_listed.TOOLS is empty", id="empty-list"),
     ],
 )
 def test_unusable_fuzz_input_is_a_usage_error(project: Path, args: list[str], message: str) -> None:
