@@ -12,7 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, get_args
 
 from harness.contract import ABORTED_MESSAGE
 from openprogram.providers import ModelRequest
@@ -51,6 +51,22 @@ class Turn:
     respond: Callable[[ModelRequest], Any] | None = None
     usage: Usage | None = None
 
+    def __post_init__(self) -> None:
+        # Refused here, where the test is written, not mid-run when the provider streams it.
+        if self.stop_reason not in _STOP_REASONS:
+            raise ValueError(f"stop_reason {self.stop_reason!r} is not one of {', '.join(_STOP_REASONS)}")
+        if self.error is not None and not isinstance(self.error, str):
+            raise TypeError(f"an {self.stop_reason} turn's message is a str, got {self.error!r:.60}")
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise TypeError(f"usage is an openprogram.types.Usage, got {type(self.usage).__name__}")
+        for block in self.blocks:
+            if isinstance(block, ScriptedCall):
+                continue
+            if not (isinstance(block, tuple) and len(block) == 2 and block[0] in ("text", "thinking")):
+                raise TypeError(f"a turn's block is a call or ('text' | 'thinking', str), got {block!r:.60}")
+            if not isinstance(block[1], str):
+                raise TypeError(f"a turn's {block[0]} is a str, got {type(block[1]).__name__}: {block[1]!r:.60}")
+
     def describe(self) -> str:
         if self.respond is not None:
             return f"respond({getattr(self.respond, '__name__', 'fn')})"
@@ -68,6 +84,7 @@ class Turn:
 
 
 TurnLike = Union[Turn, ScriptedCall, str]
+_STOP_REASONS = get_args(StopReason)
 
 
 class turn:

@@ -330,8 +330,17 @@ def test_id_name_and_args_keywords_are_arguments_and_call_id_is_the_call_id() ->
         pytest.param(lambda: turn.tool_call("", x=1), "non-empty str", id="no-name"),
         pytest.param(lambda: turn.tool_call("f", call_id=7), "call_id is a str", id="int-call-id"),
         pytest.param(lambda: turn.raw_tool_call("f", {"x": 1}), "turn.tool_call", id="raw-dict"),
+        pytest.param(lambda: turn.text(42), "a turn's text is a str, got int", id="text-not-str"),
+        pytest.param(lambda: turn.thinking(None), "a turn's thinking is a str", id="thinking-none"),
+        pytest.param(lambda: turn.error(ValueError("x")), "turn's message is a str", id="error-not-str"),
+        pytest.param(lambda: turn.text("x", usage={"input": 1}), "usage is an openprogram.types.Usage", id="usage"),
     ],
 )
 def test_a_turn_that_cannot_be_sent_is_refused_when_it_is_built(build: Any, match: str) -> None:
     with pytest.raises(TypeError, match=match):
         build()
+
+
+def test_a_stop_reason_that_does_not_exist_is_refused_when_the_turn_is_built() -> None:
+    with pytest.raises(ValueError, match="stop_reason 'done' is not one of stop, length, toolUse, error, aborted"):
+        turn.text("x", stop_reason="done")  # type: ignore[arg-type]
