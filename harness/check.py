@@ -8,13 +8,15 @@ and ``harness run`` all judge a run this one way.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.invariants import InvariantViolation, check_all
 from harness.reference import compare
-from harness.runner import run
-from harness.scenario import Scenario
+from harness.runner import ToolEscaped, run
+from harness.scenario import MATCHERS, Scenario
 from harness.trace import Trace, diff
 
 __all__ = ["CheckResult", "Problem", "check", "check_expectations", "invariants_available", "problems_of"]
@@ -67,6 +69,18 @@ def invariants_available() -> bool:
 
 def problems_of(scenario: Scenario, trace: Trace) -> list[Problem]:
     """What the reference model and the invariants object to (the first broken invariant first)."""
+    escaped = f"{ToolEscaped.PREFIX}: "
+    if trace.error is not None and trace.error.startswith(escaped):
+        # The user's tool is at fault, not the loop: say that alone (the reference model, which
+        # cannot know a real tool raises a BaseException, would only add noise).
+        return [
+            Problem(
+                "tool raised BaseException",
+                f"{trace.error[len(escaped) :]}: not an Exception, so the loop does not turn it into an error "
+                "result; the run ends and the exception reaches the caller (for SystemExit and "
+                "KeyboardInterrupt, usually ending the program). Raise an Exception subclass instead.",
+            )
+        ]
     problems: list[Problem] = []
     differences = compare(scenario, trace)
     if differences:
@@ -83,9 +97,12 @@ def check_expectations(scenario: Scenario, trace: Trace) -> list[Problem]:
 
     Keys: ``reason``; ``requests`` (model requests of the top-level run); ``executed`` (the ledger
     as ``name#id`` strings, in order); ``final_text``; ``results`` (the tool results' texts, in
-    order, ``"!"`` prefixed when ``is_error``); ``new_messages`` (count).
+    order, ``"!"`` prefixed when ``is_error``); ``new_messages`` (count). A text (``final_text``,
+    and each item of ``executed`` and ``results``) may be a matcher instead: ``{contains: TEXT}``,
+    ``{prefix: TEXT}`` or ``{regex: PATTERN}`` (``re.search``: anchor it with ``^``/``$``), so a
+    rule can pin what matters in a message without restating all of it.
     """
-    expect = scenario.meta.get("expect") if isinstance(scenario.meta, dict) else None
+    expect = scenario.meta.get("expect") if isinstance(scenario.meta, Mapping) else None
     if not expect:
         return []
     seen: dict[str, Any] = {
@@ -100,6 +117,31 @@ def check_expectations(scenario: Scenario, trace: Trace) -> list[Problem]:
     for key, wanted in expect.items():
         if key not in seen:
             problems.append(Problem("expectation", f"unknown expectation {key!r}; known: {', '.join(seen)}"))
-        elif seen[key] != wanted:
-            problems.append(Problem("expectation", f"{key}: expected {wanted!r}, got {seen[key]!r}"))
+        elif not _matches(wanted, seen[key]):
+            problems.append(Problem("expectation", f"{key}: expected {_show(wanted)}, got {seen[key]!r}"))
     return problems
+
+
+def _matches(wanted: Any, seen: Any) -> bool:
+    if isinstance(wanted, Mapping) and len(wanted) == 1 and next(iter(wanted)) in MATCHERS:
+        ((kind, pattern),) = wanted.items()
+        if not isinstance(seen, str):
+            return False
+        if kind == "contains":
+            return pattern in seen
+        if kind == "prefix":
+            return seen.startswith(pattern)
+        return re.search(pattern, seen) is not None
+    if isinstance(wanted, list) and isinstance(seen, list):
+        return len(wanted) == len(seen) and all(_matches(w, s) for w, s in zip(wanted, seen, strict=True))
+    return bool(seen == wanted)
+
+
+_MATCHER_WORDS = {"contains": "containing", "prefix": "starting with", "regex": "matching"}
+
+
+def _show(wanted: Any) -> str:
+    if isinstance(wanted, Mapping) and len(wanted) == 1 and next(iter(wanted)) in MATCHERS:
+        ((kind, pattern),) = wanted.items()
+        return f"a text {_MATCHER_WORDS[kind]} {pattern!r}"
+    return repr(wanted)

@@ -1,14 +1,20 @@
 """The ``harness`` command: every subcommand, each importing what it drives only when it runs.
 
 So ``harness --help`` stays fast, an optional extra that is missing only breaks the command that
-needs it, and the modules the commands drive (``runner``, ``check``, ``fuzz``, ``demo``) know
-nothing of click. ``conformance`` is defined beside the backends it replays and looked up lazily.
+needs it, and the modules the commands drive (``runner``, ``check``, ``fuzz``, ``conformance``,
+``demo``) know nothing of click.
+
+What a user meets is part of the contract (DESIGN section 4): input a command cannot use (a
+missing file or module, a module that raises on import, a malformed scenario, ``--examples 0``)
+is a usage error with exit status 2, never a traceback; user modules are imported from the
+current directory, as ``python -m`` would; and an error of the harness itself is one line
+saying so, not a bare ``AttributeError``.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,9 @@ _HELP = {
     "conformance": "Replay recorded provider cassettes through the real backends.",
     "schema": "Print the JSON Schema of scenario files, for editors.",
 }
-_ELSEWHERE = {"conformance": ("harness.conformance", "conformance_command")}
+
+USAGE_ERROR = 2
+"""Exit status for input a command cannot use (click's own, for bad options too)."""
 
 
 class _LazyGroup(click.Group):
@@ -29,20 +37,41 @@ class _LazyGroup(click.Group):
         return sorted(_HELP)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in _ELSEWHERE:
-            module, attribute = _ELSEWHERE[name]
-            return getattr(importlib.import_module(module), attribute)
         return _HERE.get(name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, _HELP[name]) for name in sorted(_HELP)])
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug of ours: one line that says so, never a traceback
+            raise click.ClickException(
+                f"internal error: {type(exc).__name__}: {exc} (this is a bug in the harness; please report it)"
+            ) from None
+
 
 @click.group(cls=_LazyGroup)
 @click.version_option(package_name="openprogram")
 def main() -> None:
     """Deterministic simulation and record-replay testing for tool-calling agents."""
+
+
+def _expand(paths: Iterable[Path], what: str) -> list[Path]:
+    """Files as given; a directory as every *.yaml / *.yml under it (sorted, recursively)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+            if not found:
+                raise click.UsageError(f"no {what} files (*.yaml, *.yml) in {path}")
+            out.extend(found)
+        else:
+            out.append(path)
+    return out
 
 
 # -- harness run FILE... -------------------------------------------------------------------------
@@ -54,35 +83,40 @@ def main() -> None:
 def run_command(files: tuple[Path, ...], show: bool) -> None:
     """Run scenario YAML files against the loop; check the reference model and the invariants.
 
-    A directory runs every *.yaml file in it. Exits 1 if any scenario shows a violation.
+    A directory runs every *.yaml / *.yml file under it. Each file is reported, then a summary.
+    Exits 1 if any scenario shows a violation, 2 if any file could not be used (malformed, or a
+    python: tool that cannot be imported), else 0.
     """
     from harness.check import check, invariants_available
     from harness.scenario import Scenario, ScenarioError
 
-    paths: list[Path] = []
-    for path in files:
-        paths.extend(sorted(path.glob("*.y*ml")) if path.is_dir() else [path])
+    paths = _expand(files, "scenario")
     if not invariants_available():
         click.echo("note: harness.invariants is not available; checking against the reference model only", err=True)
-    failed = 0
+    failed = unusable = 0
     for path in paths:
         try:
-            result = check(Scenario.from_yaml(path))
+            scenario = Scenario.from_yaml(path)
+            result = check(scenario)
         except ScenarioError as exc:
             click.echo(f"ERROR {exc}")
-            failed += 1
+            unusable += 1
             continue
         status = "ok  " if result.ok else "FAIL"
         click.echo(f"{status} {path} (reason={result.trace.reason}, requests={len(result.trace.requests)})")
+        for note in scenario.notes_for_run():
+            click.echo(f"  note: {note}")
         for problem in result.problems:
             click.echo(f"  violation [{problem.name}]:")
             click.echo("    " + problem.message.replace("\n", "\n    "))
         if show:
             click.echo("    " + result.trace.render().replace("\n", "\n    "))
         failed += not result.ok
-    if failed:
-        click.echo(f"{failed} of {len(paths)} scenario(s) failed")
-        raise SystemExit(1)
+    passed = len(paths) - failed - unusable
+    if failed or unusable:
+        parts = [f"{passed} passed", f"{failed} failed"] + ([f"{unusable} could not be used"] if unusable else [])
+        click.echo(f"{len(paths)} scenario(s): {', '.join(parts)}")
+        raise SystemExit(USAGE_ERROR if unusable else 1)
     click.echo(f"all {len(paths)} scenario(s) passed")
 
 
@@ -97,12 +131,33 @@ def schema_command() -> None:
     click.echo(json.dumps(json_schema(), indent=2))
 
 
+# -- harness conformance FILE... -------------------------------------------------------------------
+
+
+@click.command("conformance")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per file, one per line.")
+def conformance_command(files: tuple[Path, ...], as_json: bool) -> None:
+    """Replay provider cassettes (vcrpy YAML) through the backends and print what they read.
+
+    A directory replays every *.yaml / *.yml file under it. A file that cannot be replayed is
+    reported (with --json also as {"file", "error"}) and the others still run; exits 1 then.
+    """
+    from harness.conformance import report
+
+    status = report(_expand(files, "cassette"), as_json=as_json)
+    if status:
+        click.get_current_context().exit(status)
+
+
 # -- harness fuzz ----------------------------------------------------------------------------------
 
 
 @click.command("fuzz")
-@click.option("--examples", "-n", default=200, show_default=True, help="Scenarios to generate.")
-@click.option("--seed", type=int, default=None, help="Reproduce a campaign (printed at the start).")
+@click.option(
+    "--examples", "-n", default=200, show_default=True, type=click.IntRange(min=1), help="Scenarios to generate."
+)
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Reproduce a campaign (printed at the start).")
 @click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
 @click.option(
     "--save-dir",
@@ -110,26 +165,35 @@ def schema_command() -> None:
     default=None,
     help="Where to save a shrunk failure [default: $HARNESS_SCENARIO_DIR or cassettes/scenarios].",
 )
-@click.option("--max-turns", default=10, show_default=True, help="Model turns per scenario at most.")
+@click.option(
+    "--max-turns", default=10, show_default=True, type=click.IntRange(min=1), help="Model turns per scenario at most."
+)
 def fuzz_command(
     examples: int, seed: int | None, tools_module: str | None, save_dir: Path | None, max_turns: int
 ) -> None:
-    """Generate adversarial model behaviour and check every run against the reference and the invariants."""
+    """Generate adversarial model behaviour and check every run against the reference and the invariants.
+
+    With --tools, your tools' real code runs (an @agentic_function's nested runs get a generated
+    model), each scenario runs twice to catch a tool that is not deterministic, and a table says
+    what each tool did. Exits 1 on a violation or a nondeterministic tool.
+    """
     import random
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.fuzz import NoToolsError, Stats, load_tools, run_campaign
+    from harness.scenario import UserImportError
 
     console = Console()
     try:
         tools = load_tools(tools_module) if tools_module else None
-    except NoToolsError as exc:
-        raise click.UsageError(str(exc)) from None
+    except (NoToolsError, UserImportError) as exc:
+        raise click.UsageError(f"--tools {tools_module}: {exc}") from None
     chosen = seed if seed is not None else random.randrange(2**32)
     target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
-    console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}")
+    console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}", markup=False, highlight=False)
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -145,9 +209,23 @@ def fuzz_command(
 
         result = run_campaign(examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance)
     _print_summary(console, result)
+    if result.nondeterministic:
+        console.print("\n[bold red]NONDETERMINISTIC TOOL(S)[/]")
+        for name, detail in sorted(result.nondeterministic.items()):
+            console.print(
+                f"{name}: two runs of one scenario gave different ledgers for it: {detail}",
+                markup=False,
+                highlight=False,
+            )
+        console.print(
+            "(the harness replays scenarios to reproduce failures: a tool must give the same result for the "
+            "same arguments, or be fuzzed against a fake)",
+            markup=False,
+            highlight=False,
+        )
     if result.failure is not None:
         failure = result.failure
-        console.print(f"\n[bold red]VIOLATION[/] [{failure.problem.name}]")
+        console.print(f"\n[bold red]VIOLATION[/] {escape(f'[{failure.problem.name}]')}")
         console.print(failure.problem.message, markup=False, highlight=False)
         console.print("\nminimal scenario:", style="bold")
         console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
@@ -155,6 +233,7 @@ def fuzz_command(
         console.print(failure.trace.render(), markup=False, highlight=False)
         if failure.path is not None:
             console.print(f"\nsaved as {failure.path} (replay: harness run {failure.path} --show)")
+    if result.failure is not None or result.nondeterministic:
         raise SystemExit(1)
     console.print("[bold green]no violation[/]")
 
@@ -166,16 +245,23 @@ def _print_summary(console: Any, result: Any) -> None:
     rate = stats.scenarios / stats.seconds if stats.seconds else 0.0
     console.print(
         f"{stats.scenarios} scenarios, {stats.rounds} model rounds, {stats.seconds:.1f}s ({rate:.0f} scenarios/s), "
-        f"seed {result.seed}"
+        f"seed {result.seed}",
+        markup=False,
+        highlight=False,
     )
-    table = Table(title="exercised", show_header=True)
+    table = Table(title="exercised (over all scenarios)", show_header=True)
     table.add_column("what")
     table.add_column("count", justify="right")
-    for reason, count in sorted(stats.reasons.items()):
-        table.add_row(f"end reason {reason}", str(count))
-    for kind, count in sorted(stats.kinds.items()):
-        table.add_row(kind, str(count))
+    for label, count in stats.rows():
+        table.add_row(label, str(count))
     console.print(table)
+    if stats.per_tool:
+        tools = Table(title="your tools (top-level executions, all scenarios)", show_header=True)
+        for column in ("tool", "calls", "results", "error results", "raised"):
+            tools.add_column(column, justify="left" if column == "tool" else "right")
+        for name, counts in sorted(stats.per_tool.items()):
+            tools.add_row(name, *(str(counts[k]) for k in ("calls", "results", "error results", "raised")))
+        console.print(tools)
 
 
 # -- harness demo ----------------------------------------------------------------------------------
@@ -193,15 +279,12 @@ def demo_command() -> None:
 
 
 _HERE: dict[str, click.Command] = {
+    "conformance": conformance_command,
     "demo": demo_command,
     "run": run_command,
     "fuzz": fuzz_command,
     "schema": schema_command,
 }
-
-
-def run(*args: Any) -> None:  # pragma: no cover - convenience for `python -m harness.cli`
-    main(*args)
 
 
 if __name__ == "__main__":  # pragma: no cover

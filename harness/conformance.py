@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import click
 import vcr
 
 from harness import backends, cassettes
@@ -36,7 +35,6 @@ __all__ = [
     "RecordedCall",
     "ReplayError",
     "areplay_cassette",
-    "conformance_command",
     "default_cassette_dir",
     "query_except_beta",
     "read_recorded_calls",
@@ -237,7 +235,7 @@ def _normalize(index: int, message: AssistantMessage) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Presenting: a readable summary, and the `harness conformance` command.
+# Presenting: a readable summary, and the logic of `harness conformance` (the command is in harness.cli).
 # ---------------------------------------------------------------------------------------------
 
 
@@ -267,8 +265,9 @@ def report(
     """Replay each file and write what the backends read: the logic of ``harness conformance``.
 
     One JSON object per line with ``as_json``, else :func:`render_result`'s summary; a file that
-    cannot be replayed is reported on ``err`` as ``error: ...`` and the others still run. Returns
-    the exit status: 1 when any file failed, else 0.
+    cannot be replayed is reported on ``err`` as ``error: ...`` (and, with ``as_json``, as
+    ``{"file", "error"}`` on ``out`` too, so a consumer of the JSON sees every file it asked for),
+    and the others still run. Returns the exit status: 1 when any file failed, else 0.
     """
     out, err = out or sys.stdout, err or sys.stderr
     failed = False
@@ -276,21 +275,17 @@ def report(
         try:
             result = replay_cassette(file)
         except ReplayError as exc:
-            failed = True
-            print(f"error: {exc}", file=err)
+            message = str(exc)
+        except Exception as exc:  # a bug of ours: say so, per file, instead of a bare AttributeError
+            message = (
+                f"{file}: internal error while replaying ({type(exc).__name__}: {exc}); "
+                "this is a bug in the harness, not in the cassette"
+            )
+        else:
+            print(json.dumps(result, ensure_ascii=False) if as_json else render_result(result), file=out)
             continue
-        print(json.dumps(result, ensure_ascii=False) if as_json else render_result(result), file=out)
+        failed = True
+        print(f"error: {message}", file=err)
+        if as_json:
+            print(json.dumps({"file": str(file), "error": message}, ensure_ascii=False), file=out)
     return 1 if failed else 0
-
-
-@click.command("conformance")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per file, one per line.")
-def conformance_command(files: tuple[Path, ...], as_json: bool) -> None:
-    """Replay provider cassettes (vcrpy YAML) through the backends and print what they read.
-
-    Exits 1 when any file cannot be replayed; the other files are still reported.
-    """
-    status = report(files, as_json=as_json)
-    if status:
-        click.get_current_context().exit(status)

@@ -9,11 +9,11 @@ itself (progress bar, summary table) is in ``harness.cli``.
 
 from __future__ import annotations
 
-import importlib
+import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +23,15 @@ from hypothesis import seed as hypothesis_seed
 
 from harness.contract import SKIPPED_STEERING, classify_result_text
 from harness.regressions import ScenarioFailure, assert_scenario
-from harness.scenario import Scenario
+from harness.runner import run
+from harness.scenario import Scenario, ToolDef, import_user_module
 from harness.strategies import is_tool_entry, scenarios
 from harness.trace import Trace
 
 __all__ = ["CampaignResult", "NoToolsError", "Stats", "load_tools", "run_campaign"]
+
+
+_TOOL_COUNTS = ("calls", "results", "error results", "raised")
 
 
 @dataclass
@@ -39,6 +43,8 @@ class Stats:
     reasons: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    per_tool: dict[str, Counter[str]] = field(default_factory=dict)
+    """Your (real) tools' executions at the top level: calls, results, error results, raised."""
 
     def add(self, scenario: Scenario, trace: Trace) -> None:
         self.scenarios += 1
@@ -46,9 +52,17 @@ class Stats:
         self.reasons[str(trace.reason) if trace.error is None else f"(stream raised {trace.error.split(':')[0]})"] += 1
         for result in trace.tool_results:
             self.kinds[_result_kind(result.tool_name, result.text, result.is_error)] += 1
+        real = {t.name for t in scenario.tools if t.is_real}
+        for name in real:
+            self.per_tool.setdefault(name, Counter({k: 0 for k in _TOOL_COUNTS}))
         for entry in trace.ledger or ():
             if entry.outcome == "raised":
                 self.kinds["tool raised"] += 1
+            if entry.tool_name in real:
+                counts = self.per_tool[entry.tool_name]
+                counts["calls"] += 1
+                outcome = "raised" if entry.outcome == "raised" else "error results" if entry.is_error else "results"
+                counts[outcome] += 1
         user_messages = sum(1 for m in trace.new_messages if m.role == "user")
         if user_messages > len(scenario.prompts):
             self.kinds["steering/follow-up delivered"] += user_messages - len(scenario.prompts)
@@ -59,6 +73,37 @@ class Stats:
                 self.kinds["provider raised"] += 1
         if any(b.nested is not None for t in scenario.tools for b in t.plan):
             self.kinds["scenario with nested exec"] += 1
+        if any(t.nested_turns for t in scenario.tools):
+            self.kinds["scenario with a scripted model for an @agentic_function"] += 1
+
+    def rows(self) -> list[tuple[str, int]]:
+        """The summary table: each label says what is counted and over what."""
+        rows = [(_reason_label(reason), count) for reason, count in sorted(self.reasons.items())]
+        rows += sorted((_ROW_LABELS.get(kind, kind), count) for kind, count in self.kinds.items())
+        return rows
+
+
+def _reason_label(reason: str) -> str:
+    if reason.startswith("(stream raised "):
+        return f"scenarios whose event stream raised {reason[len('(stream raised ') : -1]} (end reason)"
+    return f"scenarios that ended with reason {reason} (end reason)"
+
+
+_ROW_LABELS = {
+    "tool result": "tool results that are not errors",
+    "is_error result": "error results from a tool (returned, or raised and caught)",
+    "skipped (steering)": "tool calls skipped for a queued user message",
+    "skipped (cancelled)": "tool calls skipped after a cancel",
+    "unknown tool": "calls of a tool not on the menu (not-found result)",
+    "invalid arguments": "calls whose arguments fail the tool's schema",
+    "invalid JSON": "calls whose argument text is not JSON",
+    "tool raised": "tool executions that raised (ledger, top level)",
+    "steering/follow-up delivered": "steering and follow-up messages delivered",
+    "length stop": "replies cut off (stop reason length)",
+    "provider raised": "replies where the provider raised mid-stream",
+    "scenario with nested exec": "scenarios with a planned nested exec",
+    "scenario with a scripted model for an @agentic_function": "scenarios giving an @agentic_function a model",
+}
 
 
 _KIND_LABELS = {
@@ -83,10 +128,12 @@ class CampaignResult:
     stats: Stats
     seed: int
     failure: ScenarioFailure | None = None
+    nondeterministic: dict[str, str] = field(default_factory=dict)
+    """Real tools whose ledger differed between two runs of one scenario: name -> what differed."""
 
     @property
     def ok(self) -> bool:
-        return self.failure is None
+        return self.failure is None and not self.nondeterministic
 
 
 def run_campaign(
@@ -106,6 +153,7 @@ def run_campaign(
     """
     chosen = seed if seed is not None else random.randrange(2**32)
     stats = Stats()
+    nondeterministic: dict[str, str] = {}
     failing = [False]
     started = time.perf_counter()
 
@@ -129,6 +177,9 @@ def run_campaign(
             raise
         if not failing[0]:  # count what was explored, not the shrinker's retries
             stats.add(scenario, trace)
+            if any(t.is_real for t in scenario.tools):
+                for name, detail in _ledger_differences(scenario, trace, run(scenario, loop)).items():
+                    nondeterministic.setdefault(name, detail)
             if on_example is not None:
                 on_example(stats)
 
@@ -138,7 +189,29 @@ def run_campaign(
     except ScenarioFailure as exc:
         failure = exc
     stats.seconds = time.perf_counter() - started
-    return CampaignResult(stats, chosen, failure)
+    return CampaignResult(stats, chosen, failure, nondeterministic)
+
+
+def _ledger_differences(scenario: Scenario, first: Trace, second: Trace) -> dict[str, str]:
+    """Per real tool, the first execution whose outcome differs between two runs of ``scenario``."""
+    differences: dict[str, str] = {}
+    for tool in (t for t in scenario.tools if t.is_real):
+        a = [e for e in first.ledger or () if e.tool_name == tool.name]
+        b = [e for e in second.ledger or () if e.tool_name == tool.name]
+        for index in range(max(len(a), len(b))):
+            x, y = (a[index] if index < len(a) else None), (b[index] if index < len(b) else None)
+            if x is None or y is None:
+                differences[tool.name] = f"executed {len(a)} time(s) in one run and {len(b)} in the other"
+                break
+            if (x.arguments, x.outcome, x.text, x.is_error) != (y.arguments, y.outcome, y.text, y.is_error):
+                args = json.dumps(x.arguments, ensure_ascii=False, sort_keys=True, default=str)
+                differences[tool.name] = f"called with {_clip(args)}, it gave {_clip(x.text)!r}, then {_clip(y.text)!r}"
+                break
+    return differences
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class NoToolsError(LookupError):
@@ -146,11 +219,26 @@ class NoToolsError(LookupError):
 
 
 def load_tools(module_name: str) -> list[Any]:
-    """The tools a module offers: its ``TOOLS`` list, else every ``@function`` / tool defined in it."""
-    module = importlib.import_module(module_name)
+    """The tools a module offers: its ``TOOLS`` list, else every ``@function`` / tool defined in it.
+
+    The module is imported from the current directory first, as ``python -m`` would; a module
+    that cannot be imported raises ``UserImportError`` with a one-line reason.
+    """
+    module = import_user_module(module_name)
     listed = getattr(module, "TOOLS", None)
     if listed is not None:
-        return list(listed)
+        if isinstance(listed, (str, bytes)) or not isinstance(listed, Iterable):
+            raise NoToolsError(f"{module_name}.TOOLS is a {type(listed).__name__}, not a list of tools")
+        entries = list(listed)
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, ToolDef) and not is_tool_entry(entry):
+                raise NoToolsError(
+                    f"{module_name}.TOOLS[{index}] is not a tool ({entry!r:.60}): list @function tools, "
+                    "AgentTools or {'spec', 'execute'} dicts"
+                )
+        if not entries:
+            raise NoToolsError(f"{module_name}.TOOLS is empty")
+        return entries
     found = [
         value
         for name, value in vars(module).items()

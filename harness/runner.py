@@ -32,7 +32,7 @@ from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, to_tool_result
 from openprogram.types import AssistantMessageEvent
 
-__all__ = ["RUN_TIMEOUT", "ScenarioProvider", "ToolKilled", "arun", "run", "run_coroutine"]
+__all__ = ["RUN_TIMEOUT", "ScenarioProvider", "ToolEscaped", "ToolKilled", "arun", "run", "run_coroutine"]
 
 RUN_TIMEOUT = 20.0
 """Seconds a run may take before the harness calls it a hang (the stream must always end)."""
@@ -41,6 +41,22 @@ RUN_TIMEOUT = 20.0
 class ToolKilled(BaseException):
     """What a ``raise`` behaviour with ``base: true`` raises: not an ``Exception``, so no tool
     error handler catches it (think of a cancellation or a kill reaching the tool)."""
+
+
+class ToolEscaped(ToolKilled):
+    """A real tool raised ``SystemExit``, ``KeyboardInterrupt`` or a ``CancelledError`` of its own.
+
+    Those are not ``Exception``s, so the loop lets them through and the run (in a real program,
+    often the program) ends. The runner carries them to the trace under this name, so the harness
+    reports a finding about the user's tool instead of exiting or being cancelled itself.
+    """
+
+    PREFIX = "ToolEscaped"
+
+    def __init__(self, tool_name: str, raised: BaseException) -> None:
+        super().__init__(f"tool {tool_name!r} raised {raised!r}")
+        self.tool_name = tool_name
+        self.raised = raised
 
 
 def run(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
@@ -180,6 +196,31 @@ def _planned_tool(tool: ToolDef) -> AgentTool:
     return cached
 
 
+def _real_tool(tool: ToolDef) -> AgentTool:
+    """The user's tool, run in the scenario's world: a nested exec in its body is answered by the
+    tool's ``nested_turns`` (so an ``@agentic_function`` runs instead of finding no model), and a
+    ``BaseException`` it raises reaches the trace as ``ToolEscaped`` instead of ending the harness."""
+    real = tool.agent_tool()
+    inner, name = real.execute, tool.name
+    model = ScenarioProvider(tool.nested_turns)  # one script per run, consumed across executions
+
+    async def execute(tool_call_id: str, args: dict[str, Any], cancel_event: Any, on_update: Any) -> Any:
+        try:
+            with runtime.use(model):
+                return await inner(tool_call_id, args, cancel_event, on_update)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise ToolEscaped(name, exc) from exc
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the run itself is being cancelled: not the tool's doing
+            raise ToolEscaped(name, exc) from exc
+
+    return AgentTool(
+        name=real.name, description=real.description, parameters=real.parameters, execute=execute, source=real.source
+    )
+
+
 class _World:
     """Shared by a run and its nested runs: the clock, the plan counters, the tools, the ledger."""
 
@@ -190,7 +231,7 @@ class _World:
         self.executions: dict[str, int] = {}
         self.defs = {t.name: t for t in scenario.tools}
         self.tools: dict[str, AgentTool] = {
-            t.name: (t.agent_tool() if t.is_real else _planned_tool(t)) for t in scenario.tools
+            t.name: (_real_tool(t) if t.is_real else _planned_tool(t)) for t in scenario.tools
         }
 
     async def execute(

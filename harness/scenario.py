@@ -30,13 +30,24 @@ words (``turn 2, call 1: ...``), and are the JSON Schema an editor checks a file
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictInt,
+    Tag,
+    ValidationError,
+)
 
 from harness.contract import effective_cap
 from harness.scenario_parts import (
@@ -50,6 +61,9 @@ from harness.scenario_parts import (
     ScenarioError,
     ToolDef,
     TurnKind,
+    UserImportError,
+    import_user_module,
+    import_user_object,
     schedule,
 )
 from harness.yamlform import Form, dump_yaml, jsonish, located, plain_scalar, tagger
@@ -64,10 +78,16 @@ __all__ = [
     "NestedRun",
     "Scenario",
     "ScenarioError",
+    "EXPECT_KEYS",
+    "MATCHERS",
     "ScenarioForm",
     "ToolDef",
+    "UserImportError",
     "dump_yaml",
     "effective_cap",
+    "expectation_errors",
+    "import_user_module",
+    "import_user_object",
     "json_schema",
 ]
 
@@ -136,6 +156,21 @@ class Scenario:
             return self.resume
         return bool(self.history) and not self.prompts
 
+    def notes_for_run(self) -> list[str]:
+        """What is legal but likely unintended, for ``harness run`` to say: calls that name a tool
+        the menu lacks (a fine way to test the not-found path, and an easy typo to make)."""
+        notes = []
+        menu = [t.name for t in self.tools]
+        for number, model_turn in enumerate(self.turns, start=1):
+            for index, call in enumerate(model_turn.calls, start=1):
+                if call.name not in menu:
+                    offered = ", ".join(menu) or "none"
+                    notes.append(
+                        f"turn {number}, call {index} names tool {call.name!r}, which is not on the menu "
+                        f"(tools: {offered}): the loop answers it with the not-found error"
+                    )
+        return notes
+
     def tool(self, name: str) -> ToolDef | None:
         return next((t for t in self.tools if t.name == name), None)
 
@@ -189,8 +224,14 @@ def _poll_number(number: int) -> int:
     return number
 
 
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # YAML reads `yes`/`true` as a bool, which int() would take as 1
+        raise ValueError(f"poll numbers are positive integers, got {value!r}")
+    return value
+
+
 Schedule = Annotated[
-    dict[Annotated[int, AfterValidator(_poll_number)], str | list[str]] | None,
+    dict[Annotated[int, BeforeValidator(_not_bool), AfterValidator(_poll_number)], str | list[str]] | None,
     Field(json_schema_extra={"propertyNames": {"pattern": "^[1-9][0-9]*$"}}),
 ]
 """``{poll number: [messages]}``; one message may be given bare: ``{2: stop}``."""
@@ -327,8 +368,8 @@ class NestedForm(Form):
     turns: list[TurnEntry] | None = None
     steering: Schedule = None
     follow_ups: Schedule = None
-    max_iterations: int | None = None
-    sync: bool = False
+    max_iterations: StrictInt | None = None
+    sync: StrictBool = False
 
     def build(self) -> NestedRun:
         tools = None if self.tools == "inherit" else tuple(str(t) for t in self.tools or ())
@@ -425,14 +466,28 @@ class ToolForm(Form):
     """``package.module:attribute`` of a real tool (an ``@function``, ``AgentTool`` or dict)."""
     plan: list[BehaviourForm] | None = None
     """Execution N follows entry N; past the end the last repeats; none: every execution returns "ok"."""
+    nested_turns: list[TurnEntry] | None = None
+    """With ``python:``: the model that answers a nested exec in the tool's body (an ``@agentic_function``)."""
 
     def build(self) -> ToolDef:
+        nested = tuple(_turn_value(t) for t in self.nested_turns or ())
+        if self.python is not None:
+            if self.plan:
+                raise ScenarioError(f"tool {self.name!r} is real (python) and cannot also have a plan")
+            given = self.model_fields_set  # what the file says wins over the function's own spec
+            return ToolDef.real(
+                self.name,
+                self.python,
+                parameters=dict(self.parameters or {}) if "parameters" in given else None,
+                description=self.description if "description" in given else None,
+                nested_turns=nested,
+            )
         return ToolDef(
             name=self.name,
             parameters=dict(self.parameters or {"type": "object", "properties": {}}),
             description=self.description,
             plan=tuple(b.value for b in self.plan or ()),
-            python=self.python,
+            nested_turns=nested,
         )
 
     @classmethod
@@ -440,6 +495,8 @@ class ToolForm(Form):
         given: dict[str, Any] = {"description": t.description} if t.description else {}
         if t.is_real:
             given["python"] = t.python
+            if t.nested_turns:
+                given["nested_turns"] = [_turn_entry(n) for n in t.nested_turns]
         elif t.plan:
             given["plan"] = [BehaviourForm.of(b) for b in t.plan]
         return cls.model_construct(name=t.name, parameters=jsonish(t.parameters), **given)
@@ -507,25 +564,38 @@ def _history_entry(h: HistoryMessage) -> Form:
     return AssistantForm.model_construct(assistant=h.text, **calls)
 
 
+class ToolChoiceForm(Form):
+    """``{type: function, name: TOOL}``: the model must call TOOL."""
+
+    shape = "tool_choice is auto, required, none or {type: function, name: TOOL}"
+    type: Literal["function"]
+    name: str = Field(min_length=1)
+
+    def build(self) -> dict[str, str]:
+        return {"type": self.type, "name": self.name}
+
+
 class ConfigForm(Form):
     """The loop's knobs."""
 
-    max_iterations: int | None = None
+    max_iterations: StrictInt | None = None
     """Passed through unclamped (null, 0, -3, 99 ...); the loop's cap is min(50, it), floored at 1."""
-    tool_choice: str | dict[str, Any] | None = None
-    """``auto``, ``required``, ``none`` or ``{type: function, name: TOOL}``."""
-    parallel_tool_calls: bool | None = None
+    tool_choice: Literal["auto", "required", "none"] | ToolChoiceForm | None = None
+    """``auto``, ``required``, ``none`` or ``{type: function, name: TOOL}`` (checked as exec checks it)."""
+    parallel_tool_calls: StrictBool | None = None
     model: str | None = None
     system_prompt: str = ""
 
     def build(self) -> Config:
-        return Config(self.max_iterations, self.tool_choice, self.parallel_tool_calls, self.model, self.system_prompt)
+        choice = self.tool_choice.value if isinstance(self.tool_choice, ToolChoiceForm) else self.tool_choice
+        return Config(self.max_iterations, choice, self.parallel_tool_calls, self.model, self.system_prompt)
 
     @classmethod
     def of(cls, c: Config) -> ConfigForm | None:
+        choice = c.tool_choice
         given = {
             "max_iterations": c.max_iterations,
-            "tool_choice": jsonish(c.tool_choice),
+            "tool_choice": ToolChoiceForm.model_construct(**choice) if isinstance(choice, Mapping) else choice,
             "parallel_tool_calls": c.parallel_tool_calls,
             "model": c.model,
             "system_prompt": c.system_prompt or None,
@@ -541,7 +611,7 @@ class ScenarioForm(Form):
     shape = "a scenario is a mapping (prompts:, tools:, turns:, ...)"
     name: str = ""
     notes: str = ""
-    meta: dict[str, Any] | None = None
+    meta: Annotated[dict[str, Any] | None, Field(json_schema_extra=lambda schema: _meta_schema(schema))] = None
     """Kept as is; ``meta.expect`` pins an outcome, ``meta.violation`` is written by a failing property."""
     prompts: str | list[str] = Field(default_factory=list)
     """The user messages the run starts with; one may be given bare."""
@@ -559,6 +629,9 @@ class ScenarioForm(Form):
     config: ConfigForm | None = None
 
     def build(self) -> Scenario:
+        errors = expectation_errors((self.meta or {}).get("expect"))
+        if errors:
+            raise ScenarioError("; ".join(errors))
         return Scenario(
             prompts=(self.prompts,) if isinstance(self.prompts, str) else tuple(self.prompts),
             tools=tuple(t.value for t in self.tools or ()),
@@ -589,6 +662,90 @@ class ScenarioForm(Form):
             "config": ConfigForm.of(s.config),
         }
         return cls.model_construct(**{k: v for k, v in given.items() if v is not None})
+
+
+EXPECT_KEYS = ("reason", "requests", "executed", "final_text", "results", "new_messages")
+"""What ``meta.expect`` can pin (see ``check_expectations``)."""
+MATCHERS = ("contains", "prefix", "regex")
+"""Partial matches a text expectation may use instead of the exact text: ``{contains: TEXT}``."""
+
+
+def expectation_errors(expect: Any) -> list[str]:
+    """What is wrong with a ``meta.expect`` as written (checked when a file is loaded), one line each."""
+    if expect is None:
+        return []
+    if not isinstance(expect, Mapping):
+        return [f"meta.expect: expected a mapping of {', '.join(EXPECT_KEYS)}, got {expect!r:.60}"]
+    errors = []
+    for key, wanted in expect.items():
+        where = f"meta.expect.{key}"
+        if key not in EXPECT_KEYS:
+            errors.append(f"{where}: unknown expectation; known: {', '.join(EXPECT_KEYS)}")
+        elif key in ("requests", "new_messages"):
+            if isinstance(wanted, bool) or not isinstance(wanted, int):
+                errors.append(f"{where}: expected a count (an integer), got {wanted!r:.60}")
+        elif key in ("executed", "results"):
+            if not isinstance(wanted, list):
+                errors.append(f"{where}: expected a list of texts or matchers, got {wanted!r:.60}")
+            else:
+                errors += [e for i, item in enumerate(wanted) for e in _matcher_errors(item, f"{where}, item {i + 1}")]
+        elif key == "final_text":
+            errors += _matcher_errors(wanted, where)
+        elif not isinstance(wanted, str) and wanted is not None:
+            errors.append(f"{where}: expected a text, got {wanted!r:.60}")
+    return errors
+
+
+def _matcher_errors(wanted: Any, where: str) -> list[str]:
+    if wanted is None or isinstance(wanted, str):
+        return []
+    shape = "a text, or one of {contains: TEXT}, {prefix: TEXT}, {regex: PATTERN}"
+    if not isinstance(wanted, Mapping) or len(wanted) != 1:
+        return [f"{where}: expected {shape}, got {wanted!r:.60}"]
+    ((kind, pattern),) = wanted.items()
+    if kind not in MATCHERS:
+        return [f"{where}: unknown matcher {kind!r}; expected {shape}"]
+    if not isinstance(pattern, str):
+        return [f"{where}: {kind} takes a text, got {pattern!r:.60}"]
+    if kind == "regex":
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return [f"{where}: not a valid regular expression ({exc})"]
+    return []
+
+
+_TEXT_MATCH: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "null"},
+        *(
+            {"type": "object", "properties": {k: {"type": "string"}}, "required": [k], "additionalProperties": False}
+            for k in MATCHERS
+        ),
+    ],
+    "description": "The exact text, or {contains: TEXT}, {prefix: TEXT} or {regex: PATTERN} (re.search).",
+}
+
+
+def _meta_schema(schema: dict[str, Any]) -> None:
+    counts = {"type": "integer"}
+    expect = {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "What must happen; checked by harness run and the regression tests.",
+        "properties": {
+            "reason": {"enum": ["stop", "error", "aborted", "max_iterations", None]},
+            "requests": {**counts, "description": "Model requests of the top-level run."},
+            "executed": {"type": "array", "items": _TEXT_MATCH, "description": "The ledger, as name#id."},
+            "final_text": _TEXT_MATCH,
+            "results": {"type": "array", "items": _TEXT_MATCH, "description": "Tool results, '!' before errors."},
+            "new_messages": {**counts, "description": "How many messages the run added."},
+        },
+    }
+    for alternative in schema.get("anyOf", [schema]):
+        if alternative.get("type") == "object":
+            alternative["properties"] = {"expect": expect, "violation": {"type": "string"}}
 
 
 def json_schema() -> dict[str, Any]:

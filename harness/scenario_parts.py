@@ -7,11 +7,16 @@ re-exports every name here: import them from there.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Literal
 
 from harness.script import ScriptedCall, Turn, turn
+from openprogram.providers import tool_choice as tool_choice_table
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram.types import (
     AssistantMessage,
@@ -36,6 +41,9 @@ __all__ = [
     "ScenarioError",
     "ToolDef",
     "TurnKind",
+    "UserImportError",
+    "import_user_module",
+    "import_user_object",
     "schedule",
 ]
 
@@ -53,6 +61,59 @@ class ScenarioError(ValueError):
     """A scenario (or its YAML) is malformed; the message says where and what would work."""
 
 
+class UserImportError(ImportError):
+    """A module of the user's (``--tools``, a scenario's ``python:``) cannot be imported; the message
+    is one line saying which module, where it was looked for and what went wrong."""
+
+
+def import_user_module(name: str) -> ModuleType:
+    """Import ``name`` the way ``python -m`` would: the current directory first on ``sys.path``.
+
+    A console script's ``sys.path`` starts with its own bin directory, so without this a user's
+    ``myagent.tools`` in the project root is not found. Every failure, including a module that
+    raises (or calls ``sys.exit``) while importing, becomes a ``UserImportError``.
+    """
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
+    if not name or any(not part.isidentifier() for part in name.split(".")):
+        raise UserImportError(f"{name!r} is not a module name (write package.module)")
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise UserImportError(
+                f"no module named {exc.name!r} (looked in the current directory {here} and the installed packages)"
+            ) from None
+        raise UserImportError(f"importing {name} failed: {_describe_failure(exc)}") from None
+    except (Exception, SystemExit) as exc:
+        raise UserImportError(f"importing {name} failed: {_describe_failure(exc)}") from None
+
+
+def _describe_failure(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"SyntaxError: {exc.msg} ({exc.filename}:{exc.lineno})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in frames if "importlib" not in f.filename]
+    where = f" ({user[-1].filename}:{user[-1].lineno})" if user else ""
+    return f"{type(exc).__name__}: {text}{where}"
+
+
+def import_user_object(path: str) -> Any:
+    """``package.module:attribute`` (the attribute may be dotted) imported as ``import_user_module`` does."""
+    module_name, _, attribute = path.partition(":")
+    if not attribute:
+        raise UserImportError(f"expected 'package.module:attribute', got {path!r}")
+    entry: Any = import_user_module(module_name)
+    for part in attribute.split("."):
+        try:
+            entry = getattr(entry, part)
+        except AttributeError:
+            raise UserImportError(f"{module_name} has no attribute {attribute!r}") from None
+    return entry
+
+
 @dataclass(frozen=True)
 class Call:
     """One tool call in a model turn. ``raw`` is argument text sent verbatim (maybe not JSON).
@@ -67,8 +128,8 @@ class Call:
 
     def scripted(self) -> ScriptedCall:
         if self.raw is not None:
-            return turn.raw_tool_call(self.name, self.raw, id=self.id)
-        return turn.tool_call(self.name, args=dict(self.args), id=self.id)
+            return turn.raw_tool_call(self.name, self.raw, call_id=self.id)
+        return turn.tool_call(self.name, dict(self.args), call_id=self.id)
 
     def arguments_text(self) -> str:
         """The exact argument text the model streams."""
@@ -216,11 +277,20 @@ class ToolDef:
     plan: tuple[Behaviour, ...] = ()
     python: str | None = None
     impl: Any = field(default=None, compare=False, repr=False)
+    nested_turns: tuple[ModelTurn, ...] = ()
+    """A real tool's model: what a nested ``runtime.exec`` in its body (an ``@agentic_function``)
+    is answered with, one turn per request over the whole run; past the end, the scripted
+    provider's error."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plan", tuple(self.plan))
+        object.__setattr__(self, "nested_turns", tuple(self.nested_turns))
         if self.is_real and self.plan:
             raise ScenarioError(f"tool {self.name!r} is real (python/impl) and cannot also have a plan")
+        if self.nested_turns and not self.is_real:
+            raise ScenarioError(
+                f"tool {self.name!r}: nested_turns go with a real (python) tool; a planned one uses exec"
+            )
 
     @property
     def is_real(self) -> bool:
@@ -238,16 +308,13 @@ class ToolDef:
         if entry is None:
             if self.python is None:
                 raise ScenarioError(f"tool {self.name!r} has a plan, not an implementation")
-            module_name, _, attribute = self.python.partition(":")
-            if not attribute:
-                raise ScenarioError(
-                    f"tool {self.name!r}: python must be 'package.module:attribute', got {self.python!r}"
-                )
-            entry = importlib.import_module(module_name)
-            for part in attribute.split("."):
-                entry = getattr(entry, part)
-        tool = as_agent_tool(entry)
-        if tool.name != self.name or dict(tool.parameters) != dict(self.parameters):
+            entry = _real_entry(self.name, self.python)
+        tool = _as_tool(self.name, entry)
+        if (
+            tool.name != self.name
+            or dict(tool.parameters) != dict(self.parameters)
+            or (tool.description != self.description)
+        ):
             tool = AgentTool(
                 name=self.name,
                 description=self.description,
@@ -258,7 +325,33 @@ class ToolDef:
         return tool
 
     @classmethod
-    def from_tool(cls, entry: Any, python: str | None = None) -> ToolDef:
+    def real(
+        cls,
+        name: str,
+        python: str,
+        parameters: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        nested_turns: tuple[ModelTurn, ...] = (),
+    ) -> ToolDef:
+        """A ``python:`` tool: its schema and description are the function's unless given here."""
+        entry = _real_entry(name, python)
+        tool = _as_tool(name, entry)
+        return cls(
+            name=name,
+            parameters=dict(tool.parameters) if parameters is None else parameters,
+            description=tool.description if description is None else description,
+            python=python,
+            impl=entry,
+            nested_turns=nested_turns,
+        )
+
+    @property
+    def is_agentic(self) -> bool:
+        """An ``@agentic_function``: its body asks a model, so it needs ``nested_turns`` to run."""
+        return getattr(self.impl, "kind", None) == "agentic_function"
+
+    @classmethod
+    def from_tool(cls, entry: Any, python: str | None = None, nested_turns: tuple[ModelTurn, ...] = ()) -> ToolDef:
         """A real tool from an ``@function`` / ``AgentTool`` / dict entry, with its real schema."""
         tool = as_agent_tool(entry)
         return cls(
@@ -267,7 +360,22 @@ class ToolDef:
             description=tool.description,
             python=python,
             impl=entry,
+            nested_turns=nested_turns,
         )
+
+
+def _real_entry(name: str, python: str) -> Any:
+    try:
+        return import_user_object(python)
+    except UserImportError as exc:
+        raise ScenarioError(f"tool {name!r}: python: {exc}") from None
+
+
+def _as_tool(name: str, entry: Any) -> AgentTool:
+    try:
+        return as_agent_tool(entry)
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(f"tool {name!r}: python: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -321,6 +429,19 @@ class Config:
     model: str | None = None
     system_prompt: str = ""
 
+    def __post_init__(self) -> None:
+        # The checks exec makes, so a scenario cannot pin a config no caller could pass.
+        if self.max_iterations is not None and (
+            isinstance(self.max_iterations, bool) or not isinstance(self.max_iterations, int)
+        ):
+            raise ScenarioError(f"max_iterations is an integer or null, got {self.max_iterations!r:.60}")
+        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
+            raise ScenarioError(f"parallel_tool_calls is true, false or null, got {self.parallel_tool_calls!r:.60}")
+        try:
+            tool_choice_table.normalize(self.tool_choice)
+        except ValueError as exc:
+            raise ScenarioError(str(exc)) from None
+
 
 def schedule(value: Any, where: str) -> dict[int, tuple[str, ...]]:
     if value is None:
@@ -328,11 +449,10 @@ def schedule(value: Any, where: str) -> dict[int, tuple[str, ...]]:
     if not isinstance(value, Mapping):
         raise ScenarioError(f"{where}: a schedule maps poll numbers to messages, e.g. {{2: [stop]}}")
     out: dict[int, tuple[str, ...]] = {}
-    for key, messages in sorted(value.items(), key=lambda kv: int(kv[0])):
-        try:
-            number = int(key)
-        except (TypeError, ValueError):
-            raise ScenarioError(f"{where}: poll number {key!r} is not an integer") from None
+    for key, messages in sorted(value.items(), key=lambda kv: str(kv[0]).zfill(12)):
+        if isinstance(key, bool) or not isinstance(key, (int, str)) or (isinstance(key, str) and not key.isdigit()):
+            raise ScenarioError(f"{where}: poll number {key!r} is not an integer")
+        number = int(key)
         if number < 1:
             raise ScenarioError(f"{where}: poll numbers start at 1, got {number}")
         if isinstance(messages, str):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, get_args
 
 from harness.contract import ABORTED_MESSAGE
 from openprogram.providers import ModelRequest
@@ -51,6 +51,22 @@ class Turn:
     respond: Callable[[ModelRequest], Any] | None = None
     usage: Usage | None = None
 
+    def __post_init__(self) -> None:
+        # Refused here, where the test is written, not mid-run when the provider streams it.
+        if self.stop_reason not in _STOP_REASONS:
+            raise ValueError(f"stop_reason {self.stop_reason!r} is not one of {', '.join(_STOP_REASONS)}")
+        if self.error is not None and not isinstance(self.error, str):
+            raise TypeError(f"an {self.stop_reason} turn's message is a str, got {self.error!r:.60}")
+        if self.usage is not None and not isinstance(self.usage, Usage):
+            raise TypeError(f"usage is an openprogram.types.Usage, got {type(self.usage).__name__}")
+        for block in self.blocks:
+            if isinstance(block, ScriptedCall):
+                continue
+            if not (isinstance(block, tuple) and len(block) == 2 and block[0] in ("text", "thinking")):
+                raise TypeError(f"a turn's block is a call or ('text' | 'thinking', str), got {block!r:.60}")
+            if not isinstance(block[1], str):
+                raise TypeError(f"a turn's {block[0]} is a str, got {type(block[1]).__name__}: {block[1]!r:.60}")
+
     def describe(self) -> str:
         if self.respond is not None:
             return f"respond({getattr(self.respond, '__name__', 'fn')})"
@@ -68,6 +84,7 @@ class Turn:
 
 
 TurnLike = Union[Turn, ScriptedCall, str]
+_STOP_REASONS = get_args(StopReason)
 
 
 class turn:
@@ -93,15 +110,43 @@ class turn:
         return Turn(blocks=tuple(blocks), usage=usage)
 
     @staticmethod
-    def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None, **kwargs: Any) -> ScriptedCall:
-        """A pick of ``name``; keyword arguments are its arguments (use ``args=`` for clashing names)."""
+    def tool_call(
+        name: str, args: Mapping[str, Any] | None = None, /, *, call_id: str | None = None, **kwargs: Any
+    ) -> ScriptedCall:
+        """A pick of ``name``. Every keyword but ``call_id`` is an argument, so a tool parameter
+        called ``id``, ``name`` or ``args`` is just a keyword; ``args`` (positional) is the dict form,
+        merged under the keywords. Arguments that cannot be sent as JSON are refused here, where the
+        test is written, not at request time in the middle of a run."""
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"turn.tool_call: the tool name must be a non-empty str, got {name!r:.60}")
+        if args is not None and not isinstance(args, Mapping):
+            raise TypeError(
+                f"turn.tool_call({name!r}, ...): the arguments are a dict (or keywords), got {type(args).__name__}; "
+                "for argument text that is not an object use turn.raw_tool_call"
+            )
+        _check_call_id(name, call_id)
         merged = {**(args or {}), **kwargs}
-        return ScriptedCall(name=name, args=merged, id=id)
+        try:
+            json.dumps(merged, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"turn.tool_call({name!r}, ...): the arguments cannot be sent as JSON ({exc}); "
+                "pass str, int, float, bool, None, lists and dicts with str keys"
+            ) from None
+        return ScriptedCall(name=name, args=merged, id=call_id)
 
     @staticmethod
-    def raw_tool_call(name: str, arguments_text: str, id: str | None = None) -> ScriptedCall:
+    def raw_tool_call(name: str, arguments_text: str, /, *, call_id: str | None = None) -> ScriptedCall:
         """A pick whose argument text is sent verbatim: for "the model sent broken JSON"."""
-        return ScriptedCall(name=name, raw=arguments_text, id=id)
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"turn.raw_tool_call: the tool name must be a non-empty str, got {name!r:.60}")
+        if not isinstance(arguments_text, str):
+            raise TypeError(
+                f"turn.raw_tool_call({name!r}, ...): the argument text is a str, got {type(arguments_text).__name__}; "
+                "for a dict use turn.tool_call"
+            )
+        _check_call_id(name, call_id)
+        return ScriptedCall(name=name, raw=arguments_text, id=call_id)
 
     @staticmethod
     def tool_calls(
@@ -136,6 +181,11 @@ class turn:
         if not callable(fn):
             raise TypeError("turn.respond takes a function of the request")
         return Turn(respond=fn)
+
+
+def _check_call_id(name: str, call_id: Any) -> None:
+    if call_id is not None and not isinstance(call_id, str):
+        raise TypeError(f"turn.tool_call({name!r}, ...): call_id is a str, got {call_id!r:.60}")
 
 
 def _as_turn(value: Any, where: str) -> Turn:

@@ -647,6 +647,16 @@ def scenarios(
     """
     if tools is not None:
         menu = tools_from(tools)
+        # An @agentic_function asks a model in its body: give it one (a list, so the shrinker can
+        # empty it), or every execution would fail with "no model provider".
+        # It mostly ends with a text reply, so the tool returns as often as it fails.
+        ending = model_turns(menu, {"text": 1}).map(lambda t: (t,))
+        nested_turns = st.tuples(st.lists(model_turns(menu, turn_weights), max_size=2), st.one_of(ending, st.just(())))
+        nested_turns = nested_turns.map(lambda drawn: (*drawn[0], *drawn[1]))
+        menu = [
+            dataclasses.replace(t, nested_turns=draw(nested_turns)) if t.is_agentic and not t.nested_turns else t
+            for t in menu
+        ]
     else:
         menu = draw(_tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in))
     # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from harness.cli import conformance_command
 from harness.conformance import (
     ReplayError,
-    conformance_command,
     read_recorded_calls,
     render_result,
     replay_cassette,
@@ -157,7 +157,9 @@ def test_an_unmatched_request_fails_the_file_and_says_which_interaction(tmp_path
     result = CliRunner().invoke(conformance_command, ["--json", str(cassette)])
 
     assert result.exit_code == 1
-    assert result.stdout == ""
+    (line,) = result.stdout.splitlines()  # --json reports the failed file too, as {"file", "error"}
+    assert json.loads(line) == {"file": str(cassette), "error": json.loads(line)["error"]}
+    assert "matched no recorded interaction" in json.loads(line)["error"]
     assert f"error: {cassette}: interaction 0 (POST {CHAT_URI}?api-version=2024-01-01)" in result.stderr
     assert "matched no recorded interaction" in result.stderr
 
@@ -171,7 +173,10 @@ def test_a_bad_file_fails_with_exit_1_but_the_others_are_still_reported(chat_cas
     result = CliRunner().invoke(conformance_command, ["--json", str(missing), str(unknown), str(chat_cassette)])
 
     assert result.exit_code == 1
-    assert [json.loads(line)["file"] for line in result.stdout.splitlines()] == [str(chat_cassette)]
+    reported = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["file"] for r in reported] == [str(missing), str(unknown), str(chat_cassette)]
+    assert ["error" in r for r in reported] == [True, True, False]
+    assert "interactions" in reported[2]
     assert f"error: {missing}: cannot read the cassette" in result.stderr
     assert f"error: {unknown}: interaction 0 (POST https://llm.example.com/v1/generate): no backend for host" in (
         result.stderr
@@ -271,11 +276,9 @@ def test_report_is_the_command_without_click(chat_cassette: Path, tmp_path: Path
     status = report([chat_cassette, tmp_path / "missing.yaml"], as_json=True, out=out, err=err)
 
     assert status == 1
-    assert json.loads(out.getvalue()) == {
-        "file": str(chat_cassette),
-        "provider": "openai",
-        "interactions": EXPECTED_INTERACTIONS,
-    }
+    replayed, failed = (json.loads(line) for line in out.getvalue().splitlines())
+    assert replayed == {"file": str(chat_cassette), "provider": "openai", "interactions": EXPECTED_INTERACTIONS}
+    assert failed["file"] == str(tmp_path / "missing.yaml") and "cannot read the cassette" in failed["error"]
     assert err.getvalue().startswith(f"error: {tmp_path / 'missing.yaml'}: cannot read the cassette")
     assert report([chat_cassette], out=io.StringIO(), err=io.StringIO()) == 0
 
@@ -308,3 +311,37 @@ def test_a_missing_sdk_extra_fails_the_file_naming_the_extra(tmp_path: Path, mon
     assert result.exit_code == 1
     assert f"error: {cassette}: cannot replay gemini cassettes:" in result.stderr
     assert 'pip install "openprogram[gemini]"' in result.stderr
+
+
+def test_a_directory_replays_every_cassette_under_it(chat_cassette: Path, tmp_path: Path) -> None:
+    nested = tmp_path / "more"
+    nested.mkdir()
+    second = _write(nested / "text.yml", _interaction(CHAT_URI, REQUEST, 200, _chat_completion("Hi.", None, "stop")))
+    result = CliRunner().invoke(conformance_command, ["--json", str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["file"] for line in result.stdout.splitlines()] == [str(chat_cassette), str(second)]
+
+
+def test_a_directory_without_cassettes_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(conformance_command, [str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no cassette files (*.yaml, *.yml) in" in result.output and "Traceback" not in result.output
+
+
+def test_an_internal_error_is_reported_per_file_not_as_a_bare_attribute_error(
+    chat_cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.conformance as conformance
+
+    def broken(path: Any) -> Any:
+        raise AttributeError("'NoneType' object has no attribute 'text'")
+
+    monkeypatch.setattr(conformance, "replay_cassette", broken)
+    result = CliRunner().invoke(conformance_command, ["--json", str(chat_cassette)])
+
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    (line,) = result.stdout.splitlines()
+    error = json.loads(line)["error"]
+    assert error.startswith(f"{chat_cassette}: internal error while replaying (AttributeError: ")
+    assert "bug in the harness" in error

@@ -226,7 +226,9 @@ CANCEL = {"spec": {"name": "cancel", "parameters": {"type": "object", "propertie
 
 def odd_turns() -> Trace:
     return record(
-        turn.tool_calls(turn.tool_call("lookup", q="a", id="same"), turn.tool_call("lookup", q="b", id="same")),
+        turn.tool_calls(
+            turn.tool_call("lookup", q="a", call_id="same"), turn.tool_call("lookup", q="b", call_id="same")
+        ),
         turn.tool_calls(turn.tool_call("add", a="5", b=" 6 "), turn.tool_call("report", q="x"), stop_reason="length"),
         turn.empty(),
         tools=(LOOKUP, ADD, REPORT),

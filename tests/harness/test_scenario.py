@@ -339,7 +339,7 @@ def test_harness_run_reports_malformed_files(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("turns: [{txt: hi}]")
     result = CliRunner().invoke(main, ["run", str(broken)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a file that cannot be used is a usage error, not a failed scenario
     assert "unknown key(s) txt" in result.output
 
 
@@ -520,6 +520,13 @@ def test_every_saved_scenario_redumps_canonically(path: Path, printed_schema: js
         "steering: {0: [x]}",
         "history: [{bot: hi}]",
         "config: {modle: x}",
+        "config: {max_iterations: '5'}",
+        "config: {parallel_tool_calls: 'yes'}",
+        "config: {tool_choice: auot}",
+        "config: {tool_choice: {type: function}}",
+        "meta: {expect: {final_text: {contain: x}}}",
+        "meta: {expect: {finaltext: x}}",
+        "meta: {expect: {requests: two}}",
     ],
 )
 def test_the_schema_refuses_what_the_loader_refuses(text: str, printed_schema: jsonschema.Draft202012Validator) -> None:
@@ -581,3 +588,57 @@ def test_the_documented_example_and_short_forms_hold() -> None:
     )
     assert Scenario.from_yaml(short) == Scenario.from_yaml(long)
     assert Scenario.from_yaml("turns:\ntools:\nhistory:\n") == Scenario.from_yaml("{}")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"max_iterations": "5"},
+        {"max_iterations": True},
+        {"parallel_tool_calls": "yes"},
+        {"tool_choice": "auot"},
+        {"tool_choice": {"type": "function"}},
+        {"tool_choice": {"type": "tool", "name": "x"}},
+    ],
+)
+def test_a_config_exec_would_refuse_is_refused_in_python_too(config: dict[str, object]) -> None:
+    with pytest.raises(ScenarioError):
+        Config(**config)  # type: ignore[arg-type]
+
+
+def test_a_config_exec_accepts_is_kept_as_given() -> None:
+    config = Config(max_iterations=-3, tool_choice={"type": "function", "name": "add"}, parallel_tool_calls=False)
+    assert Scenario(config=config).config == config
+    assert Scenario.from_yaml(Scenario(config=config).to_yaml()).config == config
+
+
+def test_notes_name_each_call_of_a_tool_the_menu_lacks() -> None:
+    scenario = Scenario.from_yaml(
+        "tools: [{name: add}]\nturns: [{calls: [{name: add}, {name: sub}]}, {calls: [{name: mul}]}]"
+    )
+    notes = scenario.notes_for_run()
+    assert [note.split(" names ")[0] for note in notes] == ["turn 1, call 2", "turn 2, call 1"]
+    assert "'sub', which is not on the menu (tools: add)" in notes[0]
+    assert (
+        Scenario.from_yaml("turns: [{calls: [{name: x}]}]")
+        .notes_for_run()[0]
+        .endswith("(tools: none): the loop answers it with the not-found error")
+    )
+
+
+def test_nested_turns_go_with_real_tools_only() -> None:
+    with pytest.raises(ScenarioError, match="tool 1: tool 'a': nested_turns go with a real"):
+        Scenario.from_yaml("tools: [{name: a, nested_turns: [hi]}]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "meta: {expect: {final_text: {contains: x}, results: [{prefix: '!'}, exact], executed: [{regex: '^a#'}]}}",
+        "meta: {expect: {reason: max_iterations, requests: 2}, violation: reference}",
+        "config: {tool_choice: {type: function, name: add}, parallel_tool_calls: false, max_iterations: -3}",
+    ],
+)
+def test_the_schema_accepts_what_the_loader_accepts(text: str, printed_schema: jsonschema.Draft202012Validator) -> None:
+    Scenario.from_yaml(text)
+    assert [e.message for e in printed_schema.iter_errors(_as_an_editor_sees(text))] == []

@@ -117,7 +117,7 @@ def test_tool_call_with_keyword_arguments_is_a_turn_of_one_call() -> None:
 
 
 def test_tool_call_args_and_id_parameters() -> None:
-    call = turn.tool_call("f", args={"name": "clash", "id": "also"}, id="fixed", extra=1)
+    call = turn.tool_call("f", {"name": "clash", "id": "also"}, call_id="fixed", extra=1)
     assert call == ScriptedCall(name="f", args={"name": "clash", "id": "also", "extra": 1}, id="fixed")
     events = stream_all(ScriptedProvider(call))
     assert final(events).tool_calls == [
@@ -126,7 +126,7 @@ def test_tool_call_args_and_id_parameters() -> None:
 
 
 def test_tool_calls_makes_one_turn_of_several_calls_after_optional_text() -> None:
-    scripted = turn.tool_calls(turn.tool_call("a", x=1), turn.tool_call("b", id="B"), text="let me check")
+    scripted = turn.tool_calls(turn.tool_call("a", x=1), turn.tool_call("b", call_id="B"), text="let me check")
     events = stream_all(ScriptedProvider(scripted))
     message = final(events)
     assert message.content == (
@@ -140,7 +140,7 @@ def test_tool_calls_makes_one_turn_of_several_calls_after_optional_text() -> Non
 
 
 def test_raw_tool_call_sends_text_that_need_not_be_json() -> None:
-    events = stream_all(ScriptedProvider(turn.raw_tool_call("f", '{"x": ', id="r")))
+    events = stream_all(ScriptedProvider(turn.raw_tool_call("f", '{"x": ', call_id="r")))
     assert [e.delta for e in events if e.type == "toolcall_delta"] == ['{"x": ']
     assert final(events).tool_calls == [ToolCall(id="r", name="f", arguments={}, raw_arguments='{"x": ')]
     good_raw = final(stream_all(ScriptedProvider(turn.raw_tool_call("f", '{"x": 1}'))))
@@ -148,7 +148,7 @@ def test_raw_tool_call_sends_text_that_need_not_be_json() -> None:
 
 
 def test_duplicate_ids_are_sent_as_scripted() -> None:
-    scripted = turn.tool_calls(turn.tool_call("a", id="same"), turn.tool_call("b", id="same"))
+    scripted = turn.tool_calls(turn.tool_call("a", call_id="same"), turn.tool_call("b", call_id="same"))
     run = run_agent(ScriptedProvider(scripted, "ok"), tools=[make_tool("a"), make_tool("b")])
     assert [(m.tool_call_id, m.text) for m in run.result if m.role == "toolResult"] == [
         ("same", "a ok"),
@@ -235,7 +235,7 @@ def test_a_set_cancel_event_aborts_the_stream() -> None:
 def test_generated_ids_count_per_provider_instance_and_restart_for_each() -> None:
     def script() -> ScriptedProvider:
         return ScriptedProvider(
-            turn.tool_calls(turn.tool_call("a"), turn.tool_call("a", id="mine"), turn.tool_call("a")),
+            turn.tool_calls(turn.tool_call("a"), turn.tool_call("a", call_id="mine"), turn.tool_call("a")),
             turn.tool_call("a"),
             "done",
         )
@@ -276,7 +276,9 @@ def test_a_request_beyond_the_script_is_an_error_naming_its_number() -> None:
 
 
 def test_assert_complete_lists_the_unconsumed_turns() -> None:
-    provider = ScriptedProvider("a", turn.tool_call("f", x=1, id="k"), turn.error("e"), turn.respond(lambda r: "x"))
+    provider = ScriptedProvider(
+        "a", turn.tool_call("f", x=1, call_id="k"), turn.error("e"), turn.respond(lambda r: "x")
+    )
     run_agent(provider)
     with pytest.raises(AssertionError) as excinfo:
         provider.assert_complete()
@@ -309,3 +311,36 @@ def test_turn_descriptions_are_readable() -> None:
     assert turn.empty().describe() == "empty"
     assert turn.text("x", stop_reason="length").describe() == "text 'x' [length]"
     assert isinstance(turn.aborted(), Turn) and turn.aborted().describe() == "aborted('Request was aborted')"
+
+
+def test_id_name_and_args_keywords_are_arguments_and_call_id_is_the_call_id() -> None:
+    call = turn.tool_call("get_user", id="u1", name="Ada", args=[1], call_id="c9")
+    assert call == ScriptedCall(name="get_user", args={"id": "u1", "name": "Ada", "args": [1]}, id="c9")
+    events = stream_all(ScriptedProvider(turn.tool_call("get_user", id="u1")))
+    assert final(events).tool_calls == [ToolCall(id="call_1", name="get_user", arguments={"id": "u1"})]
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        pytest.param(lambda: turn.tool_call("f", when=object()), "cannot be sent as JSON", id="not-json-able"),
+        pytest.param(lambda: turn.tool_call("f", x=float("nan")), "cannot be sent as JSON", id="nan"),
+        pytest.param(lambda: turn.tool_call("f", {1: "a"} | {(1, 2): "b"}), "cannot be sent as JSON", id="tuple-key"),
+        pytest.param(lambda: turn.tool_call("f", "x=1"), "raw_tool_call", id="text-args"),
+        pytest.param(lambda: turn.tool_call("", x=1), "non-empty str", id="no-name"),
+        pytest.param(lambda: turn.tool_call("f", call_id=7), "call_id is a str", id="int-call-id"),
+        pytest.param(lambda: turn.raw_tool_call("f", {"x": 1}), "turn.tool_call", id="raw-dict"),
+        pytest.param(lambda: turn.text(42), "a turn's text is a str, got int", id="text-not-str"),
+        pytest.param(lambda: turn.thinking(None), "a turn's thinking is a str", id="thinking-none"),
+        pytest.param(lambda: turn.error(ValueError("x")), "turn's message is a str", id="error-not-str"),
+        pytest.param(lambda: turn.text("x", usage={"input": 1}), "usage is an openprogram.types.Usage", id="usage"),
+    ],
+)
+def test_a_turn_that_cannot_be_sent_is_refused_when_it_is_built(build: Any, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        build()
+
+
+def test_a_stop_reason_that_does_not_exist_is_refused_when_the_turn_is_built() -> None:
+    with pytest.raises(ValueError, match="stop_reason 'done' is not one of stop, length, toolUse, error, aborted"):
+        turn.text("x", stop_reason="done")  # type: ignore[arg-type]

@@ -110,7 +110,7 @@ def test_turn_end_carries_the_assistant_message_and_its_tool_results() -> None:
 
 
 def test_tool_execution_events_carry_ids_names_args_and_results() -> None:
-    run = run_agent(ScriptedProvider(turn.tool_call("add", a=2, b=3, id="c-7"), "ok"), tools=[add_tool()])
+    run = run_agent(ScriptedProvider(turn.tool_call("add", a=2, b=3, call_id="c-7"), "ok"), tools=[add_tool()])
     start = next(e for e in run.events if e.type == "tool_execution_start")
     end = next(e for e in run.events if e.type == "tool_execution_end")
     assert (start.tool_call_id, start.tool_name, start.args) == ("c-7", "add", {"a": 2, "b": 3})
@@ -275,11 +275,11 @@ def test_every_failure_kind_in_one_batch_gets_exactly_one_result_in_call_order()
 
     provider = ScriptedProvider(
         turn.tool_calls(
-            turn.tool_call("missing", id="t1"),
-            turn.raw_tool_call("add", "not json", id="t2"),
-            turn.tool_call("add", a=1, id="t3"),
-            turn.tool_call("boom", id="t4"),
-            turn.tool_call("add", a=1, b=2, id="t5"),
+            turn.tool_call("missing", call_id="t1"),
+            turn.raw_tool_call("add", "not json", call_id="t2"),
+            turn.tool_call("add", a=1, call_id="t3"),
+            turn.tool_call("boom", call_id="t4"),
+            turn.tool_call("add", a=1, b=2, call_id="t5"),
         ),
         "done",
     )

@@ -82,8 +82,8 @@ def test_steering_taken_mid_batch_at_the_cap_is_kept_with_its_events() -> None:
         return "a ok"
 
     provider = ScriptedProvider(
-        turn.tool_call("a", id="r1"),
-        turn.tool_calls(turn.tool_call("b", id="r2a"), turn.tool_call("a", id="r2b")),
+        turn.tool_call("a", call_id="r1"),
+        turn.tool_calls(turn.tool_call("b", call_id="r2a"), turn.tool_call("a", call_id="r2b")),
         "never",
     )
     run = run_agent(

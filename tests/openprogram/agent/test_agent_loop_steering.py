@@ -73,7 +73,7 @@ def test_steering_after_the_last_call_of_a_batch_skips_nothing() -> None:
         steering.push("one more thing")
         return "b done"
 
-    provider = ScriptedProvider(turn.tool_calls(turn.tool_call("a"), turn.tool_call("b", id="B")), "ok")
+    provider = ScriptedProvider(turn.tool_calls(turn.tool_call("a"), turn.tool_call("b", call_id="B")), "ok")
     run = run_agent(provider, tools=[make_tool("a"), make_tool("b", last)], steering=steering)
     assert [m.text for m in run.result if isinstance(m, ToolResultMessage)] == ["a ok", "b done"]
     assert [m.role for m in provider.requests[1].messages][-1] == "user"
