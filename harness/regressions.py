@@ -3,7 +3,7 @@
 When a property fails, Hypothesis shrinks the scenario; the final, minimal one is saved under
 ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``, or a directory you pass) with the
 violated invariant's name and message in the file. ``load_regressions`` reads them back, and a
-test that parametrizes over them (``tests/test_regressions.py``) replays each one against the
+test that parametrizes over them (``tests/harness/test_regressions.py``) replays each one against the
 reference model and the invariants. Hand-written files live in the same place: a regression file
 is just a scenario with a comment header, and optionally ``meta.expect`` to pin the outcome.
 Judging a run is ``harness.check``'s; this module only keeps the files.
@@ -66,7 +66,7 @@ def regression_text(scenario: Scenario, problem: Problem, found_by: str | None =
     ]
     if found_by:
         header.append(f"# Found by: {found_by}")
-    header.append("# Replay: harness run THIS_FILE --show   (tests/test_regressions.py replays every file here)")
+    header.append("# Replay: harness run THIS_FILE --show   (tests/harness/test_regressions.py replays every file here)")
     return "\n".join(header) + "\n" + body
 
 
