@@ -66,7 +66,7 @@ def regression_text(scenario: Scenario, problem: Problem, found_by: str | None =
     ]
     if found_by:
         header.append(f"# Found by: {found_by}")
-    header.append("# Replay: harness run THIS_FILE --show   (tests/harness/test_regressions.py replays every file here)")
+    header.append("# Replay: harness run THIS_FILE --show  (tests/harness/test_regressions.py replays every file here)")
     return "\n".join(header) + "\n" + body
 
 
