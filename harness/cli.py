@@ -20,6 +20,8 @@ from typing import Any
 
 import click
 
+__all__ = ["conformance_command", "demo_command", "fuzz_command", "main", "run_command", "schema_command"]
+
 _HELP = {
     "demo": "Run the example agent on the scripted backend and print its trace.",
     "run": "Run scenario YAML files and check them against the reference.",

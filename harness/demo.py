@@ -16,6 +16,8 @@ from openprogram.agent.events import observe_runs
 
 _FORECASTS = {"paris": (18.5, "light rain"), "oslo": (4.0, "snow"), "lisbon": (24.0, "sunny")}
 
+__all__ = ["convert_temperature", "demo_script", "get_weather", "run_demo", "trip_advisor"]
+
 
 @function(register=False)
 def get_weather(city: str) -> dict[str, object]:

@@ -36,6 +36,7 @@ __all__ = [
     "arguments",
     "behaviours",
     "configs",
+    "is_tool_entry",
     "follow_up_schedules",
     "histories",
     "invalid_arguments",

@@ -551,6 +551,7 @@ __all__ = [
     "MAX_INNER_ITERATIONS",
     "SKIPPED_TEXT",
     "Inherited",
+    "MessageSource",
     "AgentContext",
     "AgentLoopConfig",
     "agent_loop",

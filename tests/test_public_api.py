@@ -1,0 +1,103 @@
+"""Each public module's ``__all__`` is its real public surface: what other modules, the tests and
+the docs import from it, nothing missing and nothing that is not there.
+
+A name used across modules but missing from ``__all__`` is invisible to ``from m import *``,
+to documentation tools and to type checkers' re-export rules; a name in ``__all__`` that does
+not exist breaks ``import *``; a click command in ``__all__`` is an implementation detail of the
+command line posing as API.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("openprogram", "harness")
+
+
+def _public_modules() -> list[str]:
+    names: list[str] = []
+    for package in PACKAGES:
+        names.append(package)
+        module = importlib.import_module(package)
+        for info in pkgutil.walk_packages(module.__path__, prefix=f"{package}."):
+            if any(part.startswith("_") for part in info.name.split(".")):
+                continue
+            names.append(info.name)
+    return names
+
+
+def _python_sources() -> list[tuple[Path, str]]:
+    sources = []
+    for folder in ("openprogram", "harness", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            sources.append((path, path.read_text()))
+    sources.append((ROOT / "conftest.py", (ROOT / "conftest.py").read_text()))
+    fence = re.compile(r"```python\n(.*?)```", re.S)
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in fence.findall(path.read_text()):
+            sources.append((path, block))
+    return sources
+
+
+def _uses() -> dict[str, dict[str, set[str]]]:
+    """module -> imported name -> the files that import it from there."""
+    uses: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for path, text in _python_sources():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.split(".")[0] in PACKAGES:
+                    for alias in node.names:
+                        uses[node.module][alias.name].add(str(path.relative_to(ROOT)))
+    return uses
+
+
+MODULES = _public_modules()
+USES = _uses()
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_lists_what_exists_and_no_command(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} has no __all__: say what it offers"
+    assert len(exported) == len(set(exported)), f"{name}.__all__ repeats a name"
+    missing = [n for n in exported if not hasattr(module, n)]
+    assert not missing, f"{name}.__all__ names what it does not define: {missing}"
+    private = [n for n in exported if n.startswith("_")]
+    assert not private, f"{name}.__all__ exports private names: {private}"
+    try:
+        import click
+    except ImportError:  # pragma: no cover - click is a dependency
+        return
+    if name == "harness.cli":
+        return  # the command line's commands are what harness.cli is for
+    commands = [n for n in exported if isinstance(getattr(module, n), click.Command)]
+    assert not commands, f"{name}.__all__ exports click commands (they belong to harness.cli): {commands}"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_names_used_elsewhere_are_in_all(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = set(getattr(module, "__all__", ()))
+    own = str(Path(*name.split(".")))
+    unlisted = {}
+    for imported, files in USES.get(name, {}).items():
+        others = {f for f in files if not f.startswith(own)}
+        if imported == "*" or imported.startswith("_") or not others or imported in exported:
+            continue
+        if importlib.util.find_spec(f"{name}.{imported}") if hasattr(module, "__path__") else False:
+            continue  # a submodule, not a name
+        unlisted[imported] = sorted(others)
+    assert not unlisted, f"{name}: names imported by other files but missing from __all__: {unlisted}"
