@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -450,15 +451,101 @@ def test_harness_profile_option_loads_the_deep_profile(project: pytest.Pytester)
     result.stdout.fnmatch_lines(["*PROFILE harness-deep 5000 False None *"])
 
 
-def test_ci_environment_selects_the_ci_profile(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+REPO = Path(__file__).resolve().parents[1]
+
+EXAMPLE_COUNTER = """
+from hypothesis import given, settings, strategies as st
+
+calls = []
+
+@given(st.integers())
+def test_counts_its_examples(n):
+    calls.append(n)
+
+def test_report():
+    current = settings.default
+    print("EXAMPLES", len(calls), "PROFILE", settings.get_current_profile_name(), current.max_examples,
+          current.derandomize)
+"""
+
+
+def test_ci_alone_leaves_a_users_hypothesis_tests_alone(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a fresh interpreter, as on a user's CI machine: Hypothesis chooses its own profile for CI,
+    # and the plugin does not replace it with the harness's 50 examples
+    monkeypatch.setenv("CI", "true")
+    write_test(project, EXAMPLE_COUNTER)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*EXAMPLES 100 PROFILE ci 100 True"])
+    assert "harness:" not in result.stdout.str()
+
+
+def test_a_users_own_profile_is_respected_with_ci_set(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    project.makeconftest(
+        """
+        from hypothesis import settings
+
+        settings.register_profile("mine", max_examples=7, derandomize=False)
+        settings.load_profile("mine")
+        """
+    )
+    write_test(project, EXAMPLE_COUNTER)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*EXAMPLES 7 PROFILE mine 7 False"])
+
+
+def _this_projects_ini() -> str:
+    """This repository's own ``[tool.pytest.ini_options]`` section, verbatim."""
+    text = (REPO / "pyproject.toml").read_text()
+    start = text.index("[tool.pytest.ini_options]")
+    end = text.find("\n[", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_this_projects_suite_runs_harness_ci_under_ci(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makefile(".toml", pyproject=_this_projects_ini())
     write_test(project, PROFILE_PROBE)
     monkeypatch.setenv("CI", "true")
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
-    result.stdout.fnmatch_lines(["harness: hypothesis profile 'harness-ci' (from CI environment variable)"])
-    result.stdout.fnmatch_lines(["*PROFILE harness-ci 50 True *"])
+    result = project.runpytest("-s", "test_user.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["harness: hypothesis profile 'harness-ci' (from harness_ci_profile ini option, CI is set)"]
+    )
+    result.stdout.fnmatch_lines(["*PROFILE harness-ci 50 True None None True"])
     # an explicit Hypothesis profile is respected
-    result = project.runpytest("-p", "no:cacheprovider", "-s", "--hypothesis-profile", "default")
+    result = project.runpytest("-s", "--hypothesis-profile", "default", "test_user.py")
     result.stdout.fnmatch_lines(["*PROFILE default 100 False *"])
+    # and without CI the ini option does nothing
+    monkeypatch.delenv("CI")
+    assert "harness:" not in project.runpytest("-s", "test_user.py").stdout.str()
+
+
+def test_the_plugin_imports_nothing_heavy_for_a_session_without_its_fixtures(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")  # the CI variable alone imports nothing either
+    write_test(
+        project,
+        """
+        import sys
+
+        def test_plain(request):
+            assert request.config.pluginmanager.hasplugin("harness")
+            heavy = ("openprogram", "harness.script", "hypothesis", "jsonschema", "pydantic")
+            print("LOADED", sorted(m for m in heavy if m in sys.modules))
+        """,
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*LOADED []"])
 
 
 def test_without_ci_or_option_the_profile_is_left_alone(project: pytest.Pytester) -> None:
