@@ -7,7 +7,9 @@ pytest in a subprocess to prove that; the rest run in-process for speed.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -672,6 +674,28 @@ def test_the_examples_in_the_docs(project: pytest.Pytester) -> None:
         """,
     )
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+def test_the_snapshot_example_in_the_docs(project: pytest.Pytester) -> None:
+    # the value the guide shows inside inline-snapshot's snapshot(...) is what the run gives
+    guide = (REPO / "docs" / "pytest-plugin.md").read_text()
+    shown = re.search(r"assert trace\.last\.snapshot\(\) == snapshot\(\n(.*?)\n    \)\n", guide, re.DOTALL)
+    assert shown is not None, "the inline-snapshot example is missing from docs/pytest-plugin.md"
+    expected = ast.literal_eval(textwrap.dedent(shown.group(1)))
+    write_test(
+        project,
+        f"""
+        import json
+        from agent import ask, turn
+
+        def test_the_conversation(scripted, trace, clock):
+            scripted(turn.tool_call("add", a=2, b=3), turn.text("5"))
+            ask("2 + 3?", clock=clock)
+            assert trace.last.snapshot() == {expected!r}
+            assert json.loads(trace.last.snapshot_json()) == trace.last.snapshot()
+        """,
+    )
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 # ---------------------------------------------------------------------------------------------
