@@ -717,6 +717,26 @@ def test_loading_the_plugin_imports_neither_the_trace_layer_nor_the_invariants()
     assert done.stdout.strip() == "[]"
 
 
+def test_the_harness_package_loads_its_names_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness\n"
+        "print('harness.script' in sys.modules, 'openprogram' in sys.modules)\n"
+        "from harness import ScriptedProvider, turn\n"
+        "from harness.script import ScriptedProvider as direct\n"
+        "assert ScriptedProvider is direct and harness.turn is turn\n"
+        "assert set(harness.__all__) <= set(dir(harness))\n"
+        "try:\n"
+        "    harness.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["False False", "module 'harness' has no attribute 'no_such_name'"]
+
+
 def test_the_plugin_keeps_its_documented_names() -> None:
     from datetime import UTC, datetime
 
