@@ -1,10 +1,12 @@
 """The harness's Hypothesis settings profiles, registered on demand.
 
-``harness-ci`` is what CI runs (the same bounded examples every time, no timing flakes, no example
-database to carry around); ``harness-deep`` is a long search for new failures. ``register()``
-adds both to Hypothesis; the pytest plugin calls it when it is loaded, so
-``settings.load_profile("harness-ci")`` works in any session that has the plugin, and code
-outside pytest can call it itself.
+``harness-ci`` is what this project's CI runs (the same bounded examples every time, no timing
+flakes, no example database to carry around); ``harness-deep`` is a long search for new failures.
+``register()`` adds both to Hypothesis. Nothing is registered or loaded on import: the pytest
+plugin registers them only when a session asks for a profile (``--harness-profile``, the
+``harness_profile`` ini option, or ``harness_ci_profile`` with ``CI`` set), so a project that never
+asks keeps Hypothesis exactly as it configured it. A conftest that wants to load one itself calls
+``register()`` first.
 """
 
 from __future__ import annotations

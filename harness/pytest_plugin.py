@@ -16,16 +16,23 @@ Fixtures
 
 Options
     ``--harness-profile NAME``       load a Hypothesis profile (``harness-ci``, ``harness-deep``,
-                                     or any registered one); default ``harness-ci`` when the
-                                     ``CI`` environment variable is set, else untouched.
+                                     or any registered one); also the ``harness_profile`` ini
+                                     option, and ``harness_ci_profile`` (loaded only when the
+                                     ``CI`` environment variable is set). Without any of them
+                                     Hypothesis is left exactly as the project configured it.
     ``--harness-scenario-dir DIR``   where regression scenarios go; exported as
                                      ``HARNESS_SCENARIO_DIR`` for the property helpers.
+
+The plugin is loaded in every pytest session of every project that has the package installed,
+so loading it costs next to nothing: the loop package, Hypothesis, pydantic and jsonschema are
+imported by the fixtures and hooks that need them, never at import.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,8 +62,6 @@ __all__ = [
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"
 _CLOCK_MARK = "harness_clock"
-
-profiles.register()  # at import, so `settings.load_profile("harness-ci")` also works in conftest files
 
 
 def __getattr__(name: str) -> Any:
@@ -249,8 +254,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=(
             f"load this Hypothesis settings profile: {CI_PROFILE} (derandomized, {profiles.CI_EXAMPLES} examples, "
             f"no deadline, no database), {DEEP_PROFILE} ({profiles.DEEP_EXAMPLES} examples), or any registered "
-            f"profile. Default: {CI_PROFILE} "
-            "when the CI environment variable is set (and --hypothesis-profile is not given), else untouched."
+            "profile. Default: the harness_profile ini option, else harness_ci_profile when the CI environment "
+            "variable is set (and --hypothesis-profile is not given), else Hypothesis is left alone."
         ),
     )
     group.addoption(
@@ -261,6 +266,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="directory for shrunk regression scenarios (default: cassettes/scenarios); sets HARNESS_SCENARIO_DIR",
     )
     parser.addini("harness_profile", "Hypothesis profile to load (like --harness-profile)", default=None)
+    parser.addini(
+        "harness_ci_profile",
+        f"Hypothesis profile to load when the CI environment variable is set (e.g. {CI_PROFILE}); "
+        "opt-in: without it CI changes nothing",
+        default=None,
+    )
     parser.addini(
         "harness_scenario_dir", "directory for regression scenarios (like --harness-scenario-dir)", default=None
     )
@@ -277,8 +288,9 @@ def _chosen_profile(config: pytest.Config) -> tuple[str | None, str]:
     ini = config.getini("harness_profile")
     if ini:
         return str(ini), "harness_profile ini option"
-    if _truthy(os.environ.get("CI")) and not config.getoption("hypothesis_profile", None):
-        return CI_PROFILE, "CI environment variable"
+    ci = config.getini("harness_ci_profile")
+    if ci and _truthy(os.environ.get("CI")) and not config.getoption("hypothesis_profile", None):
+        return str(ci), "harness_ci_profile ini option, CI is set"
     return None, ""
 
 
@@ -293,14 +305,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line("markers", f"{_CLOCK_MARK}(start=..., step=...): configure the clock fixture")
 
-    from hypothesis import settings
-    from hypothesis.errors import InvalidArgument
-
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state
     name, source = _chosen_profile(config)
     if name:
-        state["previous_profile"] = getattr(settings, "_current_profile", None)
+        # Hypothesis is imported only here, when the session asked for a profile
+        from hypothesis import settings
+        from hypothesis.errors import InvalidArgument
+
+        profiles.register()
+        state["previous_profile"] = settings.get_current_profile_name()
         try:
             settings.get_profile(name)  # first: load_profile records an unknown name as current before refusing it
             settings.load_profile(name)
@@ -350,6 +364,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Let ``@given`` tests use ``frozen_time``: the freeze is shared by all examples on purpose."""
+    if "hypothesis" not in sys.modules or not any("frozen_time" in getattr(i, "fixturenames", ()) for i in items):
+        return  # no test module imported Hypothesis, so there is no @given test: nothing to import here
     try:
         from hypothesis import HealthCheck, is_hypothesis_test
         from hypothesis import settings as Settings

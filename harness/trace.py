@@ -48,12 +48,11 @@ __all__ = [
 ]
 
 
-def shorten(value: Any, limit: int = 120) -> str:
-    """``value`` on one line of at most ``limit`` characters (JSON unless it is a str), for
-    failure messages and timelines: enough to recognise, never a wall of text."""
+def shorten(value: Any, limit: int | None = 120) -> str:
+    """``value`` (JSON unless a str) on one line of at most ``limit`` characters (``None``: all)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 class LedgerEntry(BaseModel):
@@ -115,10 +114,20 @@ class Trace(BaseModel):
     def from_json(cls, text: str | bytes) -> Trace:
         return cls.model_validate_json(text)
 
+    def snapshot(self) -> dict[str, Any]:
+        """The conversation without streaming detail, for snapshot tests (``harness.snapshot``)."""
+        from harness.snapshot import snapshot  # the form lives there, next to what it leaves out
+
+        return snapshot(self, run_views(self)[1:])
+
+    def snapshot_json(self) -> str:
+        """``snapshot()`` as indented JSON: the same bytes for the same run, small enough to review."""
+        return json.dumps(self.snapshot(), indent=2, ensure_ascii=False) + "\n"
+
     # -- reading --------------------------------------------------------------------------
-    def render(self) -> str:
-        """The run as a conversation timeline a person can read in a failure message; a nested
-        run (an exec inside a tool) is indented under the tool that started it, numbered anew."""
+    def render(self, *, full: bool = False) -> str:
+        """The run as a timeline to read (nested runs indented, numbered anew); ``full``: nothing cut."""
+        at = None if full else 120  # how long a value may get
         lines: list[str] = []
         depth = 0
         turns, calls = [0], [0]  # per open run
@@ -139,11 +148,11 @@ class Trace(BaseModel):
             elif kind == "message_end":
                 if isinstance(event.message, AssistantMessage):
                     calls[-1] += 1
-                    lines.append(f"{pad}  [request {calls[-1]}] {render_message(event.message)}")
+                    lines.append(f"{pad}  [request {calls[-1]}] {render_message(event.message, full=full)}")
                 else:
-                    lines.append(f"{pad}  {render_message(event.message)}")
+                    lines.append(f"{pad}  {render_message(event.message, full=full)}")
             elif kind == "tool_execution_update":
-                lines.append(f"{pad}    ~ {event.tool_name} update: {shorten(event.partial_result)}")
+                lines.append(f"{pad}    ~ {event.tool_name} update: {shorten(event.partial_result, at)}")
             elif kind == "agent_end":
                 lines.append(f"{pad}agent_end reason={event.reason} ({len(event.messages)} new messages)")
                 if depth:
@@ -158,25 +167,26 @@ class Trace(BaseModel):
         return "\n".join(lines)
 
 
-def render_message(message: Message) -> str:
+def render_message(message: Message, *, full: bool = False) -> str:
+    at, short_at, args_at = (None, None, None) if full else (120, 60, 80)  # how long a value may get
     if isinstance(message, ToolResultMessage):
         flag = " ERROR" if message.is_error else ""
-        return f"tool {message.tool_name}#{message.tool_call_id}{flag} -> {shorten(message.text)}"
+        return f"tool {message.tool_name}#{message.tool_call_id}{flag} -> {shorten(message.text, at)}"
     if isinstance(message, AssistantMessage):
         parts = []
         for block in message.content:
             if isinstance(block, TextContent):
-                parts.append(shorten(block.text))
+                parts.append(shorten(block.text, at))
             elif isinstance(block, ThinkingContent):
-                parts.append(f"(thinking {shorten(block.thinking, 60)})")
+                parts.append(f"(thinking {shorten(block.thinking, short_at)})")
             elif isinstance(block, ToolCall):
                 args = block.raw_arguments if block.raw_arguments is not None else block.arguments
-                parts.append(f"call {block.name}#{block.id} {shorten(args, 80)}")
+                parts.append(f"call {block.name}#{block.id} {shorten(args, args_at)}")
         body = " | ".join(parts) or "(empty)"
         extra = f" error={message.error_message!r}" if message.error_message else ""
         return f"assistant [{message.stop_reason}]{extra}: {body}"
     text = message.text if hasattr(message, "text") else str(message)
-    return f"user: {shorten(text)}"
+    return f"user: {shorten(text, at)}"
 
 
 def describe_event(event: Any) -> str:

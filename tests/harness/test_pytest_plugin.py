@@ -7,8 +7,11 @@ pytest in a subprocess to prove that; the rest run in-process for speed.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -450,15 +453,101 @@ def test_harness_profile_option_loads_the_deep_profile(project: pytest.Pytester)
     result.stdout.fnmatch_lines(["*PROFILE harness-deep 5000 False None *"])
 
 
-def test_ci_environment_selects_the_ci_profile(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+REPO = Path(__file__).resolve().parents[1]
+
+EXAMPLE_COUNTER = """
+from hypothesis import given, settings, strategies as st
+
+calls = []
+
+@given(st.integers())
+def test_counts_its_examples(n):
+    calls.append(n)
+
+def test_report():
+    current = settings.default
+    print("EXAMPLES", len(calls), "PROFILE", settings.get_current_profile_name(), current.max_examples,
+          current.derandomize)
+"""
+
+
+def test_ci_alone_leaves_a_users_hypothesis_tests_alone(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a fresh interpreter, as on a user's CI machine: Hypothesis chooses its own profile for CI,
+    # and the plugin does not replace it with the harness's 50 examples
+    monkeypatch.setenv("CI", "true")
+    write_test(project, EXAMPLE_COUNTER)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*EXAMPLES 100 PROFILE ci 100 True"])
+    assert "harness:" not in result.stdout.str()
+
+
+def test_a_users_own_profile_is_respected_with_ci_set(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    project.makeconftest(
+        """
+        from hypothesis import settings
+
+        settings.register_profile("mine", max_examples=7, derandomize=False)
+        settings.load_profile("mine")
+        """
+    )
+    write_test(project, EXAMPLE_COUNTER)
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*EXAMPLES 7 PROFILE mine 7 False"])
+
+
+def _this_projects_ini() -> str:
+    """This repository's own ``[tool.pytest.ini_options]`` section, verbatim."""
+    text = (REPO / "pyproject.toml").read_text()
+    start = text.index("[tool.pytest.ini_options]")
+    end = text.find("\n[", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_this_projects_suite_runs_harness_ci_under_ci(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makefile(".toml", pyproject=_this_projects_ini())
     write_test(project, PROFILE_PROBE)
     monkeypatch.setenv("CI", "true")
-    result = project.runpytest("-p", "no:cacheprovider", "-s")
-    result.stdout.fnmatch_lines(["harness: hypothesis profile 'harness-ci' (from CI environment variable)"])
-    result.stdout.fnmatch_lines(["*PROFILE harness-ci 50 True *"])
+    result = project.runpytest("-s", "test_user.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["harness: hypothesis profile 'harness-ci' (from harness_ci_profile ini option, CI is set)"]
+    )
+    result.stdout.fnmatch_lines(["*PROFILE harness-ci 50 True None None True"])
     # an explicit Hypothesis profile is respected
-    result = project.runpytest("-p", "no:cacheprovider", "-s", "--hypothesis-profile", "default")
+    result = project.runpytest("-s", "--hypothesis-profile", "default", "test_user.py")
     result.stdout.fnmatch_lines(["*PROFILE default 100 False *"])
+    # and without CI the ini option does nothing
+    monkeypatch.delenv("CI")
+    assert "harness:" not in project.runpytest("-s", "test_user.py").stdout.str()
+
+
+def test_the_plugin_imports_nothing_heavy_for_a_session_without_its_fixtures(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")  # the CI variable alone imports nothing either
+    write_test(
+        project,
+        """
+        import sys
+
+        def test_plain(request):
+            assert request.config.pluginmanager.hasplugin("harness")
+            heavy = ("openprogram", "harness.script", "hypothesis", "jsonschema", "pydantic")
+            print("LOADED", sorted(m for m in heavy if m in sys.modules))
+        """,
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*LOADED []"])
 
 
 def test_without_ci_or_option_the_profile_is_left_alone(project: pytest.Pytester) -> None:
@@ -587,6 +676,28 @@ def test_the_examples_in_the_docs(project: pytest.Pytester) -> None:
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=3)
 
 
+def test_the_snapshot_example_in_the_docs(project: pytest.Pytester) -> None:
+    # the value the guide shows inside inline-snapshot's snapshot(...) is what the run gives
+    guide = (REPO / "docs" / "pytest-plugin.md").read_text()
+    shown = re.search(r"assert trace\.last\.snapshot\(\) == snapshot\(\n(.*?)\n    \)\n", guide, re.DOTALL)
+    assert shown is not None, "the inline-snapshot example is missing from docs/pytest-plugin.md"
+    expected = ast.literal_eval(textwrap.dedent(shown.group(1)))
+    write_test(
+        project,
+        f"""
+        import json
+        from agent import ask, turn
+
+        def test_the_conversation(scripted, trace, clock):
+            scripted(turn.tool_call("add", a=2, b=3), turn.text("5"))
+            ask("2 + 3?", clock=clock)
+            assert trace.last.snapshot() == {expected!r}
+            assert json.loads(trace.last.snapshot_json()) == trace.last.snapshot()
+        """,
+    )
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 # ---------------------------------------------------------------------------------------------
 # What the plugin module itself holds
 # ---------------------------------------------------------------------------------------------
@@ -604,6 +715,26 @@ def test_loading_the_plugin_imports_neither_the_trace_layer_nor_the_invariants()
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_harness_package_loads_its_names_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness\n"
+        "print('harness.script' in sys.modules, 'openprogram' in sys.modules)\n"
+        "from harness import ScriptedProvider, turn\n"
+        "from harness.script import ScriptedProvider as direct\n"
+        "assert ScriptedProvider is direct and harness.turn is turn\n"
+        "assert set(harness.__all__) <= set(dir(harness))\n"
+        "try:\n"
+        "    harness.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["False False", "module 'harness' has no attribute 'no_such_name'"]
 
 
 def test_the_plugin_keeps_its_documented_names() -> None:

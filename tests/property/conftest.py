@@ -1,9 +1,10 @@
-"""Hypothesis profiles for the property suite, when the harness pytest plugin is not loaded.
+"""Hypothesis profiles for the property suite.
 
-The plugin (``harness.pytest_plugin``) registers ``harness-ci`` (derandomized, bounded: what CI
-runs) and ``harness-deep`` (thousands of examples) and selects one with ``--harness-profile``.
-Running this suite with ``-p no:harness`` must still work, so the same two profiles are registered
-here if they are missing; nothing is loaded here, the plugin's choice (or Hypothesis' default) stands.
+The profiles are ``harness.profiles``' (``harness-ci``: derandomized, bounded, what CI runs;
+``harness-deep``: thousands of examples), registered here so this suite can load them even when
+it runs with ``-p no:harness``. Nothing is loaded here: the plugin's choice stands (this project's
+``pyproject.toml`` sets ``harness_ci_profile = "harness-ci"``, so CI runs derandomized), or
+Hypothesis' own default.
 
 Mutation testing runs this suite once per mutant, and only needs to know whether it fails, not
 the shrunk scenario: ``HARNESS_NO_SHRINK=1`` switches to ``harness-mutation`` (``harness-ci``
@@ -15,25 +16,12 @@ from __future__ import annotations
 import os
 
 from hypothesis import Phase, settings
-from hypothesis.errors import InvalidArgument
 
+from harness import profiles
 
-def _missing(name: str) -> bool:
-    try:
-        settings.get_profile(name)
-    except InvalidArgument:
-        return True
-    return False
-
-
-if _missing("harness-ci"):
-    settings.register_profile(
-        "harness-ci", derandomize=True, max_examples=50, deadline=None, database=None, print_blob=True
-    )
-if _missing("harness-deep"):
-    settings.register_profile("harness-deep", max_examples=5_000, deadline=None, print_blob=True)
+profiles.register()
 settings.register_profile(
-    "harness-mutation", settings.get_profile("harness-ci"), phases=(Phase.explicit, Phase.generate)
+    "harness-mutation", settings.get_profile(profiles.CI_PROFILE), phases=(Phase.explicit, Phase.generate)
 )
 
 

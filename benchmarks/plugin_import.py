@@ -1,0 +1,107 @@
+"""What the harness pytest plugin costs a session that never uses it.
+
+Run: ``python benchmarks/plugin_import.py [--repeat N]``.
+
+The plugin arrives through the ``pytest11`` entry point in every pytest session of every project
+that has the package installed, so its import is paid even by a project that never asks for
+``scripted`` or ``trace``. Measured, each in fresh interpreters, as medians over ``--repeat`` runs:
+
+- ``import``: the cumulative time ``python -X importtime`` gives ``harness.pytest_plugin``, and the
+  same minus ``pytest`` (which a pytest session imports anyway): the plugin's own share;
+- ``heavy modules``: which of the loop package, Hypothesis, jsonschema and pydantic the import
+  pulls in (the ones a session that uses no fixture should not pay for);
+- ``session``: the CPU time (user + system) of a trivial pytest session (one empty test) with
+  the plugin (the default) and without it (``-p no:harness``), interleaved so drift in the
+  machine's speed hits both alike; the difference is what the plugin adds. CPU time rather than
+  wall time, so other processes competing for the machine do not count.
+
+``CI`` is removed from the environment of every run, so the numbers do not depend on where they
+are taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HEAVY = ("openprogram", "hypothesis", "jsonschema", "pydantic")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("CI", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def _cumulative_us(stderr: str, module: str) -> int:
+    pattern = re.compile(rf"^import time:\s+\d+ \|\s+(\d+) \|\s*{re.escape(module)}$", re.MULTILINE)
+    found = pattern.findall(stderr)
+    return int(found[-1]) if found else 0
+
+
+def import_times(repeat: int) -> tuple[float, float]:
+    """Median cumulative import time of the plugin, and of the plugin minus pytest (ms)."""
+    totals, own = [], []
+    for _ in range(repeat):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "import harness.pytest_plugin"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=_env(),
+        )
+        total = _cumulative_us(done.stderr, "harness.pytest_plugin")
+        totals.append(total / 1000)
+        own.append((total - _cumulative_us(done.stderr, "pytest")) / 1000)
+    return statistics.median(totals), statistics.median(own)
+
+
+def heavy_modules() -> list[str]:
+    code = f"import sys, harness.pytest_plugin; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env())
+    return done.stdout.split()
+
+
+def session_times(repeat: int) -> tuple[float, float]:
+    """Median CPU time (ms) of a trivial pytest session with the plugin, and without it."""
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        (root / "test_trivial.py").write_text("def test_nothing():\n    pass\n")
+        (root / "pytest.ini").write_text("[pytest]\n")
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_trivial.py")]
+        with_plugin, without = [], []
+        for _ in range(repeat):
+            for command, into in ((base, with_plugin), ([*base, "-p", "no:harness"], without)):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run(command, cwd=root, capture_output=True, check=True, env=_env())
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+                into.append(cpu * 1000)
+    return statistics.median(with_plugin), statistics.median(without)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=7, help="runs per measurement (default 7)")
+    repeat = parser.parse_args().repeat
+
+    total, own = import_times(repeat)
+    print(f"import harness.pytest_plugin: {total:7.1f} ms cumulative, {own:7.1f} ms beyond pytest (median of {repeat})")
+    heavy = heavy_modules()
+    print(f"heavy modules it imports:     {', '.join(heavy) or 'none'}")
+    plugged, unplugged = session_times(repeat)
+    print(f"trivial session, plugin:      {plugged:7.1f} ms CPU (median of {repeat})")
+    print(f"trivial session, no:harness:  {unplugged:7.1f} ms CPU (median of {repeat})")
+    print(f"the plugin adds:              {plugged - unplugged:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
