@@ -453,7 +453,7 @@ def test_harness_profile_option_loads_the_deep_profile(project: pytest.Pytester)
     result.stdout.fnmatch_lines(["*PROFILE harness-deep 5000 False None *"])
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 EXAMPLE_COUNTER = """
 from hypothesis import given, settings, strategies as st
