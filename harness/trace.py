@@ -228,9 +228,7 @@ def event_window(events: Sequence[Any], index: int, before: int = 5, after: int 
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading a trace: its runs, their committed history, batches, and the request behind each call
-# ---------------------------------------------------------------------------------------------
+# -- Reading a trace: its runs, their committed history, batches, and the request behind each call ---
 
 
 @dataclass
@@ -410,9 +408,7 @@ def show_batch(batch: Batch) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------
-# Building a trace: the recorder (one run) and the collector (every run of a test)
-# ---------------------------------------------------------------------------------------------
+# -- Building a trace: the recorder (one run) and the collector (every run of a test) --------
 
 
 class TraceRecorder:
@@ -658,9 +654,7 @@ class RunCollector:
         return f"<RunCollector {len(self._records)} run(s), {len(self.events)} event(s)>"
 
 
-# ---------------------------------------------------------------------------------------------
-# Comparing two traces
-# ---------------------------------------------------------------------------------------------
+# -- Comparing two traces --------------------------------------------------------------------
 
 
 def diff(expected: Trace, actual: Trace, *, context: int = 3) -> str:
