@@ -28,7 +28,15 @@ from harness.conformance import default_cassette_dir
 from harness.emulator import _eventstream, bedrock, gemini, wire
 from harness.script import ScriptedCall, ScriptedProvider, Turn, turn
 from openprogram.providers import ModelRequest
-from openprogram.types import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolSpec, Usage
+from openprogram.types import (
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+)
 from tests.emulator_wiring import (
     Emulated,
     Session,
@@ -214,6 +222,29 @@ def test_gemini_signatures_reach_the_message_where_they_are_sent_back(endpoint: 
 
 
 @pytest.mark.parametrize("endpoint", GEMINI_ENDPOINTS)
+def test_gemini_signed_parts_go_back_signed_in_the_next_request(endpoint: str) -> None:
+    emulated = gemini_emulated(
+        Turn(blocks=(("thinking", "Need Paris."), ScriptedCall("get_weather", {"city": "Paris"}))),
+        turn.text("Sunny."),
+    )
+    session = Session("gemini", emulated)
+    try:
+        first = session.run(endpoint, ask(GEMINI_3, tools=(WEATHER,)))
+        call = first.tool_calls[0]
+        result = ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=(TextContent(text="sunny"),))
+        follow_up = ModelRequest(model=GEMINI_3, messages=(*ask(GEMINI_3).messages, first, result), tools=(WEATHER,))
+        assert session.run(endpoint, follow_up).text == "Sunny."
+    finally:
+        session.close()
+    sent = {
+        p.get("functionCall", {}).get("name") or ("thought" if p.get("thought") else "?"): p
+        for p in emulated.requests[1].body["contents"][1]["parts"]
+    }
+    assert sent["thought"]["thoughtSignature"] == first.content[0].signature
+    assert sent["get_weather"]["thoughtSignature"] == call.thought_signature
+
+
+@pytest.mark.parametrize("endpoint", GEMINI_ENDPOINTS)
 def test_gemini_stop_reasons(endpoint: str) -> None:
     emulated = gemini_emulated(
         turn.text("cut off", stop_reason="length"),
@@ -374,6 +405,59 @@ def test_bedrock_in_band_exception_frame_is_read_as_a_stream_error() -> None:
     assert last.headers[":message-type"] == "exception" and last.headers[":exception-type"] == "throttlingException"
     assert message.stop_reason == "error"
     assert message.error_message == "Bedrock stream error throttlingException: slow down"
+
+
+REDACTED = b"\x00encrypted-thinking\xff"
+
+
+def _redacted_reply(endpoint: str) -> wire.WireReply:
+    """Claude's redacted thinking as Converse sends it: a ``redactedContent`` blob (base64 in JSON)."""
+    blob = base64.b64encode(REDACTED).decode()
+    if endpoint == "converse":
+        body = {
+            "output": {
+                "message": {
+                    "role": "assistant",
+                    "content": [{"reasoningContent": {"redactedContent": blob}}, {"text": "Hi."}],
+                }
+            },
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+            "metrics": {"latencyMs": 1},
+        }
+        return wire.WireReply(200, {"Content-Type": "application/json"}, body=json.dumps(body).encode())
+    events = [
+        ("messageStart", {"role": "assistant"}),
+        ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"reasoningContent": {"redactedContent": blob}}}),
+        ("contentBlockStop", {"contentBlockIndex": 0}),
+        ("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": "Hi."}}),
+        ("contentBlockStop", {"contentBlockIndex": 1}),
+        ("messageStop", {"stopReason": "end_turn"}),
+        ("metadata", {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}),
+    ]
+    chunks = [_eventstream.event_frame(kind, json.dumps(payload).encode()) for kind, payload in events]
+    return wire.WireReply(200, {"Content-Type": "application/vnd.amazon.eventstream"}, chunks=chunks)
+
+
+@pytest.mark.parametrize("endpoint", BEDROCK_ENDPOINTS)
+def test_bedrock_redacted_reasoning_is_kept_and_sent_back_as_it_came(endpoint: str) -> None:
+    emulated = bedrock_emulated(_redacted_reply(endpoint), turn.text("Again."))
+    session = Session("bedrock", emulated)
+    try:
+        first = session.run(endpoint, ask(CLAUDE))
+        thinking, text = first.content
+        assert isinstance(thinking, ThinkingContent) and thinking.redacted and thinking.thinking == ""
+        assert base64.b64decode(thinking.signature or "") == REDACTED
+        assert isinstance(text, TextContent) and text.text == "Hi." and first.stop_reason == "stop"
+        follow_up = ModelRequest(model=CLAUDE, messages=(*ask(CLAUDE).messages, first, *ask(CLAUDE, "And?").messages))
+        assert session.run(endpoint, follow_up).text == "Again."
+    finally:
+        session.close()
+    sent = emulated.requests[1].body["messages"][1]
+    assert sent == {
+        "role": "assistant",
+        "content": [{"reasoningContent": {"redactedContent": base64.b64encode(REDACTED).decode()}}, {"text": "Hi."}],
+    }
 
 
 # -- fidelity against the recordings -------------------------------------------------------------
