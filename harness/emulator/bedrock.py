@@ -20,6 +20,9 @@ What the recordings show, and this module reproduces:
   fails before its stream starts (as recorded); once a stream has answered 200, a failure is an
   ``exception`` frame (:func:`stream_error_reply`).
 
+Raw (scripted, maybe broken) call arguments go out verbatim in a stream's input deltas; a whole
+Converse reply can only carry a JSON document, so there text that is not JSON becomes a string.
+
 Stop reasons: ``stop`` -> ``end_turn`` (``tool_use`` when the reply calls tools), ``length`` ->
 ``max_tokens``; an ``error`` (or ``aborted``) turn fails with ``InternalServerException``: a 500
 when not streamed, an in-band ``internalServerException`` frame after ``messageStart`` when it is.
