@@ -179,7 +179,6 @@ def _candidate(parts: list[dict[str, Any]], finish: str | None, modern: bool, *,
         candidate["finishReason"] = finish
         if finish == "MALFORMED_FUNCTION_CALL":
             candidate["finishMessage"] = "Malformed function call: the arguments are not a JSON object."
-            candidate["content"] = {"parts": [{"text": ""}], "role": "model"} if not parts else candidate["content"]
         elif modern and whole and any("functionCall" in part for part in parts):
             candidate["finishMessage"] = _CALLS_MESSAGE
         if whole and not modern:
