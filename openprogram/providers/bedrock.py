@@ -15,6 +15,7 @@ cannot call anything.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import json
@@ -216,7 +217,9 @@ def _assistant_blocks(message: AssistantMessage, *, tool_blocks: bool) -> list[d
             if block.text:
                 blocks.append({"text": block.text})
         elif isinstance(block, ThinkingContent):
-            if own and block.thinking:
+            if own and block.redacted and block.signature:
+                blocks.append({"reasoningContent": {"redactedContent": base64.b64decode(block.signature)}})
+            elif own and block.thinking:
                 reasoning: dict[str, Any] = {"text": block.thinking}
                 if block.signature:
                     reasoning["signature"] = block.signature
@@ -288,7 +291,11 @@ class BedrockDecoder(Decoder):
                 events.append(builder.toolcall_delta(index, fragment))
         elif "reasoningContent" in delta:
             reasoning = delta["reasoningContent"]
-            if "text" in reasoning or "signature" in reasoning:
+            if reasoning.get("redactedContent") is not None:  # Claude's encrypted thinking, as bytes
+                index = self._open(wire, "thinking", events)
+                data = base64.b64decode(builder.block(index).signature or "") + reasoning["redactedContent"]
+                builder.thinking_fields(index, signature=base64.b64encode(data).decode("ascii"), redacted=True)
+            elif "text" in reasoning or "signature" in reasoning:
                 index = self._open(wire, "thinking", events)
                 if reasoning.get("text"):
                     events.append(builder.thinking_delta(index, reasoning["text"]))
@@ -319,8 +326,11 @@ class BedrockDecoder(Decoder):
                 events += builder.whole_toolcall(tool.get("toolUseId", ""), tool.get("name", ""), tool.get("input"))
             elif "reasoningContent" in block:
                 reasoning = block["reasoningContent"].get("reasoningText")
-                if reasoning is not None:  # else redactedContent: opaque bytes a ThinkingContent cannot hold
+                redacted = block["reasoningContent"].get("redactedContent")
+                if reasoning is not None:
                     events += builder.whole_thinking(reasoning.get("text") or "", reasoning.get("signature"))
+                elif redacted is not None:  # Claude's encrypted thinking: kept (base64) to be sent back as it came
+                    events += builder.whole_thinking("", base64.b64encode(redacted).decode("ascii"), redacted=True)
         return [*events, *self.finish()]
 
     def finish(self) -> list[AssistantMessageEvent]:
