@@ -37,7 +37,7 @@ from openprogram.types import (
     ToolSpec,
     Usage,
 )
-from tests.emulator_wiring import (
+from tests.harness.emulator.wiring import (
     Emulated,
     Session,
     ask,
@@ -48,7 +48,7 @@ from tests.emulator_wiring import (
     match,
     run_backend,
 )
-from tests.providers.test_cassettes import expected_stop_reason
+from tests.harness.test_conformance_cassettes import expected_stop_reason
 
 CASSETTES = default_cassette_dir()
 WEATHER = ToolSpec(
@@ -378,7 +378,7 @@ def test_bedrock_reasoning_and_stop_reasons_reach_the_message(endpoint: str) -> 
 
 def test_bedrock_streams_raw_arguments_verbatim_in_several_deltas() -> None:
     raw = '{"city": "Par'
-    emulated = bedrock_emulated(Turn(blocks=(turn.raw_tool_call("get_weather", raw, id="tooluse_x"),)))
+    emulated = bedrock_emulated(Turn(blocks=(turn.raw_tool_call("get_weather", raw, call_id="tooluse_x"),)))
     message = run_backend("bedrock", "converse-stream", emulated, ask(NOVA, tools=(WEATHER,)))
     (call,) = message.tool_calls
     assert (call.id, call.name, call.raw_arguments, call.arguments) == ("tooluse_x", "get_weather", raw, {})
