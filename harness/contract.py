@@ -126,12 +126,13 @@ def classify_result_text(name: str, text: str, is_error: bool) -> ResultKind:
 
 
 def looks_skipped(text: str, is_error: bool) -> bool:
-    """The steering skip text, or an error evidently meant as it (a tool's own "skipped" output
-    is not): an inexact skip text must be reported as such, not judged as a tool's result."""
-    if text == SKIPPED_STEERING:
+    """A skip text (steering's or cancellation's), or an error evidently meant as one (a tool's own
+    "skipped" output is not): an inexact skip text must be reported as such, not judged as a
+    tool's result."""
+    if text in (SKIPPED_STEERING, SKIPPED_CANCELLED):
         return True
     lower = text.lower()
-    meant = "queued" in lower or "user message" in lower
+    meant = "queued" in lower or "user message" in lower or "cancel" in lower
     return is_error and len(lower) < 120 and lower.startswith("skipped") and meant
 
 
@@ -151,7 +152,7 @@ def call_kind(
         return "skipped"  # inexact skip texts too: the skip rule owns (and reports) them
     if menu is None:
         kind = classify_result_text(name, text, is_error)
-        return "executed" if kind == "skipped" else kind  # a cancellation skip reads as a result here
+        return kind
     if name not in menu:
         return "not_found"
     if raw_arguments is not None:

@@ -22,6 +22,7 @@ from typing import Any
 from harness.contract import (
     HARD_CAP,
     RECEIVED_ARGUMENTS,
+    SKIPPED_CANCELLED,
     SKIPPED_STEERING,
     VALIDATION_ERROR_LINE,
     call_kind,
@@ -60,6 +61,7 @@ __all__ = [
     "error_feedback",
     "error_ends_run",
     "event_grammar",
+    "cancel_semantics",
     "skip_semantics",
     "terminates_within_cap",
     "tool_calls_answered",
@@ -420,11 +422,13 @@ def skip_semantics(trace: Trace) -> None:
             shown = f"\n{show_batch(batch)}"
             where = f"model call {batch.number}{run.where()}"
             for call, result in pairs:
-                if result.text != SKIPPED_STEERING and looks_skipped(result.text, result.is_error):
+                if result.text not in (SKIPPED_STEERING, SKIPPED_CANCELLED) and looks_skipped(
+                    result.text, result.is_error
+                ):
                     raise _fail(
                         name,
                         f"the result of {call.name}#{call.id} in {where} reads like a skip but is not the exact text "
-                        f"{SKIPPED_STEERING!r}: {result.text!r}{shown}",
+                        f"{SKIPPED_STEERING!r} or {SKIPPED_CANCELLED!r}: {result.text!r}{shown}",
                     )
             skipped = [j for j, (_, result) in enumerate(pairs) if result.text == SKIPPED_STEERING]
             if not skipped:
@@ -475,6 +479,63 @@ def skip_semantics(trace: Trace) -> None:
                         f"and then exactly the steering message(s):\n{show_messages(steering)}\n"
                         f"  but its last messages are:\n{show_messages(messages[-len(steering) - 2 :])}{shown}",
                     )
+
+
+def cancel_semantics(trace: Trace) -> None:
+    """Once ``cancel_event`` is set no further tool of the batch starts, and the run ends ``aborted``.
+
+    Within a batch the calls answered ``contract.SKIPPED_CANCELLED`` are a suffix (the first call
+    too may be one: cancel is checked before each call), each ``is_error``; the ledger shows no
+    execution of them; no model request follows the batch (the next assistant message, if any, is
+    the loop's synthesized ``aborted`` one) and the run ends ``aborted``, or ``max_iterations``
+    when the batch used the last request of the cap (the cap is checked first).
+    """
+    name = "cancel_semantics"
+    runs = run_views(trace)
+    calls = _classify(runs)
+    ledger = trace.ledger_by_call()
+    executed = Counter(c.key for c in calls if c.kind == "executed")
+    for run in runs:
+        run_batches = batches(run)
+        for k, batch in enumerate(run_batches):
+            if batch.message.stop_reason in ("error", "aborted"):
+                continue
+            pairs = list(zip(batch.calls, batch.results, strict=False))
+            skipped = [j for j, (_, result) in enumerate(pairs) if result.text == SKIPPED_CANCELLED]
+            if not skipped:
+                continue
+            shown = f"\n{show_batch(batch)}"
+            where = f"model call {batch.number}{run.where()}"
+            for j in range(skipped[0], len(batch.calls)):
+                if j >= len(pairs) or pairs[j][1].text != SKIPPED_CANCELLED or not pairs[j][1].is_error:
+                    call = batch.calls[j]
+                    raise _fail(
+                        name,
+                        f"{call.name}#{call.id} comes after a call skipped for cancellation in {where} but was not "
+                        f"skipped (once cancel is set every remaining call gets is_error {SKIPPED_CANCELLED!r})"
+                        f"{shown}",
+                    )
+            if trace.ledger is not None:
+                for call in batch.calls[skipped[0] :]:
+                    key = (call.id, call.name)
+                    if len(ledger.get(key, ())) > executed[key]:
+                        raise _fail(
+                            name,
+                            f"{call.name}#{call.id} was skipped for cancellation in {where}, but "
+                            f"the ledger shows it ran{shown}",
+                        )
+            following = run_batches[k + 1].message if k + 1 < len(run_batches) else None
+            if following is not None and following.stop_reason != "aborted":
+                raise _fail(
+                    name,
+                    f"calls of {where} were skipped for cancellation, yet the model was asked again "
+                    f"({render_message(following)}){shown}",
+                )
+            end = run.end
+            if end is not None and end.reason not in ("aborted", "max_iterations"):
+                raise _fail(
+                    name, f"calls of {where} were skipped for cancellation, but the run ended {end.reason!r}{shown}"
+                )
 
 
 def conservation(trace: Trace) -> None:
@@ -643,6 +704,7 @@ ALL_INVARIANTS: tuple[Callable[[Trace], None], ...] = (
     tool_calls_answered,
     error_feedback,
     skip_semantics,
+    cancel_semantics,
 )
 """The trace-only invariants, structural first, so the first violation reported is the root cause."""
 

@@ -24,6 +24,7 @@ from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.contract import (
     ABORTED_MESSAGE,
     HUNG_UP_MESSAGE,
+    SKIPPED_CANCELLED,
     SKIPPED_STEERING,
     effective_cap,
     invalid_json_text,
@@ -67,13 +68,18 @@ class Prediction:
         return [e[0].rstrip("*") for e in self.events]
 
 
-def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = ()) -> Prediction:
-    """The run ``scenario`` must produce. ``outcomes``: what real (user) tools did, in order."""
+def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Sequence[Message] = ()) -> Prediction:
+    """The run ``scenario`` must produce. ``outcomes``: what real (user) tools did, in order;
+    ``stamps``: the run's committed messages, whose real tools' results show how far a nested
+    exec in the tool's body moved the shared clock (the reference cannot know its model's run)."""
     history = [message.message() for message in scenario.history]
     if scenario.resumes and (not history or isinstance(history[-1], AssistantMessage)):
         # agent_loop_continue refuses, at call time, an empty context or one the model already answered
         return Prediction(reason=None, error="ValueError: agent_loop_continue")
     world = _World(scenario, outcomes)
+    for message in stamps:
+        if isinstance(message, ToolResultMessage) and message.timestamp is not None:
+            world.stamps.setdefault(message.tool_call_id, []).append(message.timestamp)
     run = _Run(
         world,
         history=history,
@@ -122,6 +128,7 @@ class _World:
         self.real_outcomes: Iterator[LedgerEntry] = iter([e for e in outcomes if _is_real(scenario, e.tool_name)])
         self.loose: set[int] = set()
         self.validators = {t.name: _validator(t) for t in scenario.tools}
+        self.stamps: dict[str, list[int]] = {}
 
     def tick(self) -> int:
         return self.clock()
@@ -220,6 +227,9 @@ class _Run:
             results: list[ToolResultMessage] = []
             arrived: list[Message] = []
             for position, call in enumerate(calls):  # one by one, in order
+                if self.cancelled:  # once cancel is set no further tool of the batch starts
+                    results.extend(self.skip(rest, SKIPPED_CANCELLED) for rest in calls[position:])
+                    break
                 results.append(self.run_call(call))
                 arrived = self.poll_steering()  # after each executed call
                 if arrived:  # the rest of the batch is skipped, the user goes first
@@ -383,10 +393,10 @@ class _Run:
         self.emit("tool_execution_end", call.id, call.name, text, is_error)
         return self.commit_result(call, text, is_error, loose, details)
 
-    def skip(self, call: ToolCall) -> ToolResultMessage:
+    def skip(self, call: ToolCall, text: str = SKIPPED_STEERING) -> ToolResultMessage:
         self.emit("tool_execution_start", call.id, call.name, call.arguments)
-        self.emit("tool_execution_end", call.id, call.name, SKIPPED_STEERING, True)
-        return self.commit_result(call, SKIPPED_STEERING, True, False)
+        self.emit("tool_execution_end", call.id, call.name, text, True)
+        return self.commit_result(call, text, True, False)
 
     def commit_result(
         self, call: ToolCall, text: str, is_error: bool, loose: bool, details: Any = None
@@ -409,6 +419,10 @@ class _Run:
             else:
                 text, is_error, how = outcome.text, outcome.is_error, outcome.outcome
             self.write_ledger(call, arguments, how, text, is_error)
+            seen = self.world.stamps.get(call.id) if self.top else None
+            stamp = seen.pop(0) if seen else None
+            if stamp is not None and stamp > self.world.clock.now:
+                self.world.clock.advance(stamp - self.world.clock.now)  # its nested run's ticks
             return text, is_error, True, None
         index = self.world.executions.get(tool.name, 0)
         self.world.executions[tool.name] = index + 1
@@ -496,7 +510,7 @@ def _invalid_json(call: ToolCall) -> str:
 
 def compare(scenario: Scenario, trace: Trace) -> list[str]:
     """Readable lines saying where ``trace`` departs from the reference; ``[]`` when it agrees."""
-    expected = predict(scenario, outcomes=trace.ledger or ())
+    expected = predict(scenario, outcomes=trace.ledger or (), stamps=trace.new_messages or ())
     same = _Matcher(expected.loose)
     out: list[str] = []
     if expected.error is None and trace.error is not None:
