@@ -57,6 +57,7 @@ def _usage(turn: Turn) -> dict[str, Any]:
         "cache_creation_input_tokens": write,
         "cache_read_input_tokens": read,
         "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0},
+        "inference_geo": "not_available",
         "output_tokens": output,
         "service_tier": "standard",
     }
@@ -80,6 +81,7 @@ def _blocks(turn: Turn, ids: IdSource) -> list[dict[str, Any]]:
                     "id": block.id or ids.next("toolu_01"),
                     "name": block.name,
                     "input": arguments,
+                    "caller": {"type": "direct"},
                     "_raw": block.arguments_text(),
                 }
             )
@@ -127,7 +129,6 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
             "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
-            "stop_details": None,
             "usage": usage,
         }
         return WireReply(200, _headers(ids, "application/json"), json.dumps(body, ensure_ascii=False).encode())

@@ -211,3 +211,17 @@ def test_the_tool_choice_on_the_wire_is_the_tables_cell(reg: dict[str, Any], pro
         expected = tool_choice_table._render(TABLE_ROW[endpoint], choice, parallel)
         sent = {key: request.body[key] for key in ("tool_choice", "parallel_tool_calls") if key in request.body}
         assert sent == expected, (choice, parallel)
+
+
+WHOLE = [b for b in BACKENDS if not b[2]]
+
+
+@pytest.mark.parametrize(("provider", "endpoint", "stream"), WHOLE, ids=[f"{p}-{e}" for p, e, _ in WHOLE])
+def test_a_connection_dropped_before_a_whole_reply_ends_the_run_with_a_connection_error(
+    reg: dict[str, Any], provider: str, endpoint: str, stream: bool
+) -> None:
+    with Emulator(fault.drop_mid_stream(after_chunks=0)) as emu:
+        with pytest.raises(ExecError) as raised:
+            _exec(emu, provider, endpoint, stream)
+    assert raised.value.reason == "error"
+    assert "connection" in raised.value.message.lower() or "peer closed" in raised.value.message.lower()

@@ -50,6 +50,13 @@ def _id(case: tuple[dict[str, Any], dict[str, Any]]) -> str:
 
 def _recorded_thinking(endpoint: str, interaction: cassettes.Interaction) -> list[str]:
     """Thinking the recording holds (``expected`` leaves it out), so the script can hold it too."""
+    if endpoint == "responses" and not interaction.request.stream:
+        output = interaction.response.body.object.get("output") or []
+        return [
+            "\n\n".join(part.get("text", "") for part in item.get("summary") or [])
+            for item in output
+            if item.get("type") == "reasoning"
+        ]
     if endpoint != "messages":
         return []
     if interaction.request.stream:
@@ -155,3 +162,50 @@ def test_the_corpus_holds_every_openai_and_anthropic_interaction() -> None:
     """The parametrized cases above are all of them (the README's counts), none silently dropped."""
     counts = {p: sum(len(e["interactions"]) for e in INDEX if e["provider"] == p) for p in MODULES}
     assert counts == {"openai": 37, "anthropic": 21}
+
+
+def _whole_shape(endpoint: str, body: dict[str, Any]) -> dict[str, set[str]]:
+    """Field names of a whole reply: the top level, usage, and each kind of item or block."""
+    shape = {"": set(body), "usage": set(body.get("usage") or {})}
+    if endpoint == "chat.completions":
+        choice = body["choices"][0]
+        shape["choice"], shape["message"] = set(choice), set(choice["message"])
+        for call in choice["message"].get("tool_calls") or []:
+            shape["tool_call"], shape["function"] = set(call), set(call["function"])
+    else:
+        for item in body["output" if endpoint == "responses" else "content"]:
+            shape.setdefault(item["type"], set()).update(item)
+    return shape
+
+
+WHOLE = [c for c in CASES if not c[1]["stream"] and c[1]["status"] == 200]
+
+
+def _seen_fields(endpoint: str) -> dict[str, set[str]]:
+    """Every field name whole replies of this endpoint have anywhere in the corpus, per part."""
+    seen: dict[str, set[str]] = {}
+    for entry, info in WHOLE:
+        if info["endpoint"] == endpoint:
+            body = cassettes.load(CASSETTES / entry["file"]).interactions[info["index"]].response.body.object
+            for part, names in _whole_shape(endpoint, body).items():
+                seen.setdefault(part, set()).update(names)
+    return seen
+
+
+@pytest.mark.parametrize("case", WHOLE, ids=[_id(c) for c in WHOLE])
+def test_each_emulated_whole_reply_has_the_recorded_fields_and_only_fields_real_replies_have(
+    case: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    entry, info = case
+    provider, endpoint = entry["provider"], info["endpoint"]
+    interaction = cassettes.load(CASSETTES / entry["file"]).interactions[info["index"]]
+    scripted = _turn(info["expected"], _recorded_thinking(endpoint, interaction))
+    reply = MODULES[provider].render(scripted, _wire_request(provider, endpoint, interaction.request), IdSource())
+    recorded = _whole_shape(endpoint, interaction.response.body.object)
+    emulated = _whole_shape(endpoint, json.loads(reply.body))
+    seen = _seen_fields(endpoint)
+    for part, names in recorded.items():
+        assert names <= emulated[part], f"{part or 'top level'}: the emulator lacks {sorted(names - emulated[part])}"
+    for part, names in emulated.items():
+        unseen = names - seen.get(part, set())
+        assert not unseen, f"{part or 'top level'}: no real reply has {sorted(unseen)}"
