@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.emulator.wire import WireReply, WireRequest
-from harness.script import Turn, turn
+from harness.script import turn
 
-__all__ = ["Delivery", "Fault", "fault"]
+__all__ = ["Delivery", "Fault", "apply", "fault"]
 
 Wrapped = Any  # a Turn, a ScriptedCall, a str, or another Fault
 
@@ -182,8 +182,3 @@ def apply(
             body = _gzip.compress(body or b"")
     out = WireReply(reply.status, headers, body if chunks is None else None, chunks)
     return Delivery(out, delay=spec.delay, drop_after=spec.drop_after)
-
-
-def as_turn(spec: Fault) -> Turn | Any:
-    """The turn a delivery fault renders (a ``Fault`` never nests in the result)."""
-    return spec.turn

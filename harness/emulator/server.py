@@ -24,7 +24,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -121,6 +121,21 @@ class Emulator:
     @property
     def remaining(self) -> list[Turn | Fault]:
         return self.script[len(self.requests) :]
+
+    def assert_complete(self) -> None:
+        """Fail if the clients asked more, or less, of the emulator than the script says."""
+        problems = []
+        asked, scripted = len(self.requests), len(self.script)
+        if asked > scripted:
+            problems.append(f"{asked - scripted} request(s) beyond the script of {scripted}")
+        unused = self.remaining
+        if unused:
+            listed = "; ".join(f"entry {asked + i + 1}: {e.describe()}" for i, e in enumerate(unused))
+            problems.append(
+                f"{len(unused)} scripted entr{'y' if len(unused) == 1 else 'ies'} never requested ({listed})"
+            )
+        if problems:
+            raise AssertionError("Emulator script not followed: " + " | ".join(problems))
 
     @property
     def routes(self) -> list[Route]:
@@ -264,7 +279,9 @@ class _ConnectionDropped(Exception):
     """Raised inside a streamed body to make the server hang up mid-reply."""
 
 
-async def _deliver(delivery: Delivery, drop: type[Exception]) -> AsyncIterator[bytes]:
+async def _deliver(delivery: Delivery, drop: Callable[[str], Exception]) -> AsyncIterator[bytes]:
+    """The reply's parts, each after the fault's delay; at the drop point, ``drop(reason)`` is
+    raised: uvicorn then closes the socket mid-body, the in-process stream raises it to httpx2."""
     parts = delivery.parts
     cut = None if delivery.drop_after is None else min(delivery.drop_after, max(len(parts) - 1, 0))
     for sent, part in enumerate(parts):
@@ -280,12 +297,8 @@ class _Stream(httpx2.AsyncByteStream):
         self._delivery = delivery
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in _deliver(self._delivery, _RemoteProtocolError):
+        async for part in _deliver(self._delivery, httpx2.RemoteProtocolError):
             yield part
-
-
-def _RemoteProtocolError(message: str) -> Exception:
-    return httpx2.RemoteProtocolError(message)
 
 
 class EmulatorTransport(httpx2.AsyncBaseTransport):

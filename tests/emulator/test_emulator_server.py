@@ -53,6 +53,18 @@ def test_a_request_beyond_the_script_gets_the_providers_error_naming_the_request
     assert "400" in message.error_message
 
 
+def test_assert_complete_names_unused_entries_and_requests_beyond_the_script() -> None:
+    emu = Emulator("one", fault.status(500, "boom"))
+    assert one_reply(emu, "openai", "chat.completions", stream=True).text == "one"
+    with pytest.raises(AssertionError, match=r"1 scripted entry never requested \(entry 2: fault\(status=500"):
+        emu.assert_complete()
+    one_reply(emu, "openai", "chat.completions", stream=True)
+    emu.assert_complete()
+    one_reply(emu, "openai", "chat.completions", stream=True)
+    with pytest.raises(AssertionError, match="1 request\\(s\\) beyond the script of 2"):
+        emu.assert_complete()
+
+
 def test_captured_requests_keep_the_body_and_headers_but_never_credentials() -> None:
     emu = Emulator("hi")
     reply = _post_sync(
