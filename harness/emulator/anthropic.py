@@ -7,8 +7,10 @@ then one ``signature_delta``, ``input_json_delta`` fragments), ``content_block_s
 ``message_delta`` with the stop reason and the cumulative usage, and ``message_stop``.
 
 Scripted thinking gets a signature (Anthropic's are opaque base64; these are deterministic). A
-block ``("redacted_thinking", data)`` in a turn is sent as a ``redacted_thinking`` block carrying
-``data``, the shape Anthropic uses when its safety systems encrypt the reasoning.
+block made by :func:`redacted_thinking` is sent as a ``redacted_thinking`` block carrying its
+data, the shape Anthropic uses when its safety systems encrypt the reasoning. The block is a
+``("thinking", data)`` pair to everything else (``Turn`` takes only text and thinking blocks, and
+``ScriptedProvider`` streams it as thinking), so no new turn vocabulary is needed.
 """
 
 from __future__ import annotations
@@ -22,9 +24,21 @@ from harness.emulator.openai import split
 from harness.emulator.wire import IdSource, Route, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
-__all__ = ["ROUTES", "error_reply", "render"]
+__all__ = ["ROUTES", "RedactedThinking", "error_reply", "redacted_thinking", "render"]
 
 ROUTES: tuple[Route, ...] = (Route("anthropic", "messages", "POST", "/v1/messages"),)
+
+
+class RedactedThinking(tuple):  # type: ignore[type-arg]
+    """A ``("thinking", data)`` block this renderer sends as ``redacted_thinking``."""
+
+    __slots__ = ()
+
+
+def redacted_thinking(data: str) -> tuple[str, str]:
+    """A turn block for Anthropic redacted thinking holding the opaque ``data``."""
+    return RedactedThinking(("thinking", data))  # type: ignore[return-value]
+
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -85,10 +99,10 @@ def _blocks(turn: Turn, ids: IdSource) -> list[dict[str, Any]]:
                     "_raw": block.arguments_text(),
                 }
             )
+        elif isinstance(block, RedactedThinking):
+            blocks.append({"type": "redacted_thinking", "data": block[1]})
         elif block[0] == "thinking":
             blocks.append({"type": "thinking", "thinking": block[1], "signature": _signature(ids)})
-        elif block[0] == "redacted_thinking":
-            blocks.append({"type": "redacted_thinking", "data": block[1]})
         else:
             blocks.append({"type": "text", "text": block[1]})
     return blocks

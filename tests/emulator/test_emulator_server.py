@@ -20,7 +20,7 @@ import pytest
 
 from harness.emulator import Emulator, fault
 from harness.emulator.server import load_providers
-from harness.script import turn
+from harness.script import ScriptedCall, turn
 from openprogram.providers import ModelRequest
 from openprogram.types import ToolSpec, UserMessage
 from tests.emulator.wirecheck import one_reply, sdk_client, sse_events
@@ -174,9 +174,10 @@ def test_a_respond_entry_sees_the_wire_request() -> None:
 
 
 def test_thinking_and_redacted_thinking_reach_our_anthropic_backend_with_signatures() -> None:
+    from harness.emulator.anthropic import redacted_thinking
     from harness.script import Turn
 
-    scripted = Turn(blocks=(("thinking", "let me think"), ("redacted_thinking", "opaque-data"), ("text", "answer")))
+    scripted = Turn(blocks=(("thinking", "let me think"), redacted_thinking("opaque-data"), ("text", "answer")))
     for stream in (True, False):
         message = one_reply(Emulator(scripted), "anthropic", "messages", stream=stream)
         thinking, redacted, text = message.content
@@ -203,7 +204,7 @@ def test_our_openai_backends_read_custom_free_form_tool_calls(endpoint: str, str
     custom = {"type": "custom", "name": "apply_patch", "description": "Apply a patch."}
     if endpoint == "chat.completions":
         custom = {"type": "custom", "custom": {"name": "apply_patch", "description": "Apply a patch."}}
-    emu = Emulator(turn.raw_tool_call("apply_patch", PATCH_TEXT, id="call_patch"))
+    emu = Emulator(ScriptedCall(name="apply_patch", raw=PATCH_TEXT, id="call_patch"))
 
     async def run() -> Any:
         from harness.backends import backend
@@ -269,6 +270,49 @@ def test_serve_runs_a_scenario_in_another_process_for_unmodified_clients(tmp_pat
         assert (message.content[0].name, message.content[0].input) == ("lookup", {"key": "k1"})
         with pytest.raises((openai.APIConnectionError, httpx2.TransportError)):  # the raise turn hangs up
             list(chat.responses.create(model="m", input="hi", stream=True))
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+OTHER_SCENARIO = """\
+name: emulated for google-genai and boto3
+prompts: [hi]
+turns:
+  - text: hello gemini
+  - text: hello bedrock
+"""
+
+
+def test_serve_answers_unmodified_gemini_and_bedrock_clients_when_their_renderers_exist(tmp_path: Path) -> None:
+    present = load_providers(["gemini", "bedrock"])
+    if len(present) < 2:
+        pytest.skip(
+            f"harness.emulator has no {' or '.join(sorted({'gemini', 'bedrock'} - set(present)))} renderer here"
+        )
+    import boto3
+    from google import genai
+
+    script = tmp_path / "scenario.yaml"
+    script.write_text(OTHER_SCENARIO)
+    code = f"from harness.emulator.server import serve; serve({str(script)!r}, '127.0.0.1', 0)"
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        gemini = genai.Client(api_key="k", http_options={"base_url": base_url + "/", "api_version": "v1beta"})
+        assert gemini.models.generate_content(model="gemini-2.0-flash", contents="hi").text == "hello gemini"
+        bedrock = boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=base_url,
+            aws_access_key_id="k",
+            aws_secret_access_key="k",
+        )
+        reply = bedrock.converse(
+            modelId="us.amazon.nova-micro-v1:0", messages=[{"role": "user", "content": [{"text": "hi"}]}]
+        )
+        assert reply["output"]["message"]["content"][0]["text"] == "hello bedrock"
     finally:
         process.terminate()
         process.wait(timeout=10)
