@@ -56,10 +56,11 @@ class WireRequest:
 
     @property
     def streaming(self) -> bool:
-        """Whether the client asked for a stream (a body flag, an ``alt=sse`` query or a path)."""
+        """Whether the client asked for a stream (a body flag, an ``alt=sse`` query, or an endpoint
+        named for streaming: ``streamGenerateContent``, ``converse-stream``)."""
         if isinstance(self.body, Mapping) and self.body.get("stream") is True:
             return True
-        return self.query.get("alt") == "sse" or self.route.endpoint.endswith("stream")
+        return self.query.get("alt") == "sse" or "stream" in self.route.endpoint.lower()
 
 
 @dataclass

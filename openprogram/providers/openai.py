@@ -108,6 +108,14 @@ def _call_arguments_text(call: ToolCall) -> str:
     return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments)
 
 
+def _field(value: Any, name: str) -> Any:
+    """``value.name`` or ``value[name]``: the SDK keeps fields its stream types do not declare
+    (a custom tool call's ``custom`` in a Chat delta) as plain dicts."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
 def _close(builder: MessageBuilder, index: int | None = None) -> list[AssistantMessageEvent]:
     """Close block ``index`` (None: every open block), first giving an id-less call the id
     ``call_<index>``: some proxies send none, and the loop needs one to pair the result."""
@@ -314,12 +322,17 @@ class OpenAIChatDecoder(Decoder):
             self._refusal.append(part.refusal)
         for position, call in enumerate(part.tool_calls or []):
             function = getattr(call, "function", None)
-            if function is None:  # custom (non-function) tools are not ours
-                continue
+            if function is not None:
+                name, arguments = function.name, function.arguments
+            else:  # a custom (free-form) tool: its input text is the call's argument text
+                custom = _field(call, "custom")
+                if custom is None:
+                    continue
+                name, arguments = _field(custom, "name"), _field(custom, "input")
             # Streamed fragments are keyed by their ``index``; a whole message's calls (no index) by position.
             key = getattr(call, "index", None)
             key = position if key is None else key
-            events.extend(self._call_delta(key, call.id, function.name, function.arguments))
+            events.extend(self._call_delta(key, call.id, name, arguments))
         return events
 
     def feed(self, chunk: Any) -> list[AssistantMessageEvent]:
@@ -459,6 +472,11 @@ def convert_responses_usage(usage: Any) -> Usage:
     return usage_with_cached_prompt(usage.input_tokens or 0, usage.output_tokens or 0, cached, usage.total_tokens)
 
 
+_CALL_ITEMS = ("function_call", "custom_tool_call")
+"""Responses output items that are the loop's tool calls; a custom (free-form) tool's ``input``
+text is the call's argument text."""
+
+
 class OpenAIResponsesDecoder(Decoder):
     """Responses stream events (or one whole response) as builder calls. Output items are wire
     blocks named by ``output_index``; text parts by ``("text", output_index, content_index)``."""
@@ -472,7 +490,7 @@ class OpenAIResponsesDecoder(Decoder):
 
     # -- items ------------------------------------------------------------------------------
     def _item_added(self, position: int, item: Any) -> list[AssistantMessageEvent]:
-        if item.type == "function_call":
+        if item.type in _CALL_ITEMS:
             return [self.builder.toolcall_start(item.call_id or "", item.name or "", wire=position)[1]]
         if item.type == "reasoning":
             return [self.builder.thinking_start(wire=position)[1]]
@@ -490,16 +508,17 @@ class OpenAIResponsesDecoder(Decoder):
             for key in opened:
                 events.extend(_close(builder, builder.index_of(key)))
             return events
-        if item.type not in ("function_call", "reasoning"):
+        if item.type not in (*_CALL_ITEMS, "reasoning"):
             return events  # hosted tools run on OpenAI's side: not ours to execute
         if builder.index_of(position) is None:
             events.extend(self._item_added(position, item))
         index = builder.index_of(position)
         assert index is not None
-        if item.type == "function_call":
+        if item.type in _CALL_ITEMS:
             builder.toolcall_rename(index, id=item.call_id or None, name=item.name or None)
-            if not builder.received_deltas(index) and item.arguments:
-                events.append(builder.toolcall_delta(index, item.arguments))
+            arguments = item.arguments if item.type == "function_call" else item.input
+            if not builder.received_deltas(index) and arguments:
+                events.append(builder.toolcall_delta(index, arguments))
         else:
             if position not in self._summary_part:
                 texts = [part.text for part in (item.summary or []) if getattr(part, "text", None)]
@@ -555,7 +574,7 @@ class OpenAIResponsesDecoder(Decoder):
             return self._item_done(event.output_index, event.item)
         if kind == "response.output_text.delta":
             return self._text_delta(event.output_index, event.content_index, event.delta)
-        if kind == "response.function_call_arguments.delta":
+        if kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
             index = self.builder.index_of(event.output_index)
             if index is None:
                 index, start = self.builder.toolcall_start("", "", wire=event.output_index)
