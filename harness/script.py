@@ -19,7 +19,7 @@ from openprogram.providers import ModelRequest
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessageEvent, StopReason, Usage
 
-__all__ = ["ScriptedCall", "ScriptedProvider", "ScriptViolation", "Turn", "estimate_usage", "turn"]
+__all__ = ["ScriptViolation", "ScriptedCall", "ScriptedProvider", "Turn", "TurnLike", "estimate_usage", "turn"]
 
 
 @dataclass(frozen=True)

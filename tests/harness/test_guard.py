@@ -390,3 +390,27 @@ async def _error_of(provider: Any) -> str:
 )
 def test_what_counts_as_loopback(url: str, loopback: bool) -> None:
     assert is_loopback_url(url) is loopback
+
+
+def test_the_clock_fixture_stamps_an_exec_that_passes_no_clock(project: pytest.Pytester) -> None:
+    run(
+        project,
+        """
+        import pytest
+        from harness.clock import DEFAULT_EPOCH_MS
+        from openprogram import runtime
+
+
+        def test_default_clock(scripted, clock):
+            scripted("one")
+            messages = runtime.exec_result("hi", tools=[]).messages
+            assert [m.timestamp for m in messages] == [DEFAULT_EPOCH_MS, DEFAULT_EPOCH_MS + 1]
+
+
+        @pytest.mark.harness_clock(start=5000, step=10)
+        def test_marked_clock(scripted, clock):
+            scripted("one")
+            assert [m.timestamp for m in runtime.exec_result("hi", tools=[]).messages] == [5000, 5010]
+        """,
+        passed=2,
+    )
