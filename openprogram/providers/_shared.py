@@ -333,8 +333,9 @@ class SDKProvider(Generic[_ClientT]):
     :meth:`_client_for_running_loop`.
 
     ``stream`` yields the start event, then the events of :meth:`_reply`. It never raises into the
-    loop: a missing model, a cancel that came before the call, a cancel during it and every
-    exception end as one ``error`` event, described by :meth:`_describe`.
+    loop: a missing model, a cancel that came before the call, a request the real-request guard
+    refuses (:func:`model_request_refusal`, checked before any connection), a cancel during the
+    call and every exception end as one ``error`` event, described by :meth:`_describe`.
     """
 
     name: ClassVar[str]

@@ -414,3 +414,30 @@ def test_the_clock_fixture_stamps_an_exec_that_passes_no_clock(project: pytest.P
         """,
         passed=2,
     )
+
+
+def _public_clients() -> list[Any]:
+    import anthropic
+    import boto3
+    from google import genai
+
+    from openprogram.providers.anthropic import AnthropicProvider
+    from openprogram.providers.bedrock import BedrockProvider
+    from openprogram.providers.gemini import GeminiProvider
+    from openprogram.providers.openai import OpenAIResponsesProvider
+
+    bedrock = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    )
+    return [
+        (OpenAIResponsesProvider(client=AsyncOpenAI(api_key="sk-test"), model="m"), "https://api.openai.com/v1"),
+        (AnthropicProvider(client=anthropic.AsyncAnthropic(api_key="test"), model="m"), "https://api.anthropic.com"),
+        (GeminiProvider(client=genai.Client(api_key="test"), model="m"), "https://generativelanguage.googleapis.com"),
+        (BedrockProvider(client=bedrock, model="m"), "https://bedrock-runtime.us-east-1.amazonaws.com"),
+    ]
+
+
+def test_every_sdk_backend_is_guarded_at_its_providers_url() -> None:
+    for provider, url in _public_clients():
+        text = asyncio.run(_error_of(provider))
+        assert text.startswith(f"real model request refused, nothing was sent to {url}"), (type(provider), text)
