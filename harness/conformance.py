@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import vcr
 
 from harness import backends, cassettes
-from openprogram.providers import ModelRequest, Provider
+from openprogram.providers import ModelRequest, Provider, allow_model_requests
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
 __all__ = [
@@ -145,7 +145,8 @@ async def areplay_cassette(path: str | Path) -> dict[str, Any]:
     client = _client(path, calls[0].route)
     results = []
     try:
-        with recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette:
+        # record_mode="none": vcrpy answers every request or refuses it, so none reaches a provider
+        with recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette, allow_model_requests():
             for call in calls:
                 played_before = cassette.play_count
                 message = await _run_interaction(path, call, _backend(path, call, client))

@@ -10,9 +10,18 @@ Fixtures
                        teardown (opt out with ``@pytest.mark.harness_incomplete_ok``).
     ``trace``          every run the test starts, as ``Trace`` objects; shown in the report of a
                        failing test.
-    ``clock``          a deterministic millisecond clock for ``AgentLoopConfig.clock`` / ``exec``.
+    ``clock``          a deterministic millisecond clock, bound for the test: every ``exec`` that
+                       passes no ``clock=`` stamps its messages with it.
+    ``harness_allow_model_requests``  lets the test's real backends send requests (see below).
     ``frozen_time``    freezegun for code that reads the wall clock, safe inside ``@given``.
     ``harness_scenario_dir``  where shrunk regression scenarios are saved.
+
+No accidental real requests
+    While a test runs, the SDK backends refuse to send to a model provider (an ``error`` finish
+    naming the test; no connection is made) unless it is marked ``@pytest.mark.live`` or
+    ``@pytest.mark.allow_model_requests`` or uses ``harness_allow_model_requests``. Loopback base
+    URLs are always let through. ``scripted`` binds with ``runtime.override``, so it wins over a
+    backend the app code names itself.
 
 Options
     ``--harness-profile NAME``       load a Hypothesis profile (``harness-ci``, ``harness-deep``,
@@ -62,6 +71,7 @@ __all__ = [
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"
 _CLOCK_MARK = "harness_clock"
+_ALLOW_MARKS = ("allow_model_requests", "live")
 
 
 def __getattr__(name: str) -> Any:
@@ -88,8 +98,9 @@ class ScriptedFixture:
     """What the ``scripted`` fixture gives a test: call it with turns to get a bound provider.
 
     ``scripted(*turns, strict=True, model=None, chunk_size=16)`` builds a ``ScriptedProvider``,
-    binds it with ``runtime.use`` for the rest of the test (so every ``runtime.exec`` uses it,
-    nested ones too) and returns it. At teardown each provider's ``assert_complete()`` is checked
+    binds it with ``runtime.override`` for the rest of the test (so every ``runtime.exec`` uses
+    it, nested ones too, even one that passes ``provider=`` or sits in its own ``runtime.use``)
+    and returns it. At teardown each provider's ``assert_complete()`` is checked
     unless the test passed ``@pytest.mark.harness_incomplete_ok`` or set ``incomplete_ok = True``;
     a test that already failed is not checked again.
     """
@@ -107,7 +118,7 @@ class ScriptedFixture:
         from openprogram import runtime
 
         provider = ScriptedProvider(*turns, strict=strict, chunk_size=chunk_size)
-        self._stack.enter_context(runtime.use(provider, model=model))
+        self._stack.enter_context(runtime.override(provider, model=model))
         self._collector.watch(provider)
         self.providers.append(provider)
         return provider
@@ -128,7 +139,7 @@ class ScriptedFixture:
         try:
             self._stack.close()
         except ValueError:
-            # runtime.use was entered inside an async test's task context, which is gone by
+            # runtime.override was entered inside an async test's task context, which is gone by
             # teardown; the binding went with it, so there is nothing left to undo
             pass
 
@@ -204,14 +215,90 @@ def scripted(request: pytest.FixtureRequest, _harness_collector: RunCollector) -
 
 
 @pytest.fixture
-def clock(request: pytest.FixtureRequest) -> DeterministicClock:
+def clock(request: pytest.FixtureRequest) -> Iterator[DeterministicClock]:
     """A deterministic millisecond clock: starts at 2024-01-01T00:00:00Z, +1 ms per call.
-    ``@pytest.mark.harness_clock(start=..., step=...)`` changes both."""
+    ``@pytest.mark.harness_clock(start=..., step=...)`` changes both. Bound with
+    ``runtime.use_clock`` for the test, so an ``exec`` that passes no ``clock=`` uses it too."""
+    from openprogram import runtime
+
     marker = request.node.get_closest_marker(_CLOCK_MARK)
     kwargs = dict(marker.kwargs) if marker is not None else {}
     if marker is not None and marker.args:
         kwargs.setdefault("start", marker.args[0])
-    return DeterministicClock(**kwargs)
+    deterministic = DeterministicClock(**kwargs)
+    with runtime.use_clock(deterministic):
+        yield deterministic
+
+
+# ---------------------------------------------------------------------------------------------
+# The real-request guard: what the running test allows (openprogram's backends ask, through
+# ``model_request_refusal``, looked up in sys.modules so the plugin imports nothing for it)
+# ---------------------------------------------------------------------------------------------
+
+
+class _RequestGate:
+    """The running test and whether it allows real model requests (one test runs at a time per
+    process; a stack, because a pytester run inside a test runs tests of its own)."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[Any]] = []  # [nodeid, why it is allowed or None]
+
+    def refusal(self) -> str | None:
+        if not self.stack:
+            return None  # no test running (collection, a plain script): the plugin has no say
+        nodeid, allowed_by = self.stack[-1]
+        if allowed_by is not None:
+            return None
+        return (
+            f"the test {nodeid} does not allow real requests; script the model with the scripted fixture, "
+            "or allow them with @pytest.mark.allow_model_requests, @pytest.mark.live or the "
+            "harness_allow_model_requests fixture"
+        )
+
+
+_GATE = _RequestGate()
+
+
+def model_request_refusal() -> str | None:
+    """Why the running test refuses a real model request, or None (allowed, or no test running)."""
+    return _GATE.refusal()
+
+
+def _allowed_by(item: pytest.Item) -> str | None:
+    """What lets ``item`` send real requests before any fixture runs: one of its markers.
+
+    The hook for request modes: a mode that records from the real provider adds its check here
+    (or its fixture depends on ``harness_allow_model_requests``, as a loopback emulator needs no
+    opt-in at all).
+    """
+    for name in _ALLOW_MARKS:
+        if item.get_closest_marker(name) is not None:
+            return f"@pytest.mark.{name}"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _GATE.stack.append([item.nodeid, _allowed_by(item)])
+    try:
+        yield
+    finally:
+        _GATE.stack.pop()
+
+
+@pytest.fixture
+def harness_allow_model_requests() -> Iterator[None]:
+    """Let this test's real backends send requests to model providers (the guard's opt-in);
+    a fixture that records real exchanges depends on it."""
+    if not _GATE.stack:
+        yield
+        return
+    entry = _GATE.stack[-1]
+    before, entry[1] = entry[1], entry[1] or "the harness_allow_model_requests fixture"
+    try:
+        yield
+    finally:
+        entry[1] = before
 
 
 @pytest.fixture
@@ -304,6 +391,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{_FROZEN_MARK}(when): the instant the frozen_time fixture freezes (default {FROZEN_AT})"
     )
     config.addinivalue_line("markers", f"{_CLOCK_MARK}(start=..., step=...): configure the clock fixture")
+    config.addinivalue_line(
+        "markers", "allow_model_requests: the test's real backends may send requests to model providers"
+    )
+    config.addinivalue_line("markers", "live: the test talks to a live model provider (real requests allowed)")
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state

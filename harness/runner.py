@@ -299,6 +299,8 @@ class ScenarioProvider(ScriptedProvider):
     mid-stream; and one piece of hygiene a real HTTP backend needs: a stream must be closed before
     the next request (else this provider fails that request, naming the leak)."""
 
+    estimate_usage = False  # a scenario's turns script no usage, and the reference model predicts none
+
     def __init__(self, turns: Sequence[ModelTurn]) -> None:
         super().__init__(*[t.scripted() for t in turns], strict=False)
         self._manual = {i: t for i, t in enumerate(turns) if t.kind in ("raise", "hang_up") or t.cancel}

@@ -12,14 +12,14 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union, get_args
+from typing import Any, ClassVar, Union, get_args
 
 from harness.contract import ABORTED_MESSAGE
 from openprogram.providers import ModelRequest
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessageEvent, StopReason, Usage
 
-__all__ = ["ScriptViolation", "ScriptedCall", "ScriptedProvider", "Turn", "TurnLike", "turn"]
+__all__ = ["ScriptViolation", "ScriptedCall", "ScriptedProvider", "Turn", "TurnLike", "estimate_usage", "turn"]
 
 
 @dataclass(frozen=True)
@@ -198,6 +198,28 @@ def _as_turn(value: Any, where: str) -> Turn:
     raise TypeError(f"{where}: expected a turn (turn.text(...), turn.tool_call(...), ...) or a str, got {value!r:.80}")
 
 
+def estimate_usage(request: ModelRequest, reply: Turn) -> Usage:
+    """A deterministic stand-in for the token counts of a turn scripted without ``usage=``.
+
+    An estimate, not a tokenizer: about four characters a token, as pydantic-ai's TestModel
+    guesses. Input is the request as JSON (system prompt, history, tool schemas), output the
+    reply's text, thinking and call arguments; an error or aborted turn produced no output. The
+    same request and turn always give the same numbers, so a test may assert on them.
+    """
+    try:
+        sent = request.model_dump_json(exclude={"extra"})
+    except Exception:  # an exotic message object: its text form is as stable
+        sent = repr(request)
+    produced = 0
+    if reply.stop_reason not in ("error", "aborted"):
+        for block in reply.blocks:
+            produced += (
+                len(block.name) + len(block.arguments_text()) if isinstance(block, ScriptedCall) else len(block[1])
+            )
+    input_tokens, output_tokens = max(1, len(sent) // 4), (produced + 3) // 4
+    return Usage(input=input_tokens, output=output_tokens, total_tokens=input_tokens + output_tokens)
+
+
 @dataclass(frozen=True)
 class ScriptViolation:
     request_number: int
@@ -213,6 +235,8 @@ class ScriptedProvider:
     """
 
     name = "scripted"
+    estimate_usage: ClassVar[bool] = True
+    """Give a turn scripted without ``usage=`` the :func:`estimate_usage` counts (else zeros)."""
 
     def __init__(self, *turns: TurnLike, strict: bool = True, chunk_size: int = 16) -> None:
         if len(turns) == 1 and isinstance(turns[0], (list, tuple)):
@@ -279,6 +303,8 @@ class ScriptedProvider:
                 raise TypeError(f"turn {number}: a respond function must return a turn, not another respond")
         if scripted.usage is not None:
             builder.usage = scripted.usage
+        elif self.estimate_usage:
+            builder.usage = estimate_usage(request, scripted)
         yield builder.start()
         if scripted.stop_reason in ("error", "aborted"):
             yield builder.error(scripted.stop_reason, scripted.error or "")

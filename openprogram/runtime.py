@@ -15,7 +15,7 @@ import contextvars
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageSource, agent_loop, inherited
@@ -25,7 +25,7 @@ from openprogram.providers import Provider, ToolChoice
 from openprogram.providers import tool_choice as tool_choice_table
 from openprogram.providers._shared import close_loop_clients
 from openprogram.tools import AgentTool, as_agent_tool
-from openprogram.types import AssistantMessage, Message, UserMessage
+from openprogram.types import AssistantMessage, Message, Usage, UserMessage
 
 __all__ = [
     "ExecError",
@@ -36,15 +36,26 @@ __all__ = [
     "exec",
     "exec_result",
     "inherit_tools",
+    "override",
     "resolve_tools",
+    "total_usage",
     "use",
+    "use_clock",
 ]
 
 _T = TypeVar("_T")
 
 # What a nested exec inherits (the outer run's provider object, model, menu, clock and cancel
 # event) lives in one context variable that agent_loop sets for its own task, so it carries over
-# however the outer run was started; use() and inherit_tools() set the same variable.
+# however the outer run was started; use(), use_clock() and inherit_tools() set the same variable.
+#
+# override() is a second variable, read by every exec before anything else: agent_loop's scope
+# would hand a nested run whatever provider the outer exec chose, and an inner use() or an
+# explicit provider= would beat a binding made in `inherited`, so a test's binding lives apart
+# from both. It travels the same way (tasks, to_thread and run_coroutine_threadsafe copy it).
+_override: contextvars.ContextVar[tuple[Provider, str | None] | None] = contextvars.ContextVar(
+    "openprogram_override", default=None
+)
 
 
 class ExecError(RuntimeError):
@@ -64,6 +75,23 @@ class ExecResult:
     text: str
     reason: EndReason
     messages: list[Message]
+    usage: Usage = field(default_factory=Usage)
+    """Tokens of this run's model requests (its assistant messages), summed; nested runs count apart."""
+
+
+def total_usage(messages: Iterable[Message]) -> Usage:
+    """The sum of the ``usage`` of every assistant message in ``messages``."""
+    totals = dict.fromkeys(Usage.model_fields, 0)
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            for name in totals:
+                totals[name] += getattr(message.usage, name)
+    return Usage(**totals)
+
+
+def _check_provider(provider: Provider, where: str) -> None:
+    if not callable(getattr(provider, "stream", None)):
+        raise TypeError(f"{where} needs a provider with a stream(request, cancel_event) method, got {provider!r:.80}")
 
 
 @contextlib.contextmanager
@@ -76,6 +104,39 @@ def use(provider: Provider, model: str | None = None) -> Iterator[Provider]:
     token = inherited.set(replace(inherited.get(), provider=provider, model=model))
     try:
         yield provider
+    finally:
+        inherited.reset(token)
+
+
+@contextlib.contextmanager
+def override(provider: Provider, model: str | None = None) -> Iterator[Provider]:
+    """Like ``use``, but it also beats a ``provider=`` argument and any ``use`` inside it.
+
+    Meant for tests: app code that names its own backend (``provider=OpenAIChatProvider(...)``)
+    or binds one with ``use`` still talks to ``provider``, in every exec it makes, nested runs
+    included. ``model`` replaces the model those calls name; ``None`` keeps theirs. The innermost
+    ``override`` wins.
+    """
+    _check_provider(provider, "runtime.override")
+    token = _override.set((provider, model))
+    try:
+        yield provider
+    finally:
+        _override.reset(token)
+
+
+@contextlib.contextmanager
+def use_clock(clock: Callable[[], int]) -> Iterator[Callable[[], int]]:
+    """Make ``clock`` the timestamp source of every exec in this context that passes no ``clock=``.
+
+    A run's own clock still reaches the runs nested in it; the pytest plugin's ``clock`` fixture
+    binds itself with this.
+    """
+    if not callable(clock):
+        raise TypeError(f"runtime.use_clock needs a function returning milliseconds, got {clock!r:.80}")
+    token = inherited.set(replace(inherited.get(), clock=clock))
+    try:
+        yield clock
     finally:
         inherited.reset(token)
 
@@ -97,7 +158,9 @@ def inherit_tools(tools: Iterable[Any]) -> Iterator[tuple[AgentTool, ...]]:
 
 
 def current_provider() -> Provider | None:
-    return inherited.get().provider
+    """The provider an ``exec`` here would use when given none: the ``override``, else the ``use``."""
+    bound = _override.get()
+    return bound[0] if bound is not None else inherited.get().provider
 
 
 def _patterns(value: str | Iterable[str] | None) -> list[str] | None:
@@ -186,7 +249,11 @@ async def aexec_result(
     model, its menu, its clock and its cancel event.
     """
     outer = inherited.get()
-    if provider is None:
+    bound = _override.get()
+    if bound is not None:
+        provider = bound[0]
+        model = bound[1] if bound[1] is not None else (model if model is not None else outer.model)
+    elif provider is None:
         if outer.provider is None:
             raise RuntimeError(
                 "no model provider: wrap the call in `with runtime.use(provider):` or pass provider=..."
@@ -223,7 +290,8 @@ async def aexec_result(
         raise
     messages = await stream.result()
     last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-    return ExecResult(text=last.text if last is not None else "", reason=reason, messages=messages)
+    text = last.text if last is not None else ""
+    return ExecResult(text=text, reason=reason, messages=messages, usage=total_usage(messages))
 
 
 async def _abandon(task: asyncio.Task[Any] | None) -> None:
@@ -333,12 +401,18 @@ def exec(
     )
 
 
-def _run_sync(
-    start: Callable[[asyncio.Event | None], Coroutine[Any, Any, _T]], cancel_event: asyncio.Event | None
-) -> _T:
+def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        return False
+    return True
+
+
+def _run_sync(
+    start: Callable[[asyncio.Event | None], Coroutine[Any, Any, _T]], cancel_event: asyncio.Event | None
+) -> _T:
+    if not _loop_running():  # decided outside an `except`, so a failure here chains to nothing of ours
         outer_loop = inherited.get().loop
         loop = outer_loop if outer_loop is not None and outer_loop.is_running() else _background_loop()
         future = asyncio.run_coroutine_threadsafe(start(cancel_event), loop)

@@ -7,7 +7,9 @@ same two-line protocol, which is why a test double can stand anywhere a real mod
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+import contextlib
+import contextvars
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,4 +55,45 @@ class Provider(Protocol):
     ) -> AsyncIterator[AssistantMessageEvent]: ...
 
 
-__all__ = ["MessageBuilder", "ModelRequest", "Provider", "ToolChoice"]
+# ---------------------------------------------------------------------------------------------
+# The real-request guard (the switch; SDKProvider.stream in _shared.py applies it)
+# ---------------------------------------------------------------------------------------------
+
+ALLOW_MODEL_REQUESTS: bool = True
+"""Whether the SDK backends may send a request to a model provider: set it to ``False`` (or the
+environment variable ``OPENPROGRAM_ALLOW_MODEL_REQUESTS`` to ``0``) and every one of them ends
+its reply with an ``error`` finish instead, before any connection is made. Requests to a
+loopback base URL (an emulator, a fake server a test started) are not refused. Under the
+harness's pytest plugin a test refuses them unless it opts in; see ``docs/pytest-plugin.md``."""
+
+ALLOW_MODEL_REQUESTS_ENV = "OPENPROGRAM_ALLOW_MODEL_REQUESTS"
+
+_allowed_here: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "openprogram_allow_model_requests", default=None
+)
+
+
+@contextlib.contextmanager
+def allow_model_requests(allow: bool = True) -> Iterator[None]:
+    """Decide, for the code inside, whether real model requests may be sent, whatever
+    ``ALLOW_MODEL_REQUESTS``, the environment variable or the running test say.
+
+    The innermost one wins; it follows the code the way context variables do (into tasks and
+    into a sync ``runtime.exec``), not into threads the code starts by hand.
+    """
+    token = _allowed_here.set(bool(allow))
+    try:
+        yield
+    finally:
+        _allowed_here.reset(token)
+
+
+__all__ = [
+    "ALLOW_MODEL_REQUESTS",
+    "ALLOW_MODEL_REQUESTS_ENV",
+    "MessageBuilder",
+    "ModelRequest",
+    "Provider",
+    "ToolChoice",
+    "allow_model_requests",
+]

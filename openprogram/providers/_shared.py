@@ -14,6 +14,7 @@ four cannot drift apart on it:
   HTTP failure's text, ``HTTP <status> <type>: <message> (retry after <delay>)``.
 - :func:`is_replayable` and :func:`merge_same_role`: history rules more than one API imposes.
 - :func:`usage_with_cached_prompt`: token counts from APIs whose prompt count includes the cache.
+- :func:`model_request_refusal`: the real-request guard every backend checks before it sends.
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import ipaddress
 import math
+import os
+import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, ClassVar, Generic, TypeVar
+from urllib.parse import urlsplit
 
+from openprogram import providers as _switch
 from openprogram.providers import ModelRequest
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, Usage
@@ -193,6 +199,95 @@ def _discard(awaitable: Awaitable[Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# The real-request guard
+# ---------------------------------------------------------------------------------------------
+
+_OFF = frozenset({"0", "false", "no", "off"})
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_TEST_GATE_MODULE = "harness.pytest_plugin"
+"""The harness's pytest plugin: when it is loaded, ``model_request_refusal()`` there says whether
+the running test allows real requests. Looked up, not imported, so this layer needs no harness."""
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` names this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    try:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    if host in _LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def client_base_url(client: Any) -> str | None:
+    """Where an SDK client sends its requests, for the SDKs the backends use; None if unknown."""
+    for read in (
+        lambda: client.base_url,  # openai, anthropic
+        lambda: client.meta.endpoint_url,  # boto3
+        lambda: client._api_client._http_options.base_url,  # google-genai
+    ):
+        try:
+            value = read()
+        except Exception:
+            continue
+        if value:
+            return str(value)
+    return None
+
+
+def _switch_off() -> str | None:
+    """Why the process-wide switch refuses real requests, or None if it allows them."""
+    env = os.environ.get(_switch.ALLOW_MODEL_REQUESTS_ENV)
+    if env is not None and env.strip().lower() in _OFF:
+        return f"{_switch.ALLOW_MODEL_REQUESTS_ENV}={env} turns them off (unset it or set it to 1)"
+    if not _switch.ALLOW_MODEL_REQUESTS:
+        return (
+            "openprogram.providers.ALLOW_MODEL_REQUESTS is False (set it to True, or wrap the call in "
+            "openprogram.providers.allow_model_requests())"
+        )
+    return None
+
+
+def _test_gate() -> str | None:
+    plugin = sys.modules.get(_TEST_GATE_MODULE)
+    gate = getattr(plugin, "model_request_refusal", None)
+    return gate() if callable(gate) else None
+
+
+def model_request_refusal(target: Callable[[], str | None]) -> str | None:
+    """The ``error_message`` a backend ends with instead of sending, or None to send.
+
+    In order: ``allow_model_requests(flag)`` around the call decides alone; else the switch
+    (``ALLOW_MODEL_REQUESTS``, ``OPENPROGRAM_ALLOW_MODEL_REQUESTS``) may refuse; else the running
+    test, under the harness's pytest plugin. Whatever refuses, the request still goes when
+    ``target()`` (called only then) is a loopback URL, since it reaches this machine and not a
+    model provider, or None: no SDK client could be read or built, so nothing can reach one.
+    """
+    forced = _switch._allowed_here.get()
+    if forced is True:
+        return None
+    if forced is False:
+        why = "openprogram.providers.allow_model_requests(False) is in force around this call"
+    else:
+        why = _switch_off() or _test_gate()
+    if why is None:
+        return None
+    url = target()
+    if url is None or is_loopback_url(url):
+        return None
+    return f"real model request refused, nothing was sent to {url}: {why}"
+
+
+# ---------------------------------------------------------------------------------------------
 # Decoders
 # ---------------------------------------------------------------------------------------------
 
@@ -238,8 +333,9 @@ class SDKProvider(Generic[_ClientT]):
     :meth:`_client_for_running_loop`.
 
     ``stream`` yields the start event, then the events of :meth:`_reply`. It never raises into the
-    loop: a missing model, a cancel that came before the call, a cancel during it and every
-    exception end as one ``error`` event, described by :meth:`_describe`.
+    loop: a missing model, a cancel that came before the call, a request the real-request guard
+    refuses (:func:`model_request_refusal`, checked before any connection), a cancel during the
+    call and every exception end as one ``error`` event, described by :meth:`_describe`.
     """
 
     name: ClassVar[str]
@@ -290,6 +386,22 @@ class SDKProvider(Generic[_ClientT]):
             return self._client
         return self._loop_clients.get()
 
+    def _target_url(self) -> str | None:
+        """Where a request would go, for the real-request guard; None when no SDK client can send it."""
+        for key in ("base_url", "endpoint_url"):
+            if self._client is None and self._client_kwargs.get(key):
+                return str(self._client_kwargs[key])
+        options = self._client_kwargs.get("http_options")
+        if self._client is None and options is not None:
+            url = options.get("base_url") if isinstance(options, Mapping) else getattr(options, "base_url", None)
+            if url:
+                return str(url)
+        try:
+            client = self._client_for_running_loop()
+        except Exception:  # no key in the environment, say: the request cannot be sent anyway
+            return None
+        return client_base_url(client)  # None for an object that is no SDK's client: a test double
+
     def _missing_model_message(self) -> str:
         example = f" (e.g. {self.model_example!r})" if self.model_example else ""
         return f"No model given: pass model= to {type(self).__name__}(...) or set ModelRequest.model{example}."
@@ -305,6 +417,10 @@ class SDKProvider(Generic[_ClientT]):
             return
         if cancel_event is not None and cancel_event.is_set():
             yield builder.error("aborted", ABORTED_MESSAGE)
+            return
+        refusal = model_request_refusal(self._target_url)
+        if refusal is not None:
+            yield builder.error("error", refusal)
             return
         race = CancelRace(cancel_event)
         try:
@@ -452,8 +568,11 @@ __all__ = [
     "SDKProvider",
     "describe_exception",
     "error_body_fields",
+    "client_base_url",
     "http_error_text",
+    "is_loopback_url",
     "is_replayable",
+    "model_request_refusal",
     "merge_same_role",
     "retry_after",
     "usage_with_cached_prompt",

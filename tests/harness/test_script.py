@@ -344,3 +344,40 @@ def test_a_turn_that_cannot_be_sent_is_refused_when_it_is_built(build: Any, matc
 def test_a_stop_reason_that_does_not_exist_is_refused_when_the_turn_is_built() -> None:
     with pytest.raises(ValueError, match="stop_reason 'done' is not one of stop, length, toolUse, error, aborted"):
         turn.text("x", stop_reason="done")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# usage: as scripted, else a deterministic estimate
+# --------------------------------------------------------------------------------------------
+
+
+def _usage_of(provider: ScriptedProvider, request: ModelRequest) -> Usage:
+    async def final() -> Any:
+        events = [event async for event in provider.stream(request)]
+        return events[-1]
+
+    event = asyncio.run(final())
+    message = event.message if event.type == "done" else event.error
+    return message.usage
+
+
+def test_a_turn_without_usage_gets_an_estimate_from_the_request_and_the_reply() -> None:
+    from harness.script import estimate_usage
+
+    request = ModelRequest(model="m", system_prompt="be brief", messages=(UserMessage(content="hi there"),))
+    reply = turn.tool_calls(turn.tool_call("lookup", q="owls"), text="Let me look.")
+    usage = _usage_of(ScriptedProvider(reply), request)
+    assert usage.input == len(request.model_dump_json(exclude={"extra"})) // 4 > 0
+    assert usage.output == -(-(len("Let me look.") + len("lookup") + len('{"q": "owls"}')) // 4)
+    assert usage.total_tokens == usage.input + usage.output
+    assert usage == _usage_of(ScriptedProvider(reply), request) == estimate_usage(request, reply)  # stable
+    longer = ModelRequest(model="m", system_prompt="be brief " * 40, messages=request.messages)
+    assert _usage_of(ScriptedProvider(reply), longer).input > usage.input
+
+
+def test_scripted_usage_is_kept_and_an_error_turn_estimates_no_output() -> None:
+    request = ModelRequest(messages=(UserMessage(content="hi"),))
+    given = Usage(input=7, output=1, total_tokens=8)
+    assert _usage_of(ScriptedProvider(turn.text("ok", usage=given)), request) == given
+    failed = _usage_of(ScriptedProvider(turn.error("boom")), request)
+    assert failed.output == 0 and failed.input > 0

@@ -529,3 +529,96 @@ def test_a_nested_exec_stamps_with_the_outer_clock_so_traces_repeat() -> None:
     assert first == _nested_trace()
     # outer prompt 1001, outer reply 1002, then the nested prompt takes the outer clock's next tick
     assert '"timestamp":1003' in first[1]
+
+
+# --------------------------------------------------------------------------------------------
+# override: what a test binds beats provider= and an inner use, nested runs included
+# --------------------------------------------------------------------------------------------
+
+
+def test_override_beats_an_explicit_provider_and_an_inner_use() -> None:
+    app_model, test_model = ScriptedProvider("from the app"), ScriptedProvider("one", "two")
+    with runtime.override(test_model):
+        assert runtime.exec("q", tools=[], provider=app_model) == "one"
+        with runtime.use(app_model):
+            assert runtime.exec("q", tools=[]) == "two"
+        assert runtime.current_provider() is test_model
+    assert app_model.requests == ()
+    assert runtime.current_provider() is None
+
+
+def test_override_reaches_a_nested_exec_that_names_its_own_provider(reg: Registry) -> None:
+    app_model = ScriptedProvider("never asked")
+
+    @agentic_function
+    def research(topic: str) -> str:
+        """Look a topic up."""
+        return runtime.exec(topic, tools=[], provider=app_model)
+
+    test_model = ScriptedProvider(turn.tool_call("research", topic="owls"), "nested", "outer")
+    with runtime.override(test_model):
+        assert runtime.exec("go", tools=[research]) == "outer"
+    assert len(test_model.requests) == 3 and app_model.requests == ()
+    assert test_model.requests[1].messages[0].content == "owls"
+
+
+def test_override_model_replaces_the_callers_model_and_none_keeps_it() -> None:
+    test_model = ScriptedProvider("a", "b")
+    with runtime.override(test_model, model="scripted-model"):
+        runtime.exec("q", tools=[], model="gpt-app")
+    with runtime.override(test_model):
+        runtime.exec("q", tools=[], model="gpt-app")
+    assert [r.model for r in test_model.requests] == ["scripted-model", "gpt-app"]
+
+
+def test_the_innermost_override_wins_and_a_non_provider_is_refused() -> None:
+    outer, inner = ScriptedProvider(), ScriptedProvider("inner")
+    with runtime.override(outer), runtime.override(inner):
+        assert runtime.exec("q", tools=[]) == "inner"
+    with pytest.raises(TypeError, match=r"runtime\.override needs a provider"):
+        with runtime.override("gpt-4o"):  # type: ignore[arg-type]
+            pass
+
+
+# --------------------------------------------------------------------------------------------
+# use_clock, exec_result and usage, and a sync exec's error chain
+# --------------------------------------------------------------------------------------------
+
+
+def test_use_clock_stamps_an_exec_that_passes_no_clock_and_an_explicit_clock_wins() -> None:
+    with runtime.use(ScriptedProvider("a", "b")), runtime.use_clock(Clock(start=5000)):
+        stamped = runtime.exec_result("q", tools=[]).messages
+        own = runtime.exec_result("q", tools=[], clock=Clock(start=9000)).messages
+    assert [m.timestamp for m in stamped] == [5001, 5002]
+    assert [m.timestamp for m in own] == [9001, 9002]
+
+
+def test_exec_result_sums_the_runs_usage_over_its_assistant_messages(reg: Registry) -> None:
+    from openprogram.types import Usage
+
+    add = make_tool("add")
+    provider = ScriptedProvider(
+        turn.tool_calls(turn.tool_call("add"), usage=Usage(input=10, output=2, cache_read=1, total_tokens=13)),
+        turn.text("done", usage=Usage(input=20, output=3, cache_write=4, total_tokens=27)),
+    )
+    with runtime.use(provider):
+        result = runtime.exec_result("q", tools=[add])
+    assert result.text == "done" and result.reason == "stop"
+    assert result.usage == Usage(input=30, output=5, cache_read=1, cache_write=4, total_tokens=40)
+
+
+def test_a_failing_sync_exec_does_not_chain_the_no_running_loop_error() -> None:
+    def chain(exc: BaseException) -> list[BaseException]:
+        links = []
+        while exc is not None and len(links) < 10:
+            links.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
+            exc = exc.__context__ or exc.__cause__  # type: ignore[assignment]
+        return links
+
+    with pytest.raises(ExecError) as failed, runtime.use(ScriptedProvider(turn.error("boom"))):
+        runtime.exec("q", tools=[])
+    with pytest.raises(RuntimeError, match="no model provider") as unbound:
+        runtime.exec("q", tools=[])
+    for raised in (failed.value, unbound.value):
+        assert not any("no running event loop" in str(link) for link in chain(raised)), chain(raised)
+        assert raised.__cause__ is None and raised.__context__ is None
