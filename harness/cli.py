@@ -20,7 +20,15 @@ from typing import Any
 
 import click
 
-__all__ = ["conformance_command", "demo_command", "fuzz_command", "main", "run_command", "schema_command"]
+__all__ = [
+    "conformance_command",
+    "demo_command",
+    "emulate_command",
+    "fuzz_command",
+    "main",
+    "run_command",
+    "schema_command",
+]
 
 _HELP = {
     "demo": "Run the example agent on the scripted backend and print its trace.",
@@ -28,6 +36,7 @@ _HELP = {
     "fuzz": "Generate adversarial model behaviour and check every invariant.",
     "conformance": "Replay recorded provider cassettes through the real backends.",
     "schema": "Print the JSON Schema of scenario files, for editors.",
+    "emulate": "Serve a scenario's turns on every provider's wire, on a loopback port.",
 }
 
 USAGE_ERROR = 2
@@ -266,6 +275,40 @@ def _print_summary(console: Any, result: Any) -> None:
         console.print(tools)
 
 
+# -- harness emulate --script FILE ----------------------------------------------------------------
+
+
+@click.command("emulate")
+@click.option("--script", "script", required=True, type=click.Path(path_type=Path), help="A scenario YAML file.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+def emulate_command(script: Path, host: str, port: int) -> None:
+    """Serve the turns of a scenario file on every provider's real paths until stopped.
+
+    Prints the base URL first. OpenAI clients take BASE/v1; Anthropic, google-genai
+    (http_options.base_url) and boto3 (endpoint_url) take BASE. Each request gets the next turn.
+    """
+    from harness.scenario import Scenario, ScenarioError
+
+    if not script.is_file():
+        raise click.UsageError(f"--script {script}: no such file")
+    try:
+        Scenario.from_yaml(script)
+    except ScenarioError as exc:
+        raise click.UsageError(f"--script {script}: {exc}") from None
+    try:
+        from harness.emulator.server import serve
+    except ImportError as exc:
+        raise click.UsageError(
+            f"the emulator needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
+            'install it with pip install -e ".[emulator]" from the checkout'
+        ) from None
+    try:
+        serve(script, host=host, port=port)
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 # -- harness demo ----------------------------------------------------------------------------------
 
 
@@ -286,6 +329,7 @@ _HERE: dict[str, click.Command] = {
     "run": run_command,
     "fuzz": fuzz_command,
     "schema": schema_command,
+    "emulate": emulate_command,
 }
 
 

@@ -457,3 +457,52 @@ def test_an_agentic_function_in_a_file_is_answered_by_its_nested_turns(project: 
     assert Scenario.from_yaml(scenario.to_yaml()) == scenario
     result = invoke("run", "scenarios/agentic.yaml")
     assert result.exit_code == 0, result.output
+
+
+# -- harness emulate ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [(None, "no such file"), ("turns: 5\n", "turns: expected a list")],
+    ids=["missing file", "malformed scenario"],
+)
+def test_emulate_refuses_a_script_it_cannot_serve(tmp_path: Path, text: str | None, expected: str) -> None:
+    script = tmp_path / "script.yaml"
+    if text is not None:
+        script.write_text(text)
+    result = invoke("emulate", "--script", str(script), "--port", "0")
+    assert result.exit_code == 2
+    assert expected in result.output
+
+
+def test_emulate_serves_a_scenario_to_unmodified_clients_of_another_process(tmp_path: Path) -> None:
+    import anthropic
+    import openai
+
+    script = tmp_path / "script.yaml"
+    script.write_text("turns:\n  - first answer\n  - second answer\n")
+    harness = shutil.which("harness")
+    assert harness is not None, "the harness console script is not installed"
+    process = subprocess.Popen(
+        [harness, "emulate", "--script", str(script), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().strip()  # the base URL comes first
+        assert base.startswith("http://127.0.0.1:"), base
+        chat = openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0)
+        reply = chat.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "first answer"
+        claude = anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0)
+        message = claude.messages.create(
+            model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
+        assert [block.text for block in message.content] == ["second answer"]
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=20)
+    assert "Traceback" not in errors, errors
