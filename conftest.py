@@ -31,7 +31,7 @@ def _is_local_host(host: Any) -> bool:
     if host is None:
         return True
     if isinstance(host, bytes):
-        host = host.decode("idna", "replace")
+        host = host.decode("ascii", "replace")  # the idna codec has no "replace" handler
     if not isinstance(host, str):
         return False
     name = host.strip("[]").split("%", 1)[0].rstrip(".").lower()
@@ -46,6 +46,8 @@ def _is_local_host(host: Any) -> bool:
 
 
 def _refuse(host: Any, port: Any) -> OfflineNetworkError:
+    if isinstance(host, bytes):
+        host = host.decode("ascii", "replace")
     return OfflineNetworkError(f"the test suite is offline: attempted connection to {host}:{port}")
 
 

@@ -56,6 +56,13 @@ def test_dns_lookup_of_a_public_name_is_refused() -> None:
     _assert_refused(excinfo, "api.anthropic.com:443")
 
 
+def test_dns_lookup_of_a_public_name_given_as_bytes_is_refused() -> None:
+    """httpx-style clients pass host names as bytes; the refusal must name them, not crash decoding."""
+    with pytest.raises(RuntimeError) as excinfo:
+        socket.getaddrinfo(b"api.anthropic.com", 443)
+    _assert_refused(excinfo, "api.anthropic.com:443")
+
+
 def test_asyncio_connection_to_a_public_name_is_refused() -> None:
     """The SDK clients are async; asyncio resolves and connects through the same guarded calls."""
 
