@@ -125,17 +125,24 @@ def event_grammar(trace: Trace) -> None:
     ``turn_end``, just before ``agent_end``. A trace whose stream raised (``trace.error``) may stop
     early, as may a nested run whose stream raised inside its tool.
     """
+    # A getter that handed over junk: its valid items are committed (maybe after a turn_end), then it raises.
+    refused = (trace.error or "").startswith(("TypeError: get_steering_messages", "TypeError: get_follow_up"))
     for run in run_views(trace):
         allow_unfinished = trace.error is not None or not run.is_root
-        _check_grammar(run, allow_unfinished)
+        _check_grammar(run, allow_unfinished, refused and run.is_root)
 
 
-def _check_grammar(run: RunView, allow_unfinished: bool) -> None:
+def _check_grammar(run: RunView, allow_unfinished: bool, refused: bool = False) -> None:
     events, where = run.events, run.where()
     if not events:
         if allow_unfinished:
             return
         raise _fail("event_grammar", f"the run{where} has no events at all")
+    if refused:  # the refused poll's valid items close the stream wherever the poll was: judge what came before
+        while len(events) >= 2 and [e.type for e in events[-2:]] == ["message_start", "message_end"]:
+            if getattr(events[-1].message, "role", None) != "user":
+                break
+            events = events[:-2]
     end = run.end
     capped = end is not None and end.reason == "max_iterations"
     found = first_violation(events, capped=capped, allow_unfinished=allow_unfinished)

@@ -46,6 +46,7 @@ from openprogram.types import (
 
 __all__ = ["Prediction", "compare", "predict"]
 
+MALFORMED_DONE_MESSAGE = "malformed done event: no AssistantMessage (got None)"
 CHUNK = 16  # the scripted provider streams text and argument text in chunks of this size
 
 
@@ -102,6 +103,8 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
         reason = run.play()
     except _Killed as killed:  # a BaseException from a tool: the stream raises it to the consumer
         error = f"ToolKilled: {killed}"
+    except _GetterFailed:  # a getter handed over junk: the valid items are in, then a TypeError
+        error = "TypeError: get_steering_messages returned"
     return Prediction(
         events=run.events,
         requests=run.requests,
@@ -115,6 +118,10 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
 
 class _Killed(Exception):
     """A tool raised ``ToolKilled``: nothing in the loop catches it, so it ends every level."""
+
+
+class _GetterFailed(Exception):
+    """The steering getter returned something that is not a user message or a str."""
 
 
 class _World:
@@ -201,6 +208,8 @@ class _Run:
 
     # -- the run, as DESIGN.md tells it ---------------------------------------------------------
     def play(self) -> str:
+        if self.top and self.world.scenario.cancel_at == "start":
+            self.cancelled = True  # the user pressed stop before the run started
         self.emit("agent_start")
         self.emit("turn_start")
         for prompt in self.prompts:
@@ -271,10 +280,20 @@ class _Run:
         return message
 
     def poll_steering(self) -> list[Message]:
-        if not self.steering:
+        cancel_at = self.world.scenario.cancel_at if self.top else None
+        polled = isinstance(cancel_at, int) and not isinstance(cancel_at, bool)
+        if not self.steering and not polled:
             return []
         self.steering_polls += 1
-        return [UserMessage(content=text) for text in self.steering.get(self.steering_polls, ())]
+        if polled and self.steering_polls == cancel_at:
+            self.cancelled = True  # the getter presses stop
+        messages = [UserMessage(content=text) for text in self.steering.get(self.steering_polls, ())]
+        shape = self.world.scenario.steering_as.get(self.steering_polls) if self.top else None
+        if messages and shape in ("assistant", "dict", "int"):
+            for message in messages:  # the valid items are committed, then the junk is refused
+                self.commit(message)
+            raise _GetterFailed(shape)
+        return messages
 
     def poll_follow_ups(self) -> list[Message]:
         if not self.follow_ups:
@@ -327,14 +346,26 @@ class _Run:
                 )
             else:
                 content, updates = self.stream_content(scripted)
-                if scripted.kind == "reply":
+                if scripted.kind == "error_keeps_stop":  # the event's reason wins over its message's
+                    reply = AssistantMessage(
+                        content=content,
+                        stop_reason="error",
+                        error_message=scripted.message or "provider reported error",
+                        model=reported_model,
+                        provider="scripted",
+                    )
+                elif scripted.kind in ("reply", "after_done"):
                     has_calls = any(isinstance(b, ToolCall) for b in content)
                     stop = "toolUse" if has_calls and scripted.stop == "stop" else scripted.stop
                     reply = AssistantMessage(
                         content=content, stop_reason=stop, model=reported_model, provider="scripted"
                     )
                 else:  # the provider raised, or hung up: the loop writes the error message itself
-                    why = f"ConnectionError: {scripted.message}" if scripted.kind == "raise" else HUNG_UP_MESSAGE
+                    why = {
+                        "raise": f"ConnectionError: {scripted.message}",
+                        "cancelled_error": f"CancelledError: {scripted.message}",
+                        "bad_done": MALFORMED_DONE_MESSAGE,
+                    }.get(scripted.kind, HUNG_UP_MESSAGE)
                     reply = AssistantMessage(
                         content=content,
                         stop_reason="error",
@@ -429,7 +460,7 @@ class _Run:
         behaviour = tool.behaviour(index)
         for update in behaviour.updates:
             self.emit("tool_execution_update", call.id, call.name, update)
-        if behaviour.cancel:
+        if behaviour.cancel or behaviour.wait:
             self.cancelled = True
         try:
             text, is_error, how = self.behave(behaviour)
@@ -449,6 +480,8 @@ class _Run:
             return behaviour.value, True, "returned"
         if behaviour.kind == "raise" and behaviour.base:
             raise _Killed(behaviour.value)
+        if behaviour.kind == "raise" and behaviour.unprintable:
+            return "UnprintableError", True, "raised"  # its str() fails: its type name
         if behaviour.kind == "raise":
             return behaviour.value or "RuntimeError", True, "raised"
         assert behaviour.nested is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -30,7 +31,7 @@ from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run
 )
 from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, to_tool_result
-from openprogram.types import AssistantMessageEvent
+from openprogram.types import AssistantMessage, AssistantMessageEvent, ErrorEvent, UserMessage
 
 __all__ = ["RUN_TIMEOUT", "ScenarioProvider", "ToolEscaped", "ToolKilled", "arun", "run", "run_coroutine"]
 
@@ -81,13 +82,17 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
     # Planned tools write the ledger themselves (first-hand, as TraceRecorder's wrapper does);
     # real tools get the recorder's wrapper.
     menu = [recorder.wrap_tool(tool) if t.is_real else tool for t, tool in zip(scenario.tools, plain, strict=True)]
+    cancel_event = asyncio.Event()
+    if scenario.cancel_at == "start":
+        cancel_event.set()  # the user pressed stop before the run started
+    poll_cancel = scenario.cancel_at if isinstance(scenario.cancel_at, int) else None
     config = AgentLoopConfig(
         provider=provider,
         model=scenario.config.model,
         tool_choice=_plain(scenario.config.tool_choice),
         parallel_tool_calls=scenario.config.parallel_tool_calls,
         max_iterations=scenario.config.max_iterations,
-        get_steering_messages=_Schedule(scenario.steering).source(),
+        get_steering_messages=_Schedule(scenario.steering, scenario.steering_as, poll_cancel, cancel_event).source(),
         get_follow_up_messages=_Schedule(scenario.follow_ups).source(),
         clock=world.clock,
     )
@@ -99,9 +104,9 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
     try:
         with runtime.inherit_tools(plain):
             if scenario.resumes:
-                stream = resume(context, config, asyncio.Event())
+                stream = resume(context, config, cancel_event)
             else:
-                stream = start(list(scenario.prompts), context, config, asyncio.Event())
+                stream = start(list(scenario.prompts), context, config, cancel_event)
     except Exception as exc:  # refused at call time (agent_loop_continue's ValueError)
         recorder.error = f"{type(exc).__name__}: {exc}"
         return recorder.finish(provider.requests, new_messages=[], max_iterations=scenario.cap)
@@ -109,16 +114,41 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
         _depth.reset(tokens[1])
         _world.reset(tokens[0])
     new_messages = None
+    second = asyncio.ensure_future(_collect(stream)) if scenario.consumers == 2 else None
     try:
         async with asyncio.timeout(timeout):
             async for event in stream:
                 recorder.on_event(event)
             new_messages = await stream.result()
+            if second is not None:
+                _judge_second(recorder, await second)
+            world.late_updates()  # after the run ended: must be dropped, never raise
     except TimeoutError:
         recorder.error = f"TimeoutError: the event stream did not end within {timeout:g}s (a hang)"
     except (Exception, ToolKilled) as exc:  # the stream raised to its consumer: keep what was seen
         recorder.error = f"{type(exc).__name__}: {exc}"
     return recorder.finish(provider.requests, new_messages=new_messages, max_iterations=scenario.cap)
+
+
+async def _collect(stream: Any) -> list[Any] | BaseException:
+    events: list[Any] = []
+    try:
+        async for event in stream:
+            events.append(event)
+    except Exception as exc:
+        return exc if not events else RuntimeError(f"the second consumer failed after {len(events)} events: {exc}")
+    return events
+
+
+def _judge_second(recorder: TraceRecorder, seen: list[Any] | BaseException) -> None:
+    """Two consumers of one stream: both get every event, or the second is refused at once."""
+    if isinstance(seen, RuntimeError) and str(seen).startswith("the second consumer failed after"):
+        recorder.error = f"SecondConsumer: {seen}"
+    elif isinstance(seen, list) and seen != recorder.events:
+        recorder.error = (
+            f"SecondConsumer: the second consumer got {len(seen)} events, the first {len(recorder.events)}: "
+            "each must get every event, or the second be refused at once"
+        )
 
 
 def _loops(loop: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -136,19 +166,32 @@ def _plain(value: Any) -> Any:
 
 
 class _Schedule:
-    """``get_steering_messages`` / ``get_follow_up_messages``: poll N returns what is keyed N."""
+    """``get_steering_messages`` / ``get_follow_up_messages``: poll N returns what is keyed N
+    (in the shape ``shapes`` names for it); poll ``cancel_at`` also sets ``cancel_event``."""
 
-    def __init__(self, plan: Mapping[int, tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        plan: Mapping[int, tuple[str, ...]],
+        shapes: Mapping[int, str] | None = None,
+        cancel_at: int | None = None,
+        cancel_event: asyncio.Event | None = None,
+    ) -> None:
         self.plan = plan
+        self.shapes = shapes or {}
+        self.cancel_at, self.cancel_event = cancel_at, cancel_event
         self.polls = 0
 
     def source(self) -> Callable[[], Any] | None:
         # No schedule: pass no getter at all, the way most callers configure the loop.
-        return self.poll if self.plan else None
+        return self.poll if self.plan or self.cancel_at is not None else None
 
-    async def poll(self) -> list[str]:
+    async def poll(self) -> Any:
         self.polls += 1
-        return list(self.plan.get(self.polls, ()))
+        if self.polls == self.cancel_at and self.cancel_event is not None:
+            self.cancel_event.set()  # the user presses stop while the loop polls
+        messages = list(self.plan.get(self.polls, ()))
+        shape = self.shapes.get(self.polls)
+        return messages if shape is None or not messages else _steering_item(shape, messages)
 
 
 def run_coroutine(coroutine: Any) -> Any:
@@ -233,6 +276,7 @@ class _World:
         self.tools: dict[str, AgentTool] = {
             t.name: (_real_tool(t) if t.is_real else _planned_tool(t)) for t in scenario.tools
         }
+        self.stale: list[Callable[[Any], None]] = []
 
     async def execute(
         self, name: str, tool_call_id: str, args: dict[str, Any], cancel_event: Any, on_update: Any
@@ -241,20 +285,33 @@ class _World:
         self.executions[name] = index + 1
         behaviour = self.defs[name].behaviour(index)
         top = _depth.get() == 0
+        self.late_updates()  # a finished tool's on_update, called during this one: must be dropped
+        seen = copy.deepcopy(args)  # what the tool was given, before it rewrites anything
         for update in behaviour.updates:
             if on_update is not None:
                 on_update(update)
+        if behaviour.late_update and on_update is not None:
+            self.stale.append(on_update)
+        if behaviour.mutate:
+            _mutate(args)
         if behaviour.cancel and cancel_event is not None:
             cancel_event.set()
+        if behaviour.wait and cancel_event is not None:
+            asyncio.get_running_loop().call_soon(cancel_event.set)  # the user presses stop meanwhile
+            await cancel_event.wait()
         try:
             result = await self._behave(behaviour)
         except (Exception, ToolKilled) as exc:
             if top:
-                self.recorder.record_raised(name, tool_call_id, args, exc)
+                self.recorder.record_raised(name, tool_call_id, seen, _Reported() if behaviour.unprintable else exc)
             raise
         if top:
-            self.recorder.record_returned(name, tool_call_id, args, result)
+            self.recorder.record_returned(name, tool_call_id, seen, result)
         return result
+
+    def late_updates(self) -> None:
+        for on_update in self.stale:
+            on_update("late update")
 
     async def _behave(self, behaviour: Behaviour) -> Any:
         if behaviour.kind == "return":
@@ -265,6 +322,8 @@ class _World:
             return value if isinstance(value, str) else to_tool_result(value)
         if behaviour.kind == "error":
             return AgentToolResult(content=behaviour.value, is_error=True, details=behaviour.details)
+        if behaviour.kind == "raise" and behaviour.unprintable:
+            raise UnprintableError()
         if behaviour.kind == "raise":
             raise ToolKilled(behaviour.value) if behaviour.base else RuntimeError(behaviour.value)
         assert behaviour.nested is not None
@@ -303,7 +362,7 @@ class ScenarioProvider(ScriptedProvider):
 
     def __init__(self, turns: Sequence[ModelTurn]) -> None:
         super().__init__(*[t.scripted() for t in turns], strict=False)
-        self._manual = {i: t for i, t in enumerate(turns) if t.kind in ("raise", "hang_up") or t.cancel}
+        self._manual = {i: t for i, t in enumerate(turns) if t.kind != "reply" or t.cancel}
         self._open: int | None = None
 
     async def stream(
@@ -325,8 +384,68 @@ class ScenarioProvider(ScriptedProvider):
                     if event.type == "done" and special.kind != "reply":
                         if special.kind == "raise":
                             raise ConnectionError(special.message)
+                        if special.kind == "cancelled_error":
+                            raise asyncio.CancelledError(special.message)  # nobody cancelled the run
+                        if special.kind == "bad_done":
+                            yield _MalformedDone()  # type: ignore[misc]
+                            return
+                        if special.kind == "error_keeps_stop":
+                            keeps = event.message.model_copy(  # type: ignore[union-attr]
+                                update={"stop_reason": "stop", "error_message": special.message or None}
+                            )
+                            yield ErrorEvent(reason="error", error=keeps)
+                            return
+                        if special.kind == "after_done":
+                            yield event
+                            yield event  # a second done, and more: the loop must stop reading at the first
+                            yield ErrorEvent(reason="error", error=event.message)  # type: ignore[union-attr]
+                            return
                         return  # hang_up: the stream just ends, with no done or error event
                 yield event
         finally:
             self._open = None
             await events.aclose()
+
+
+class _MalformedDone:
+    """A ``done`` event without an ``AssistantMessage``: what a buggy provider adapter sends."""
+
+    type = "done"
+    reason = "stop"
+    message = None
+
+
+class UnprintableError(Exception):
+    """A tool's exception whose ``str()`` raises: the loop must report it by its type name."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("this exception cannot be printed")
+
+
+class _Reported(Exception):
+    """What the ledger records for an ``UnprintableError`` (its text is its type name)."""
+
+
+_Reported.__name__ = _Reported.__qualname__ = "UnprintableError"
+
+
+def _mutate(value: Any) -> None:
+    """Rewrite arguments in place, nested values too: what a careless tool does to its input."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _mutate(item)
+        value["mutated_by_tool"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _mutate(item)
+        value.append("mutated_by_tool")
+
+
+def _steering_item(shape: str, messages: list[str]) -> Any:
+    """A poll's messages in the shape ``steering_as`` asks for (``scenario_parts.STEERING_SHAPES``)."""
+    if shape == "str":
+        return messages[0]
+    if shape == "message":
+        return UserMessage(content=messages[0])
+    junk = {"assistant": AssistantMessage(content=()), "dict": {"role": "user"}, "int": 7}.get(shape)
+    return messages if junk is None else [*messages, junk]

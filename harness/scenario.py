@@ -51,7 +51,9 @@ from pydantic import (
 
 from harness.contract import effective_cap
 from harness.scenario_parts import (
+    FAULTS,
     MAX_NESTING,
+    STEERING_SHAPES,
     Behaviour,
     Call,
     Config,
@@ -69,7 +71,9 @@ from harness.scenario_parts import (
 from harness.yamlform import Form, dump_yaml, jsonish, located, plain_scalar, tagger
 
 __all__ = [
+    "FAULTS",
     "MAX_NESTING",
+    "STEERING_SHAPES",
     "Behaviour",
     "Call",
     "Config",
@@ -111,8 +115,29 @@ class Scenario:
     resume: bool | None = None
     """Force (``True``) or forbid (``False``) resuming; ``None``: resume when there is a history
     and no prompts. ``resume=True`` with an empty history is how to ask the loop to refuse."""
+    cancel_at: str | int | None = None
+    """When the user presses stop from outside: ``"start"`` (before the run starts) or a steering
+    poll number (the N-th poll sets ``cancel_event``: between tools, or before a model call)."""
+    steering_as: Mapping[int, str] = field(default_factory=dict)
+    """``{poll number: shape}``: how the getter returns that poll's messages (``STEERING_SHAPES``)."""
+    consumers: int = 1
+    """2: a second consumer iterates the stream concurrently with the first (it must get every
+    event too, or be refused at once)."""
 
     def __post_init__(self) -> None:
+        if (
+            self.cancel_at is not None
+            and self.cancel_at != "start"
+            and (isinstance(self.cancel_at, bool) or not isinstance(self.cancel_at, int) or self.cancel_at < 1)
+        ):
+            raise ScenarioError(f"cancel_at is 'start' or a steering poll number, got {self.cancel_at!r:.60}")
+        shapes = dict(self.steering_as)
+        for poll, shape in shapes.items():
+            if shape not in STEERING_SHAPES:
+                raise ScenarioError(f"steering_as: poll {poll}: a shape is one of {', '.join(STEERING_SHAPES)}")
+        object.__setattr__(self, "steering_as", {int(k): v for k, v in sorted(shapes.items()) if v != "list"})
+        if self.consumers not in (1, 2):
+            raise ScenarioError(f"consumers is 1 or 2, got {self.consumers!r:.60}")
         object.__setattr__(self, "prompts", tuple(self.prompts))
         object.__setattr__(self, "history", tuple(self.history))
         if self.resume is not None and self.resume == (bool(self.history) and not self.prompts):
@@ -123,6 +148,10 @@ class Scenario:
         object.__setattr__(self, "turns", tuple(self.turns))
         object.__setattr__(self, "steering", schedule(self.steering, "steering"))
         object.__setattr__(self, "follow_ups", schedule(self.follow_ups, "follow_ups"))
+        for poll, shape in self.steering_as.items():
+            count = len(self.steering.get(poll, ()))
+            if shape in ("str", "message") and count != 1:
+                raise ScenarioError(f"steering_as: poll {poll} is handed over as one {shape}: schedule one message")
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -281,16 +310,26 @@ class ReplyForm(Form):
     """A reply with no content at all, said explicitly (``{}`` means the same)."""
     cancel: bool = False
     """The user presses stop as this reply starts streaming."""
+    fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
+    """A provider that misbehaves after streaming the content (``harness.scenario_parts.FAULTS``);
+    ``error_keeps_stop`` takes its error text from ``message``."""
+    message: str | None = None
 
     def build(self) -> ModelTurn:
         kind: TurnKind = "raise" if "raise_" in self.model_fields_set else "hang_up" if self.hang_up else "reply"
+        if self.fault is not None:
+            if kind != "reply":
+                raise ScenarioError("a fault is its own ending: drop raise/hang_up")
+            kind = self.fault
+        elif self.message is not None:
+            raise ScenarioError("message goes with fault: error_keeps_stop")
         result = ModelTurn(
             kind=kind,
             text=self.text,
             thinking=self.thinking,
             calls=tuple(c.value for c in self.calls or ()),
             stop=self.stop,
-            message=self.raise_ or "",
+            message=self.raise_ or self.message or "",
             cancel=self.cancel,
         )
         if self.empty and result.has_content:
@@ -351,6 +390,8 @@ def _turn_entry(t: ModelTurn) -> str | Form:
         "stop": None if t.stop == "stop" else t.stop,
         "raise_": t.message if t.kind == "raise" else None,
         "hang_up": t.kind == "hang_up" or None,
+        "fault": t.kind if t.kind in FAULTS else None,
+        "message": t.message if t.kind in FAULTS and t.message else None,
     }
     given = {k: v for k, v in given.items() if v is not None}
     if not given:
@@ -421,6 +462,14 @@ class BehaviourForm(Form):
     """Partial results reported with ``on_update`` first."""
     cancel: bool = False
     """Set the run's ``cancel_event`` first (a user pressing stop while the tool runs)."""
+    mutate: bool = False
+    """Rewrite the arguments in place first (the committed history must not change)."""
+    late_update: bool = False
+    """Call ``on_update`` again after returning (the loop must drop it)."""
+    unprintable: bool = False
+    """With raise: an exception whose ``str()`` raises."""
+    wait: bool = False
+    """Wait until the user (the harness) sets ``cancel_event`` from outside."""
 
     def build(self) -> Behaviour:
         kinds = [k for k in BEHAVIOUR_KINDS if f"{k}_" in self.model_fields_set or k in self.model_fields_set]
@@ -436,6 +485,10 @@ class BehaviourForm(Form):
             nested=None if self.exec_ is None else self.exec_.value,
             details=self.details,
             base=self.base,
+            mutate=self.mutate,
+            late_update=self.late_update,
+            unprintable=self.unprintable,
+            wait=self.wait,
         )
 
     @classmethod
@@ -449,8 +502,9 @@ class BehaviourForm(Form):
             given["details"] = jsonish(b.details)
         if b.updates:
             given["updates"] = jsonish(list(b.updates))
-        if b.cancel:
-            given["cancel"] = True
+        for flag in ("cancel", "mutate", "late_update", "unprintable", "wait"):
+            if getattr(b, flag):
+                given[flag] = True
         return cls.model_construct(**given)
 
 
@@ -627,6 +681,18 @@ class ScenarioForm(Form):
     follow_ups: Schedule = None
     """``{poll number: [messages]}``: what the N-th get_follow_up_messages call returns."""
     config: ConfigForm | None = None
+    cancel_at: Literal["start"] | Annotated[int, BeforeValidator(_not_bool), AfterValidator(_poll_number)] | None = None
+    """The user presses stop from outside: ``start`` (before the run) or at steering poll N."""
+    steering_as: (
+        Annotated[
+            dict[Annotated[int, BeforeValidator(_not_bool), AfterValidator(_poll_number)], Literal[STEERING_SHAPES]],  # type: ignore[valid-type]
+            Field(json_schema_extra={"propertyNames": {"pattern": "^[1-9][0-9]*$"}}),
+        ]
+        | None
+    ) = None
+    """``{poll number: shape}``: how the steering getter returns that poll (str, message, or junk)."""
+    consumers: Literal[1, 2] = 1
+    """2: a second consumer iterates the stream at the same time."""
 
     def build(self) -> Scenario:
         errors = expectation_errors((self.meta or {}).get("expect"))
@@ -644,6 +710,9 @@ class ScenarioForm(Form):
             meta=dict(self.meta or {}),
             history=tuple(h.value for h in self.history or ()),
             resume=self.resume,
+            cancel_at=self.cancel_at,
+            steering_as=self.steering_as or {},
+            consumers=self.consumers,
         )
 
     @classmethod
@@ -660,6 +729,9 @@ class ScenarioForm(Form):
             "steering": _schedule_data(s.steering),
             "follow_ups": _schedule_data(s.follow_ups),
             "config": ConfigForm.of(s.config),
+            "cancel_at": s.cancel_at,
+            "steering_as": dict(s.steering_as) or None,
+            "consumers": s.consumers if s.consumers != 1 else None,
         }
         return cls.model_construct(**{k: v for k, v in given.items() if v is not None})
 

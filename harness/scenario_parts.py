@@ -34,6 +34,9 @@ __all__ = [
     "Behaviour",
     "BehaviourKind",
     "Call",
+    "FAULTS",
+    "STEERING_SHAPES",
+    "TURN_KINDS",
     "Config",
     "HistoryMessage",
     "ModelTurn",
@@ -53,7 +56,20 @@ MAX_NESTING = 3
 DEFAULT_BEHAVIOUR_TEXT = "ok"
 """What a tool with an empty plan returns."""
 
-TurnKind = Literal["reply", "error", "aborted", "raise", "hang_up"]
+TurnKind = Literal[
+    "reply", "error", "aborted", "raise", "hang_up", "error_keeps_stop", "bad_done", "cancelled_error", "after_done"
+]
+TURN_KINDS: tuple[str, ...] = TurnKind.__args__  # type: ignore[attr-defined]
+FAULTS = ("error_keeps_stop", "bad_done", "cancelled_error", "after_done")
+"""Misbehaving providers (DESIGN 4, Robustness): an ``error`` event whose message keeps the
+default ``stop_reason`` (``error_keeps_stop``), a ``done`` event without a message
+(``bad_done``), a ``CancelledError`` the provider raises though nobody cancelled the run
+(``cancelled_error``), and more events after ``done`` (``after_done``). Each streams the reply's
+content first."""
+STEERING_SHAPES = ("list", "str", "message", "assistant", "dict", "int")
+"""How the steering getter hands over a poll's messages: a list of strs (the usual), a bare str,
+a single ``UserMessage``; or the list followed by junk the loop must refuse with a ``TypeError``
+after committing the valid items: an ``AssistantMessage``, a dict, an int."""
 BehaviourKind = Literal["return", "error", "raise", "exec"]
 
 
@@ -145,6 +161,7 @@ class ModelTurn:
     the provider reports that outcome with ``message``. ``raise``: the provider streams the
     content, then raises ``ConnectionError(message)`` (before anything when there is no
     content). ``hang_up``: it streams the content and stops without a done or error event.
+    The ``FAULTS`` kinds are providers that misbehave after streaming the content.
     ``cancel``: the user presses stop as this reply starts streaming: the provider sets the
     ``cancel_event`` it was given, and the scripted provider then reports ``aborted`` before
     its first block (a reply without blocks finishes, and the loop stops before the next call).
@@ -162,7 +179,7 @@ class ModelTurn:
         object.__setattr__(self, "calls", tuple(self.calls))
         if self.kind in ("error", "aborted") and (self.text is not None or self.thinking is not None or self.calls):
             raise ScenarioError(f"an {self.kind} turn has no content; drop text/thinking/calls")
-        if self.kind not in ("reply", "error", "aborted", "raise", "hang_up"):
+        if self.kind not in TURN_KINDS:
             raise ScenarioError(f"unknown turn kind {self.kind!r}")
         if self.cancel and self.kind != "reply":
             raise ScenarioError("only a reply can be cancelled while it streams")
@@ -243,9 +260,21 @@ class Behaviour:
     nested: NestedRun | None = None
     details: Any = None
     base: bool = False
+    mutate: bool = False
+    """The tool rewrites its arguments in place (nested values too) before acting."""
+    late_update: bool = False
+    """The tool keeps its ``on_update`` and calls it after returning: during every later tool
+    execution and once the run has ended (the loop must drop those)."""
+    unprintable: bool = False
+    """With ``raise``: the exception's ``str()`` itself raises (reported by its type name)."""
+    wait: bool = False
+    """The tool waits until the run's ``cancel_event`` is set, which the user (the harness) does
+    from outside once the tool waits: like ``cancel``, but set while the tool is suspended."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "updates", tuple(self.updates))
+        if self.unprintable and (self.kind != "raise" or self.base):
+            raise ScenarioError("unprintable: true goes with raise (not base)")
         if self.kind not in ("return", "error", "raise", "exec"):
             raise ScenarioError(f"unknown behaviour {self.kind!r}: use return, error, raise or exec")
         if (self.kind == "exec") != (self.nested is not None):

@@ -29,7 +29,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.scenario import Behaviour, Call, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenario import FAULTS, Behaviour, Call, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
 from openprogram.tools import as_agent_tool
 
 __all__ = [
@@ -310,6 +310,7 @@ def _behaviours(
     tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
 ) -> st.SearchStrategy[Behaviour]:
     cancels, bases = _one_in(cancel_one_in), _one_in(base_one_in)
+    waits = _one_in(2 * cancel_one_in)  # a tool that waits until the user presses stop
     kinds = _all_kinds if nesting else _plain_kinds
     nested = nested_runs(tools) if nesting else st.nothing()
 
@@ -318,14 +319,31 @@ def _behaviours(
         kind = draw(kinds)
         updates, cancel = draw(_updates), draw(cancels)
         if kind == "return":
-            return Behaviour("return", draw(_return_values), updates, cancel, details=draw(_details))
-        if kind == "error":
-            return Behaviour(kind, draw(_error_texts), updates, cancel, details=draw(_details))
-        if kind == "raise":
-            return Behaviour(kind, draw(_error_texts), updates, cancel, base=draw(bases))
-        return Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
+            drawn = Behaviour("return", draw(_return_values), updates, cancel, details=draw(_details))
+        elif kind == "error":
+            drawn = Behaviour(kind, draw(_error_texts), updates, cancel, details=draw(_details))
+        elif kind == "raise":
+            base = draw(bases)
+            drawn = Behaviour(kind, draw(_error_texts), updates, cancel, base=base)
+            if not base and draw(_unprintables):
+                drawn = dataclasses.replace(drawn, unprintable=True)
+        else:
+            drawn = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
+        return dataclasses.replace(  # misbehaving tools (DESIGN 4, Robustness)
+            drawn, mutate=draw(_mutates), late_update=draw(_late_updates), wait=draw(waits)
+        )
 
     return behaviour()
+
+
+MUTATE_ONE_IN = 4
+"""One behaviour in 4 rewrites its arguments in place (the history must not change)."""
+LATE_UPDATE_ONE_IN = 8
+"""One in 8 calls ``on_update`` again after returning (the loop must drop it)."""
+UNPRINTABLE_ONE_IN = 4
+"""One ``raise`` in 4 raises an exception whose ``str()`` fails."""
+_mutates, _late_updates = _one_in(MUTATE_ONE_IN), _one_in(LATE_UPDATE_ONE_IN)
+_unprintables = _one_in(UNPRINTABLE_ONE_IN)
 
 
 def nested_runs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[NestedRun]:
@@ -456,9 +474,17 @@ TURN_WEIGHTS: Mapping[str, int] = {
     "aborted": 1,
     "raise": 1,
     "hang_up": 1,
+    "error_keeps_stop": 1,
+    "bad_done": 1,
+    "cancelled_error": 1,
+    "after_done": 1,
 }
 """How often each kind of reply is drawn. Mostly picks, so runs go several rounds deep; the kinds
-that end a run are rarer. The first kind is also where shrinking goes."""
+that end a run are rarer. The first kind is also where shrinking goes. The last four are
+misbehaving providers (``harness.scenario_parts.FAULTS``)."""
+USER_TOOL_WEIGHTS: Mapping[str, int] = {k: v for k, v in TURN_WEIGHTS.items() if k not in FAULTS}
+"""The mix for campaigns over the user's own tools: their subject is the tools, so the provider
+faults (the loop's business, fuzzed with the generated tools) stay out of their budget."""
 CANCEL_TURN_ONE_IN = 20
 """One reply in 20 is cancelled by the user as it starts streaming."""
 
@@ -511,11 +537,12 @@ def _model_turns(tools: tuple[ToolDef, ...], weights: Mapping[str, int]) -> st.S
         if kind == "calls":
             return ModelTurn(text=text, calls=picks, stop=draw(_stops))
         partial = draw(_partial)
+        messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": _error_texts}
         return ModelTurn(
             kind=kind,
             text=text if partial != "nothing" else None,
             calls=picks if partial == "calls" else (),
-            message=draw(_words) if kind == "raise" else "",
+            message=draw(messages[kind]) if kind in messages else "",
         )
 
     replies = reply()
@@ -635,6 +662,7 @@ def scenarios(
     base_one_in: int = BASE_ONE_IN,
     turn_weights: Mapping[str, int] | None = None,
     resume_one_in: int = 6,
+    fault_one_in: int = 8,
 ) -> Scenario:
     """Whole scenarios. ``tools``: your tools (see ``tools_from``) instead of generated planned ones.
 
@@ -643,10 +671,15 @@ def scenarios(
     BaseException is (0: never);
     ``turn_weights`` tunes the mix of replies (see ``model_turns``); one scenario in
     ``resume_one_in`` resumes a generated history with ``agent_loop_continue`` (0: never).
+    About one scenario in ``fault_one_in`` each (0: never) has the user press stop from outside
+    (before the start, or during a steering poll), a steering getter returning an odd value (a
+    bare str, a single message, or junk after the valid items), and a second concurrent consumer.
     Your tools' real code runs in ``harness.runner.run(scenario)``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
     if tools is not None:
+        fault_one_in = 0  # the user's tools are the subject: no outside cancels, odd getters, second consumers
+        turn_weights = USER_TOOL_WEIGHTS if turn_weights is None else turn_weights
         menu = tools_from(tools)
         # An @agentic_function asks a model in its body: give it one (a list, so the shrinker can
         # empty it), or every execution would fail with "no model provider".
@@ -663,16 +696,33 @@ def scenarios(
     # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed
     turns = draw(st.lists(model_turns(menu, turn_weights), min_size=1, max_size=max_turns))
     resumes = draw(_one_in(resume_one_in))
+    steering_plan = draw(steering if steering is not None else steering_schedules())
+    faults = _one_in(fault_one_in)
+    cancel_at = draw(_cancel_points) if draw(faults) else None
+    shapes = {
+        # not a bare "" (the loop takes a falsy return for "nothing queued": reported, not fuzzed)
+        poll: draw(_shapes if len(messages) == 1 and messages[0] else _junk_shapes)
+        for poll, messages in steering_plan.items()
+        if draw(faults)
+    }
     return Scenario(
         prompts=() if resumes else draw(_prompts),
         history=draw(histories(menu)) if resumes else (),
         resume=True if resumes else None,
         tools=tuple(menu),
         turns=tuple(turns),
-        steering=draw(steering if steering is not None else steering_schedules()),
+        steering=steering_plan,
         follow_ups=draw(follow_ups if follow_ups is not None else follow_up_schedules()),
         config=draw(config if config is not None else configs(menu)),
+        cancel_at=cancel_at,
+        steering_as=shapes,
+        consumers=2 if draw(faults) else 1,
     )
+
+
+_cancel_points: st.SearchStrategy[str | int] = st.one_of(st.integers(1, 6), st.just("start"))
+_junk_shapes = st.sampled_from(("list", "assistant", "dict", "int"))
+_shapes = st.sampled_from(("list", "str", "message", "str", "assistant", "dict", "int"))
 
 
 _tools_strategy = tools
