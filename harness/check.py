@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.expectations import MATCHERS
 from harness.invariants import InvariantViolation, check_all
 from harness.reference import compare
 from harness.runner import ToolEscaped, run
-from harness.scenario import MATCHERS, Scenario
+from harness.scenario import Scenario
 from harness.trace import Trace, diff
 
 __all__ = ["CheckResult", "Problem", "check", "check_expectations", "invariants_available", "problems_of"]

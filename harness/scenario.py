@@ -5,7 +5,8 @@ person writes by hand to pin a rule: the prompts, the tools (a JSON Schema and a
 behaviour plan each), the model's turns, when steering and follow-up messages arrive (keyed by
 poll number), and the loop's config. ``harness.runner`` runs it and ``harness.check`` judges the
 run; this module holds only the value (its parts are in ``harness.scenario_parts``, re-exported
-here), so everything else can import it.
+here), so everything else can import it. The forms of the model's turns are in
+``harness.turn_forms``, the ``meta.expect`` checks in ``harness.expectations``.
 
 The file form is meant to be read and edited by people (``docs/scenarios.md``)::
 
@@ -30,7 +31,6 @@ words (``turn 2, call 1: ...``), and are the JSON Schema an editor checks a file
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +50,7 @@ from pydantic import (
 )
 
 from harness.contract import effective_cap
+from harness.expectations import expectation_errors, meta_schema
 from harness.scenario_parts import (
     FAULTS,
     MAX_NESTING,
@@ -62,13 +63,26 @@ from harness.scenario_parts import (
     NestedRun,
     ScenarioError,
     ToolDef,
-    TurnKind,
     UserImportError,
     import_user_module,
     import_user_object,
     schedule,
 )
-from harness.yamlform import Form, dump_yaml, jsonish, located, plain_scalar, tagger
+from harness.turn_forms import (
+    AbortedForm,
+    CallForm,
+    ErrorForm,
+    NestedForm,
+    ReplyForm,
+    Schedule,
+    TurnEntry,
+    not_bool,
+    poll_number,
+    schedule_data,
+    turn_entry,
+    turn_value,
+)
+from harness.yamlform import Form, dump_yaml, jsonish, located, tagger
 
 __all__ = [
     "FAULTS",
@@ -82,14 +96,11 @@ __all__ = [
     "NestedRun",
     "Scenario",
     "ScenarioError",
-    "EXPECT_KEYS",
-    "MATCHERS",
     "ScenarioForm",
     "ToolDef",
     "UserImportError",
     "dump_yaml",
     "effective_cap",
-    "expectation_errors",
     "import_user_module",
     "import_user_object",
     "json_schema",
@@ -247,199 +258,6 @@ class Scenario:
 # ---------------------------------------------------------------------------------------------
 
 
-def _poll_number(number: int) -> int:
-    if number < 1:
-        raise ValueError(f"poll numbers start at 1, got {number}")
-    return number
-
-
-def _not_bool(value: Any) -> Any:
-    if isinstance(value, bool):  # YAML reads `yes`/`true` as a bool, which int() would take as 1
-        raise ValueError(f"poll numbers are positive integers, got {value!r}")
-    return value
-
-
-Schedule = Annotated[
-    dict[Annotated[int, BeforeValidator(_not_bool), AfterValidator(_poll_number)], str | list[str]] | None,
-    Field(json_schema_extra={"propertyNames": {"pattern": "^[1-9][0-9]*$"}}),
-]
-"""``{poll number: [messages]}``; one message may be given bare: ``{2: stop}``."""
-
-
-def _schedule_data(schedule: Mapping[int, tuple[str, ...]]) -> dict[int, list[str]] | None:
-    return {int(k): list(v) for k, v in schedule.items()} or None
-
-
-class CallForm(Form):
-    """One tool call: ``{name: TOOL, args: {...}}``, or ``{name: TOOL, raw: TEXT}`` for argument text."""
-
-    shape = "a call is {name: TOOL, args: {...}} or {name: TOOL, raw: TEXT}"
-    name: str
-    """The tool the model picks (it need not exist: an unknown name is a case worth testing)."""
-    raw: str | None = None
-    """Argument text sent verbatim, maybe not JSON."""
-    args: dict[str, Any] | None = None
-    """The arguments, sent as JSON."""
-    id: str | int | None = None
-    """The call id; none: the scripted provider numbers calls call_1, call_2, ... per run."""
-
-    def build(self) -> Call:
-        if {"raw", "args"} <= self.model_fields_set:
-            raise ScenarioError("give args or raw, not both")
-        return Call(self.name, dict(self.args or {}), self.raw, None if self.id is None else str(self.id))
-
-    @classmethod
-    def of(cls, c: Call) -> CallForm:
-        given: dict[str, Any] = {"raw": c.raw} if c.raw is not None else {"args": jsonish(c.args)} if c.args else {}
-        return cls.model_construct(name=c.name, **given, **({"id": c.id} if c.id is not None else {}))
-
-
-class ReplyForm(Form):
-    """A reply: thinking, text and calls, in that order; or an ending the provider makes instead."""
-
-    thinking: str | None = None
-    text: str | None = None
-    calls: list[CallForm] | None = None
-    stop: Literal["stop", "length"] = "stop"
-    """``length``: the reply was cut off (a reply with calls that stops normally is ``toolUse``)."""
-    raise_: str | None = Field(None, alias="raise")
-    """The provider streams the content, then raises ``ConnectionError(TEXT)``."""
-    hang_up: bool = False
-    """The provider streams the content and ends without a done or error event."""
-    empty: bool = False
-    """A reply with no content at all, said explicitly (``{}`` means the same)."""
-    cancel: bool = False
-    """The user presses stop as this reply starts streaming."""
-    fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
-    """A provider that misbehaves after streaming the content (``harness.scenario_parts.FAULTS``);
-    ``error_keeps_stop`` takes its error text from ``message``."""
-    message: str | None = None
-
-    def build(self) -> ModelTurn:
-        kind: TurnKind = "raise" if "raise_" in self.model_fields_set else "hang_up" if self.hang_up else "reply"
-        if self.fault is not None:
-            if kind != "reply":
-                raise ScenarioError("a fault is its own ending: drop raise/hang_up")
-            kind = self.fault
-        elif self.message is not None:
-            raise ScenarioError("message goes with fault: error_keeps_stop")
-        result = ModelTurn(
-            kind=kind,
-            text=self.text,
-            thinking=self.thinking,
-            calls=tuple(c.value for c in self.calls or ()),
-            stop=self.stop,
-            message=self.raise_ or self.message or "",
-            cancel=self.cancel,
-        )
-        if self.empty and result.has_content:
-            raise ScenarioError("empty: true, but the turn has content")
-        return result
-
-
-class ErrorForm(Form):
-    """``{error: MESSAGE}``: the provider reports an error; the run ends."""
-
-    error: str | None
-
-    def build(self) -> ModelTurn:
-        return ModelTurn(kind="error", message=self.error or "")
-
-
-class AbortedForm(Form):
-    """``{aborted: MESSAGE}``: the provider reports the request aborted; the run ends."""
-
-    aborted: str | None
-
-    def build(self) -> ModelTurn:
-        return ModelTurn(kind="aborted", message=self.aborted or "")
-
-
-TurnEntry = Annotated[
-    Union[
-        Annotated[str, Tag("text")],
-        Annotated[ErrorForm, Tag("ErrorForm")],
-        Annotated[AbortedForm, Tag("AbortedForm")],
-        Annotated[ReplyForm, Tag("ReplyForm")],
-    ],
-    Discriminator(
-        tagger({"error": "ErrorForm", "aborted": "AbortedForm"}, default="ReplyForm", text="text"),
-        custom_error_type="shape",
-        custom_error_message="a turn is a text, or a mapping with text/thinking/calls, error or aborted",
-    ),
-]
-"""A model turn; a bare string is a text reply."""
-
-
-def _turn_value(entry: str | Form) -> ModelTurn:
-    return ModelTurn(text=entry) if isinstance(entry, str) else entry.value
-
-
-def _turn_entry(t: ModelTurn) -> str | Form:
-    if t.kind == "error":
-        return ErrorForm.model_construct(error=t.message)
-    if t.kind == "aborted":
-        return AbortedForm.model_construct(aborted=t.message)
-    if t.kind == "reply" and t.thinking is None and not t.calls and t.stop == "stop" and t.text is not None:
-        if not t.cancel and t.text == t.text.strip() and "\n" not in t.text and plain_scalar(t.text):
-            return t.text  # a bare string is a text reply: the most readable form
-    given: dict[str, Any] = {
-        "thinking": t.thinking,
-        "text": t.text,
-        "calls": [CallForm.of(c) for c in t.calls] or None,
-        "stop": None if t.stop == "stop" else t.stop,
-        "raise_": t.message if t.kind == "raise" else None,
-        "hang_up": t.kind == "hang_up" or None,
-        "fault": t.kind if t.kind in FAULTS else None,
-        "message": t.message if t.kind in FAULTS and t.message else None,
-    }
-    given = {k: v for k, v in given.items() if v is not None}
-    if not given:
-        given["empty"] = True
-    return ReplyForm.model_construct(**given, **({"cancel": True} if t.cancel else {}))
-
-
-class NestedForm(Form):
-    """``exec:``: the tool body runs ``runtime.aexec`` (``sync: true``: ``runtime.exec``) with its own script."""
-
-    shape = "exec takes {prompt: ..., tools: [...] | inherit, turns: [...]}"
-    prompt: str = "nested task"
-    tools: list[str | int] | Literal["inherit"] | None = Field(default_factory=list)
-    """Names of planned tools, ``[]`` for none, or ``inherit``: the outer run's menu."""
-    turns: list[TurnEntry] | None = None
-    steering: Schedule = None
-    follow_ups: Schedule = None
-    max_iterations: StrictInt | None = None
-    sync: StrictBool = False
-
-    def build(self) -> NestedRun:
-        tools = None if self.tools == "inherit" else tuple(str(t) for t in self.tools or ())
-        return NestedRun(
-            prompt=self.prompt,
-            tools=tools,
-            turns=tuple(_turn_value(t) for t in self.turns or ()),
-            steering=self.steering or {},
-            follow_ups=self.follow_ups or {},
-            max_iterations=self.max_iterations,
-            sync=self.sync,
-        )
-
-    @classmethod
-    def of(cls, n: NestedRun) -> NestedForm:
-        given = {
-            "steering": _schedule_data(n.steering),
-            "follow_ups": _schedule_data(n.follow_ups),
-            "max_iterations": n.max_iterations,
-            "sync": n.sync or None,
-        }
-        return cls.model_construct(
-            prompt=n.prompt,
-            tools="inherit" if n.tools is None else list(n.tools),
-            turns=[_turn_entry(t) for t in n.turns],
-            **{k: v for k, v in given.items() if v is not None},
-        )
-
-
 BEHAVIOUR_KINDS = ("return", "error", "raise", "exec")
 
 
@@ -524,7 +342,7 @@ class ToolForm(Form):
     """With ``python:``: the model that answers a nested exec in the tool's body (an ``@agentic_function``)."""
 
     def build(self) -> ToolDef:
-        nested = tuple(_turn_value(t) for t in self.nested_turns or ())
+        nested = tuple(turn_value(t) for t in self.nested_turns or ())
         if self.python is not None:
             if self.plan:
                 raise ScenarioError(f"tool {self.name!r} is real (python) and cannot also have a plan")
@@ -550,7 +368,7 @@ class ToolForm(Form):
         if t.is_real:
             given["python"] = t.python
             if t.nested_turns:
-                given["nested_turns"] = [_turn_entry(n) for n in t.nested_turns]
+                given["nested_turns"] = [turn_entry(n) for n in t.nested_turns]
         elif t.plan:
             given["plan"] = [BehaviourForm.of(b) for b in t.plan]
         return cls.model_construct(name=t.name, parameters=jsonish(t.parameters), **given)
@@ -665,7 +483,7 @@ class ScenarioForm(Form):
     shape = "a scenario is a mapping (prompts:, tools:, turns:, ...)"
     name: str = ""
     notes: str = ""
-    meta: Annotated[dict[str, Any] | None, Field(json_schema_extra=lambda schema: _meta_schema(schema))] = None
+    meta: Annotated[dict[str, Any] | None, Field(json_schema_extra=lambda schema: meta_schema(schema))] = None
     """Kept as is; ``meta.expect`` pins an outcome, ``meta.violation`` is written by a failing property."""
     prompts: str | list[str] = Field(default_factory=list)
     """The user messages the run starts with; one may be given bare."""
@@ -681,11 +499,11 @@ class ScenarioForm(Form):
     follow_ups: Schedule = None
     """``{poll number: [messages]}``: what the N-th get_follow_up_messages call returns."""
     config: ConfigForm | None = None
-    cancel_at: Literal["start"] | Annotated[int, BeforeValidator(_not_bool), AfterValidator(_poll_number)] | None = None
+    cancel_at: Literal["start"] | Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
     """The user presses stop from outside: ``start`` (before the run) or at steering poll N."""
     steering_as: (
         Annotated[
-            dict[Annotated[int, BeforeValidator(_not_bool), AfterValidator(_poll_number)], Literal[STEERING_SHAPES]],  # type: ignore[valid-type]
+            dict[Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)], Literal[STEERING_SHAPES]],  # type: ignore[valid-type]
             Field(json_schema_extra={"propertyNames": {"pattern": "^[1-9][0-9]*$"}}),
         ]
         | None
@@ -701,7 +519,7 @@ class ScenarioForm(Form):
         return Scenario(
             prompts=(self.prompts,) if isinstance(self.prompts, str) else tuple(self.prompts),
             tools=tuple(t.value for t in self.tools or ()),
-            turns=tuple(_turn_value(t) for t in self.turns or ()),
+            turns=tuple(turn_value(t) for t in self.turns or ()),
             steering=self.steering or {},
             follow_ups=self.follow_ups or {},
             config=self.config.value if self.config is not None else Config(),
@@ -725,99 +543,15 @@ class ScenarioForm(Form):
             "resume": s.resume,
             "history": [_history_entry(h) for h in s.history] or None,
             "tools": [ToolForm.of(t) for t in s.tools] or None,
-            "turns": [_turn_entry(t) for t in s.turns],
-            "steering": _schedule_data(s.steering),
-            "follow_ups": _schedule_data(s.follow_ups),
+            "turns": [turn_entry(t) for t in s.turns],
+            "steering": schedule_data(s.steering),
+            "follow_ups": schedule_data(s.follow_ups),
             "config": ConfigForm.of(s.config),
             "cancel_at": s.cancel_at,
             "steering_as": dict(s.steering_as) or None,
             "consumers": s.consumers if s.consumers != 1 else None,
         }
         return cls.model_construct(**{k: v for k, v in given.items() if v is not None})
-
-
-EXPECT_KEYS = ("reason", "requests", "executed", "final_text", "results", "new_messages")
-"""What ``meta.expect`` can pin (see ``check_expectations``)."""
-MATCHERS = ("contains", "prefix", "regex")
-"""Partial matches a text expectation may use instead of the exact text: ``{contains: TEXT}``."""
-
-
-def expectation_errors(expect: Any) -> list[str]:
-    """What is wrong with a ``meta.expect`` as written (checked when a file is loaded), one line each."""
-    if expect is None:
-        return []
-    if not isinstance(expect, Mapping):
-        return [f"meta.expect: expected a mapping of {', '.join(EXPECT_KEYS)}, got {expect!r:.60}"]
-    errors = []
-    for key, wanted in expect.items():
-        where = f"meta.expect.{key}"
-        if key not in EXPECT_KEYS:
-            errors.append(f"{where}: unknown expectation; known: {', '.join(EXPECT_KEYS)}")
-        elif key in ("requests", "new_messages"):
-            if isinstance(wanted, bool) or not isinstance(wanted, int):
-                errors.append(f"{where}: expected a count (an integer), got {wanted!r:.60}")
-        elif key in ("executed", "results"):
-            if not isinstance(wanted, list):
-                errors.append(f"{where}: expected a list of texts or matchers, got {wanted!r:.60}")
-            else:
-                errors += [e for i, item in enumerate(wanted) for e in _matcher_errors(item, f"{where}, item {i + 1}")]
-        elif key == "final_text":
-            errors += _matcher_errors(wanted, where)
-        elif not isinstance(wanted, str) and wanted is not None:
-            errors.append(f"{where}: expected a text, got {wanted!r:.60}")
-    return errors
-
-
-def _matcher_errors(wanted: Any, where: str) -> list[str]:
-    if wanted is None or isinstance(wanted, str):
-        return []
-    shape = "a text, or one of {contains: TEXT}, {prefix: TEXT}, {regex: PATTERN}"
-    if not isinstance(wanted, Mapping) or len(wanted) != 1:
-        return [f"{where}: expected {shape}, got {wanted!r:.60}"]
-    ((kind, pattern),) = wanted.items()
-    if kind not in MATCHERS:
-        return [f"{where}: unknown matcher {kind!r}; expected {shape}"]
-    if not isinstance(pattern, str):
-        return [f"{where}: {kind} takes a text, got {pattern!r:.60}"]
-    if kind == "regex":
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            return [f"{where}: not a valid regular expression ({exc})"]
-    return []
-
-
-_TEXT_MATCH: dict[str, Any] = {
-    "anyOf": [
-        {"type": "string"},
-        {"type": "null"},
-        *(
-            {"type": "object", "properties": {k: {"type": "string"}}, "required": [k], "additionalProperties": False}
-            for k in MATCHERS
-        ),
-    ],
-    "description": "The exact text, or {contains: TEXT}, {prefix: TEXT} or {regex: PATTERN} (re.search).",
-}
-
-
-def _meta_schema(schema: dict[str, Any]) -> None:
-    counts = {"type": "integer"}
-    expect = {
-        "type": "object",
-        "additionalProperties": False,
-        "description": "What must happen; checked by harness run and the regression tests.",
-        "properties": {
-            "reason": {"enum": ["stop", "error", "aborted", "max_iterations", None]},
-            "requests": {**counts, "description": "Model requests of the top-level run."},
-            "executed": {"type": "array", "items": _TEXT_MATCH, "description": "The ledger, as name#id."},
-            "final_text": _TEXT_MATCH,
-            "results": {"type": "array", "items": _TEXT_MATCH, "description": "Tool results, '!' before errors."},
-            "new_messages": {**counts, "description": "How many messages the run added."},
-        },
-    }
-    for alternative in schema.get("anyOf", [schema]):
-        if alternative.get("type") == "object":
-            alternative["properties"] = {"expect": expect, "violation": {"type": "string"}}
 
 
 def json_schema() -> dict[str, Any]:

@@ -1,0 +1,226 @@
+"""The file form of a scenario's model turns: calls, replies, provider endings, nested runs.
+
+These are the pydantic forms ``harness.scenario`` builds a scenario file from (``turns:``,
+``nested_turns:`` and ``exec:``), with the poll-number schedules (``steering:``,
+``follow_ups:``) they share. Validating one checks its keys and types and builds its value;
+``of`` (and ``turn_entry``) is the way back, setting only the keys a readable file would have.
+This module sits below ``harness.scenario`` and never imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, StrictBool, StrictInt, Tag
+
+from harness.scenario_parts import FAULTS, Call, ModelTurn, NestedRun, ScenarioError, TurnKind
+from harness.yamlform import Form, jsonish, plain_scalar, tagger
+
+__all__ = [
+    "AbortedForm",
+    "CallForm",
+    "ErrorForm",
+    "NestedForm",
+    "ReplyForm",
+    "Schedule",
+    "TurnEntry",
+    "not_bool",
+    "poll_number",
+    "schedule_data",
+    "turn_entry",
+    "turn_value",
+]
+
+
+def poll_number(number: int) -> int:
+    if number < 1:
+        raise ValueError(f"poll numbers start at 1, got {number}")
+    return number
+
+
+def not_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # YAML reads `yes`/`true` as a bool, which int() would take as 1
+        raise ValueError(f"poll numbers are positive integers, got {value!r}")
+    return value
+
+
+Schedule = Annotated[
+    dict[Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)], str | list[str]] | None,
+    Field(json_schema_extra={"propertyNames": {"pattern": "^[1-9][0-9]*$"}}),
+]
+"""``{poll number: [messages]}``; one message may be given bare: ``{2: stop}``."""
+
+
+def schedule_data(schedule: Mapping[int, tuple[str, ...]]) -> dict[int, list[str]] | None:
+    return {int(k): list(v) for k, v in schedule.items()} or None
+
+
+class CallForm(Form):
+    """One tool call: ``{name: TOOL, args: {...}}``, or ``{name: TOOL, raw: TEXT}`` for argument text."""
+
+    shape = "a call is {name: TOOL, args: {...}} or {name: TOOL, raw: TEXT}"
+    name: str
+    """The tool the model picks (it need not exist: an unknown name is a case worth testing)."""
+    raw: str | None = None
+    """Argument text sent verbatim, maybe not JSON."""
+    args: dict[str, Any] | None = None
+    """The arguments, sent as JSON."""
+    id: str | int | None = None
+    """The call id; none: the scripted provider numbers calls call_1, call_2, ... per run."""
+
+    def build(self) -> Call:
+        if {"raw", "args"} <= self.model_fields_set:
+            raise ScenarioError("give args or raw, not both")
+        return Call(self.name, dict(self.args or {}), self.raw, None if self.id is None else str(self.id))
+
+    @classmethod
+    def of(cls, c: Call) -> CallForm:
+        given: dict[str, Any] = {"raw": c.raw} if c.raw is not None else {"args": jsonish(c.args)} if c.args else {}
+        return cls.model_construct(name=c.name, **given, **({"id": c.id} if c.id is not None else {}))
+
+
+class ReplyForm(Form):
+    """A reply: thinking, text and calls, in that order; or an ending the provider makes instead."""
+
+    thinking: str | None = None
+    text: str | None = None
+    calls: list[CallForm] | None = None
+    stop: Literal["stop", "length"] = "stop"
+    """``length``: the reply was cut off (a reply with calls that stops normally is ``toolUse``)."""
+    raise_: str | None = Field(None, alias="raise")
+    """The provider streams the content, then raises ``ConnectionError(TEXT)``."""
+    hang_up: bool = False
+    """The provider streams the content and ends without a done or error event."""
+    empty: bool = False
+    """A reply with no content at all, said explicitly (``{}`` means the same)."""
+    cancel: bool = False
+    """The user presses stop as this reply starts streaming."""
+    fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
+    """A provider that misbehaves after streaming the content (``harness.scenario_parts.FAULTS``);
+    ``error_keeps_stop`` takes its error text from ``message``."""
+    message: str | None = None
+
+    def build(self) -> ModelTurn:
+        kind: TurnKind = "raise" if "raise_" in self.model_fields_set else "hang_up" if self.hang_up else "reply"
+        if self.fault is not None:
+            if kind != "reply":
+                raise ScenarioError("a fault is its own ending: drop raise/hang_up")
+            kind = self.fault
+        elif self.message is not None:
+            raise ScenarioError("message goes with fault: error_keeps_stop")
+        result = ModelTurn(
+            kind=kind,
+            text=self.text,
+            thinking=self.thinking,
+            calls=tuple(c.value for c in self.calls or ()),
+            stop=self.stop,
+            message=self.raise_ or self.message or "",
+            cancel=self.cancel,
+        )
+        if self.empty and result.has_content:
+            raise ScenarioError("empty: true, but the turn has content")
+        return result
+
+
+class ErrorForm(Form):
+    """``{error: MESSAGE}``: the provider reports an error; the run ends."""
+
+    error: str | None
+
+    def build(self) -> ModelTurn:
+        return ModelTurn(kind="error", message=self.error or "")
+
+
+class AbortedForm(Form):
+    """``{aborted: MESSAGE}``: the provider reports the request aborted; the run ends."""
+
+    aborted: str | None
+
+    def build(self) -> ModelTurn:
+        return ModelTurn(kind="aborted", message=self.aborted or "")
+
+
+TurnEntry = Annotated[
+    Union[
+        Annotated[str, Tag("text")],
+        Annotated[ErrorForm, Tag("ErrorForm")],
+        Annotated[AbortedForm, Tag("AbortedForm")],
+        Annotated[ReplyForm, Tag("ReplyForm")],
+    ],
+    Discriminator(
+        tagger({"error": "ErrorForm", "aborted": "AbortedForm"}, default="ReplyForm", text="text"),
+        custom_error_type="shape",
+        custom_error_message="a turn is a text, or a mapping with text/thinking/calls, error or aborted",
+    ),
+]
+"""A model turn; a bare string is a text reply."""
+
+
+def turn_value(entry: str | Form) -> ModelTurn:
+    return ModelTurn(text=entry) if isinstance(entry, str) else entry.value
+
+
+def turn_entry(t: ModelTurn) -> str | Form:
+    if t.kind == "error":
+        return ErrorForm.model_construct(error=t.message)
+    if t.kind == "aborted":
+        return AbortedForm.model_construct(aborted=t.message)
+    if t.kind == "reply" and t.thinking is None and not t.calls and t.stop == "stop" and t.text is not None:
+        if not t.cancel and t.text == t.text.strip() and "\n" not in t.text and plain_scalar(t.text):
+            return t.text  # a bare string is a text reply: the most readable form
+    given: dict[str, Any] = {
+        "thinking": t.thinking,
+        "text": t.text,
+        "calls": [CallForm.of(c) for c in t.calls] or None,
+        "stop": None if t.stop == "stop" else t.stop,
+        "raise_": t.message if t.kind == "raise" else None,
+        "hang_up": t.kind == "hang_up" or None,
+        "fault": t.kind if t.kind in FAULTS else None,
+        "message": t.message if t.kind in FAULTS and t.message else None,
+    }
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        given["empty"] = True
+    return ReplyForm.model_construct(**given, **({"cancel": True} if t.cancel else {}))
+
+
+class NestedForm(Form):
+    """``exec:``: the tool body runs ``runtime.aexec`` (``sync: true``: ``runtime.exec``) with its own script."""
+
+    shape = "exec takes {prompt: ..., tools: [...] | inherit, turns: [...]}"
+    prompt: str = "nested task"
+    tools: list[str | int] | Literal["inherit"] | None = Field(default_factory=list)
+    """Names of planned tools, ``[]`` for none, or ``inherit``: the outer run's menu."""
+    turns: list[TurnEntry] | None = None
+    steering: Schedule = None
+    follow_ups: Schedule = None
+    max_iterations: StrictInt | None = None
+    sync: StrictBool = False
+
+    def build(self) -> NestedRun:
+        tools = None if self.tools == "inherit" else tuple(str(t) for t in self.tools or ())
+        return NestedRun(
+            prompt=self.prompt,
+            tools=tools,
+            turns=tuple(turn_value(t) for t in self.turns or ()),
+            steering=self.steering or {},
+            follow_ups=self.follow_ups or {},
+            max_iterations=self.max_iterations,
+            sync=self.sync,
+        )
+
+    @classmethod
+    def of(cls, n: NestedRun) -> NestedForm:
+        given = {
+            "steering": schedule_data(n.steering),
+            "follow_ups": schedule_data(n.follow_ups),
+            "max_iterations": n.max_iterations,
+            "sync": n.sync or None,
+        }
+        return cls.model_construct(
+            prompt=n.prompt,
+            tools="inherit" if n.tools is None else list(n.tools),
+            turns=[turn_entry(t) for t in n.turns],
+            **{k: v for k, v in given.items() if v is not None},
+        )
