@@ -306,7 +306,7 @@ def _needs(provider: str) -> ProviderNeeds:
             raise BackendError(f"the {provider} backend needs the {needs.sdk} SDK: {exc}") from exc
         raise MissingExtraError(
             f'the {provider} backend needs the optional extra "{needs.extra}" ({needs.sdk} is not installed):'
-            f' pip install "openprogram[{needs.extra}]"'
+            f' pip install -e ".[{needs.extra}]" in the openprogram checkout'
         ) from exc
     return needs
 

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from openprogram.tools import AgentTool, callable_executor, parse_docstring, schema_of, signature_model
+from openprogram.tools import (
+    AgentTool,
+    ToolSchemaError,
+    callable_executor,
+    check_parameters,
+    parse_docstring,
+    schema_of,
+    signature_model,
+)
 from openprogram.types import ToolSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,6 +62,48 @@ class Function:
         self._localns = localns
         self._model: type[BaseModel] | None = None
         self._tool: AgentTool | None = None
+        check_parameters(fn, self._where)
+
+    @property
+    def _where(self) -> str:
+        return f"@{self.kind} {self.name}"
+
+    @property
+    def definition(self) -> str:
+        """``module:qualname (file:line)``: where this tool was written, for messages about it."""
+        code = getattr(self.fn, "__code__", None)
+        place = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+        return f"{getattr(self.fn, '__module__', '?')}:{getattr(self.fn, '__qualname__', self.name)}{place}"
+
+    def _same_definition(self, other: Function) -> bool:
+        """The same source definition run again (a module reload, a re-run cell, a factory)."""
+        mine, theirs = self.fn, other.fn
+        return (getattr(mine, "__module__", None), getattr(mine, "__qualname__", None)) == (
+            getattr(theirs, "__module__", None),
+            getattr(theirs, "__qualname__", None),
+        )
+
+    def _is_live(self) -> bool:
+        """Whether the module that defined this tool is still the one imported under its name.
+
+        A module dropped from ``sys.modules`` or imported afresh (pytester restoring modules
+        between runs, a hot reloader) leaves its tools behind as stale entries: those give way.
+        """
+        module = sys.modules.get(getattr(self.fn, "__module__", None) or "")
+        return module is not None and vars(module) is getattr(self.fn, "__globals__", None)
+
+    def check_schema(self) -> None:
+        """Build the schema now, so a type hint with no JSON Schema fails where it is written.
+
+        A postponed annotation naming a class not defined yet cannot be resolved at decoration
+        time; that tool is checked when its spec is first needed (with the same error).
+        """
+        try:
+            _ = self.arguments_model
+        except ToolSchemaError:
+            raise
+        except TypeError:
+            pass
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -65,7 +115,7 @@ class Function:
     @property
     def arguments_model(self) -> type[BaseModel]:
         if self._model is None:
-            self._model = signature_model(self.fn, self._param_docs, self._localns)
+            self._model = signature_model(self.fn, self._param_docs, self._localns, where=self._where)
         return self._model
 
     @property
@@ -111,7 +161,23 @@ class Registry:
         self._functions: dict[str, Function] = {}
 
     def register(self, fn: Function) -> None:
-        # The latest definition wins, as with re-running a cell or reloading a module.
+        """Add ``fn``; a second tool under a taken name is refused, since the model could reach only one.
+
+        The same definition registered again (a module reloaded, a notebook cell re-run, a
+        factory called twice) replaces the earlier one, as does any tool whose module is no
+        longer the one imported (see ``_is_live``).
+        """
+        existing = self._functions.get(fn.name)
+        if (
+            existing is not None
+            and existing is not fn
+            and not fn._same_definition(existing)
+            and existing._is_live()
+        ):
+            raise ValueError(
+                f'two tools are named "{fn.name}": {existing.definition} and {fn.definition}; '
+                f"rename one (@{fn.kind}(name=...)), or keep it out of the registry with register=False"
+            )
         self._functions[fn.name] = fn
 
     def unregister(self, name: str) -> None:
@@ -192,6 +258,7 @@ def _decorator(cls: type[Function]) -> Callable[..., Any]:
                 thread=thread,
                 localns=localns,
             )
+            wrapped.check_schema()
             if register:
                 registry.register(wrapped)
             return wrapped

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model, field_validator
 
 from openprogram.types import TextContent, ToolCall, ToolSpec
 
@@ -359,12 +359,15 @@ def signature_model(
     fn: Callable[..., Any],
     param_docs: Mapping[str, str] | None = None,
     localns: Mapping[str, Any] | None = None,
+    where: str | None = None,
 ) -> type[BaseModel]:
     """A pydantic model of ``fn``'s parameters: the source of both the schema and argument parsing.
 
     ``localns`` resolves postponed annotations that name classes local to the function that
     defined ``fn`` (a test body, a factory), which ``fn.__globals__`` alone cannot see.
     """
+    where = where or fn.__qualname__
+    check_parameters(fn, where)
     signature = inspect.signature(fn)
     try:
         hints = get_type_hints(fn, localns=dict(localns) if localns else None, include_extras=True)
@@ -375,21 +378,65 @@ def signature_model(
     for name, param in signature.parameters.items():
         if name in _SPECIAL_PARAMS or name in ("self", "cls"):
             continue
-        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            continue
         annotation = hints.get(name, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
         if name in docs:
             fields[name] = (annotation, Field(default, description=docs[name]))
         else:
             fields[name] = (annotation, default)
+    try:
+        model = _arguments_model(f"{fn.__name__}_arguments", fields)
+        model.model_json_schema()  # some types validate but have no JSON Schema (callables, say)
+    except PydanticUserError as exc:
+        for name, field in fields.items():
+            try:
+                _arguments_model("probe", {name: field}).model_json_schema()
+            except PydanticUserError:
+                raise ToolSchemaError(
+                    f'{where}: parameter "{name}" has type {_type_name(field[0])}, which has no JSON Schema; '
+                    "use a JSON-able type (str, int, float, bool, list, dict, Literal, a pydantic model, ...), "
+                    "or give the tool a hand-written schema as a {'spec': {...}, 'execute': fn} dict"
+                ) from exc
+        raise ToolSchemaError(f"{where}: its parameters have no JSON Schema: {exc}") from exc
+    return model
+
+
+def _arguments_model(name: str, fields: Mapping[str, Any]) -> type[BaseModel]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # parameter names that shadow BaseModel attributes
-        return create_model(  # type: ignore[call-overload]
-            f"{fn.__name__}_arguments",
+        return create_model(  # type: ignore[call-overload, no-any-return]
+            name,
             __config__=ConfigDict(arbitrary_types_allowed=False, extra="forbid"),
             **fields,
         )
+
+
+def _type_name(annotation: Any) -> str:
+    if inspect.isclass(annotation):
+        module = annotation.__module__
+        return annotation.__qualname__ if module == "builtins" else f"{module}.{annotation.__qualname__}"
+    return repr(annotation).removeprefix("typing.")
+
+
+class ToolSchemaError(TypeError):
+    """A function that cannot be a tool as written: raised when it is decorated, naming the parameter."""
+
+
+def check_parameters(fn: Callable[..., Any], where: str) -> None:
+    """Refuse ``*args`` / ``**kwargs``: a model sends one JSON object of named fields, nothing else.
+
+    Silently leaving them out of the schema would make a tool the model can never fully call;
+    mapping ``**kwargs`` to ``additionalProperties`` would hide typos in argument names, which
+    the schema's ``additionalProperties: false`` exists to report back to the model.
+    """
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            star = "*" if param.kind is inspect.Parameter.VAR_POSITIONAL else "**"
+            raise ToolSchemaError(
+                f'{where}: parameter "{star}{param.name}" cannot be sent by a model (tool arguments are one '
+                "JSON object of named fields); declare each argument as a named parameter, "
+                "or take one parameter of type dict or a pydantic model"
+            )
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
@@ -708,6 +755,8 @@ __all__ = [
     "run_in_own_thread",
     "schema_of",
     "signature_model",
+    "ToolSchemaError",
+    "check_parameters",
     "to_tool_result",
     "validate_tool_arguments",
 ]

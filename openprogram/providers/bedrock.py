@@ -27,7 +27,9 @@ try:
     import boto3
     from botocore.exceptions import ClientError, EventStreamError
 except ImportError as exc:  # pragma: no cover - exercised by simulating the missing extra
-    raise ImportError('The Bedrock backend needs boto3, an optional extra: pip install "openprogram[bedrock]"') from exc
+    raise ImportError(
+        'The Bedrock backend needs boto3, an optional extra: pip install -e ".[bedrock]" in the openprogram checkout'
+    ) from exc
 
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (

@@ -33,7 +33,8 @@ try:
     from google.genai import types as genai_types
 except ImportError as exc:  # pragma: no cover - exercised by simulating the missing extra
     raise ImportError(
-        'The Gemini backend needs google-genai, an optional extra: pip install "openprogram[gemini]"'
+        "The Gemini backend needs google-genai, an optional extra:"
+        ' pip install -e ".[gemini]" in the openprogram checkout'
     ) from exc
 
 from openprogram.providers import ModelRequest, tool_choice

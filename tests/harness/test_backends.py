@@ -464,7 +464,7 @@ def test_a_missing_optional_extra_names_the_extra_to_install(
         with pytest.raises(MissingExtraError) as caught:
             build()
         assert str(caught.value).startswith(expected)
-        assert f'pip install "openprogram[{provider}]"' in str(caught.value)
+        assert f'pip install -e ".[{provider}]" in the openprogram checkout' in str(caught.value)
         assert isinstance(caught.value, ImportError)
 
 

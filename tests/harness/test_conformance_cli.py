@@ -310,7 +310,7 @@ def test_a_missing_sdk_extra_fails_the_file_naming_the_extra(tmp_path: Path, mon
 
     assert result.exit_code == 1
     assert f"error: {cassette}: cannot replay gemini cassettes:" in result.stderr
-    assert 'pip install "openprogram[gemini]"' in result.stderr
+    assert 'pip install -e ".[gemini]" in the openprogram checkout' in result.stderr
 
 
 def test_a_directory_replays_every_cassette_under_it(chat_cassette: Path, tmp_path: Path) -> None:

@@ -58,18 +58,118 @@ def test_register_false_keeps_a_function_out_of_the_registry(reg: Registry) -> N
     assert private.spec.name == "private"
 
 
-def test_the_latest_definition_of_a_name_wins(reg: Registry) -> None:
+def test_a_second_tool_under_a_taken_name_is_refused_naming_both_definitions(reg: Registry) -> None:
     @function
     def tool() -> str:
         return "old"
 
-    @function(name="tool")
-    def tool_v2() -> str:
-        return "new"
+    with pytest.raises(ValueError) as refused:
 
-    assert reg.get("tool") is tool_v2 and len(reg) == 1
+        @function(name="tool")
+        def tool_v2() -> str:
+            return "new"
+
+    first_line = str(refused.value).splitlines()[0]
+    assert first_line.startswith('two tools are named "tool": ')
+    test = "test_a_second_tool_under_a_taken_name_is_refused_naming_both_definitions"
+    assert f"{__name__}:{test}.<locals>.tool (" in first_line
+    assert ".<locals>.tool_v2 (" in first_line and f"{__file__}:" in first_line
+    assert "register=False" in first_line
+    assert reg.get("tool") is tool and len(reg) == 1
     reg.unregister("tool")
     assert reg.get("tool") is None
+
+
+def test_the_same_definition_registered_again_replaces_the_first(reg: Registry) -> None:
+    def define(answer: str) -> Function:
+        @function
+        def tool() -> str:  # one definition, run twice: a module reload, a re-run cell
+            return answer
+
+        return tool
+
+    first, second = define("old"), define("new")
+    assert reg.get("tool") is second and second is not first and len(reg) == 1
+
+
+def test_a_tool_whose_module_is_no_longer_imported_gives_way(reg: Registry) -> None:
+    import types
+
+    stale_module = types.ModuleType("gone_app")
+    exec("from openprogram import function\n@function\ndef lookup() -> str:\n    return 'old'\n", vars(stale_module))
+    assert reg.get("lookup") is not None  # gone_app was never in sys.modules: like one unloaded since
+
+    @function
+    def lookup() -> str:
+        return "new"
+
+    assert reg.get("lookup") is lookup
+
+
+def test_a_name_taken_outside_the_registry_does_not_count(reg: Registry) -> None:
+    @function(register=False)
+    def tool() -> str:
+        return "private"
+
+    @function(name="tool")
+    def public() -> str:
+        return "public"
+
+    assert reg.get("tool") is public
+
+
+def test_a_type_hint_with_no_json_schema_fails_at_decoration_naming_tool_and_parameter() -> None:
+    import socket
+
+    with pytest.raises(TypeError) as refused:
+
+        @function(register=False)
+        def get_x(s: socket.socket, n: int) -> str:
+            return "x"
+
+    first_line = str(refused.value).splitlines()[0]
+    assert first_line.startswith('@function get_x: parameter "s" has type socket.socket, which has no JSON Schema; ')
+    assert "use a JSON-able type" in first_line and "{'spec': {...}, 'execute': fn}" in first_line
+    assert refused.value.__cause__ is not None  # pydantic's own detail stays in the chain
+
+
+def test_a_type_that_validates_but_has_no_json_schema_is_refused_too() -> None:
+    from collections.abc import Callable
+
+    refusal = r'^@agentic_function plan: parameter "step" has type .*Callable.*no JSON Schema'
+    with pytest.raises(TypeError, match=refusal):
+
+        @agentic_function(register=False)
+        def plan(goal: str, step: Callable[[int], int]) -> str:
+            return goal
+
+
+def test_a_forward_reference_defined_later_is_checked_when_the_spec_is_needed() -> None:
+    @function(register=False)
+    def later(x: DefinedLater) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return "x"
+
+    globals()["DefinedLater"] = type("DefinedLater", (), {})
+    try:
+        with pytest.raises(TypeError, match=r'^@function later: parameter "x" has type .*DefinedLater, which has'):
+            _ = later.spec
+    finally:
+        del globals()["DefinedLater"]
+
+
+@pytest.mark.parametrize(
+    ("signature", "shown"),
+    [("x: int, *rest: int", "*rest"), ("x: int, **options: str", "**options")],
+)
+def test_star_parameters_are_refused_at_decoration(signature: str, shown: str) -> None:
+    namespace: dict[str, object] = {"function": function}
+    source = f"@function(register=False)\ndef spread({signature}) -> str:\n    return 'x'\n"
+    with pytest.raises(TypeError) as refused:
+        exec(source, namespace)
+    assert str(refused.value).startswith(
+        f'@function spread: parameter "{shown}" cannot be sent by a model (tool arguments are one JSON object'
+    )
+    assert "named parameter" in str(refused.value)
 
 
 def test_isolated_starts_empty_and_restores_afterwards() -> None:

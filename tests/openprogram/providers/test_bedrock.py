@@ -537,5 +537,5 @@ def test_a_client_is_built_lazily_from_the_keyword_arguments(monkeypatch: pytest
 def test_importing_without_boto3_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "boto3", None)
     monkeypatch.delitem(sys.modules, "openprogram.providers.bedrock")
-    with pytest.raises(ImportError, match=r'pip install "openprogram\[bedrock\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[bedrock\]" in the openprogram checkout'):
         importlib.import_module("openprogram.providers.bedrock")

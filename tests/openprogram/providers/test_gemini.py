@@ -471,5 +471,5 @@ def test_a_given_client_is_used_as_is() -> None:
 def test_importing_without_google_genai_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "google.genai", None)
     monkeypatch.delitem(sys.modules, "openprogram.providers.gemini")
-    with pytest.raises(ImportError, match=r'pip install "openprogram\[gemini\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[gemini\]" in the openprogram checkout'):
         importlib.import_module("openprogram.providers.gemini")
