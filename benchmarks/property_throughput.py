@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from harness.check import invariants_available, problems_of
+from harness.check import problems_of
 from harness.runner import run
 from harness.scenario import ModelTurn, Scenario
 from harness.strategies import model_turns, scenarios, tools
@@ -120,7 +120,6 @@ def main() -> None:
     long_batch = generate_ten_rounds(max(50, args.scenarios // 3))
     long_checked, long_rounds = zip(*(checked_per_second(long_batch) for _ in range(args.repeats)), strict=True)
     print(f"scenarios per run: {len(batch)} (max 10 rounds each, {rounds[0] / len(batch):.1f} model rounds on average)")
-    print(f"invariants checked: {'yes' if invariants_available() else 'no (harness.invariants missing)'}")
     median = statistics.median(checked)
     print(
         f"checked (run + reference + invariants): median {median:.0f} scenarios/s over {args.repeats} runs "

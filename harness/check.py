@@ -20,7 +20,7 @@ from harness.runner import ToolEscaped, run
 from harness.scenario import Scenario
 from harness.trace import Trace, diff
 
-__all__ = ["CheckResult", "Problem", "check", "check_expectations", "invariants_available", "problems_of"]
+__all__ = ["CheckResult", "Problem", "check", "check_expectations", "problems_of"]
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,6 @@ def check(scenario: Scenario, loop: Any = None, *, determinism: bool = False) ->
             )
     problems.extend(check_expectations(scenario, trace))
     return CheckResult(scenario, trace, problems)
-
-
-def invariants_available() -> bool:
-    """Whether ``harness.invariants`` is checked: always, now that it ships with the harness (the
-    answer was no in early builds, and ``harness run`` and the benchmark still say which)."""
-    return True
 
 
 def problems_of(scenario: Scenario, trace: Trace) -> list[Problem]:

@@ -98,12 +98,10 @@ def run_command(files: tuple[Path, ...], show: bool) -> None:
     Exits 1 if any scenario shows a violation, 2 if any file could not be used (malformed, or a
     python: tool that cannot be imported), else 0.
     """
-    from harness.check import check, invariants_available
+    from harness.check import check
     from harness.scenario import Scenario, ScenarioError
 
     paths = _expand(files, "scenario")
-    if not invariants_available():
-        click.echo("note: harness.invariants is not available; checking against the reference model only", err=True)
     failed = unusable = 0
     for path in paths:
         try:
