@@ -304,6 +304,9 @@ class _Stream(httpx2.AsyncByteStream):
 class EmulatorTransport(httpx2.AsyncBaseTransport):
     """An ``httpx2`` transport that hands each request to an :class:`Emulator`."""
 
+    answers_in_process = True
+    """openprogram's real-request guard reads this (``IN_PROCESS_MARK``): no socket, no provider."""
+
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
 

@@ -244,6 +244,31 @@ def client_base_url(client: Any) -> str | None:
     return None
 
 
+IN_PROCESS_MARK = "answers_in_process"
+"""An ``httpx2`` transport with this attribute set to True answers requests itself, in process,
+and never opens a socket (the harness's emulator transport sets it): the guard lets a client on
+such a transport send, as it lets a loopback URL, since no model provider can receive it."""
+
+
+def answers_in_process(client: Any) -> bool:
+    """Whether ``client`` sends over an in-process ``httpx2`` transport: a mock or one marked
+    :data:`IN_PROCESS_MARK`. Read, not assumed: any other client may reach the network."""
+    for read in (
+        lambda: client._client._transport,  # openai, anthropic: their http_client's transport
+        lambda: client._api_client._async_httpx_client._transport,  # google-genai
+    ):
+        try:
+            transport = read()
+        except Exception:
+            continue
+        if transport is None:
+            continue
+        import httpx2  # the SDKs' own HTTP library, loaded already once a client exists
+
+        return isinstance(transport, httpx2.MockTransport) or getattr(transport, IN_PROCESS_MARK, False) is True
+    return False
+
+
 def _switch_off() -> str | None:
     """Why the process-wide switch refuses real requests, or None if it allows them."""
     env = os.environ.get(_switch.ALLOW_MODEL_REQUESTS_ENV)
@@ -400,6 +425,8 @@ class SDKProvider(Generic[_ClientT]):
             client = self._client_for_running_loop()
         except Exception:  # no key in the environment, say: the request cannot be sent anyway
             return None
+        if answers_in_process(client):
+            return None  # an in-process transport (the emulator's, a mock): no provider can receive it
         return client_base_url(client)  # None for an object that is no SDK's client: a test double
 
     def _missing_model_message(self) -> str:

@@ -441,3 +441,39 @@ def test_every_sdk_backend_is_guarded_at_its_providers_url() -> None:
     for provider, url in _public_clients():
         text = asyncio.run(_error_of(provider))
         assert text.startswith(f"real model request refused, nothing was sent to {url}"), (type(provider), text)
+
+
+def test_a_client_on_the_emulators_in_process_transport_needs_no_opt_in(switch: pytest.MonkeyPatch) -> None:
+    """The emulator answers in process at the provider's own URL: nothing can reach OpenAI, so the
+    guard lets it send with every switch off, and the scripted reply comes back."""
+    from harness import turn
+    from harness.emulator import Emulator
+
+    async def main() -> tuple[list[str], str]:
+        emulator = Emulator(turn.text("served in process"))
+        client = AsyncOpenAI(api_key="sk-test", http_client=emulator.http_client())
+        provider = OpenAIChatProvider(client, model="gpt-4o-mini")
+        from openprogram.providers import ModelRequest
+        from openprogram.types import UserMessage
+
+        events = [e async for e in provider.stream(ModelRequest(messages=(UserMessage(content="hi"),)))]
+        await client.close()
+        return [e.type for e in events], events[-1].message.content[0].text
+
+    kinds, text = asyncio.run(main())
+    assert kinds[0] == "start" and kinds[-1] == "done"
+    assert text == "served in process"
+
+
+def test_an_unmarked_custom_transport_is_still_refused(switch: pytest.MonkeyPatch) -> None:
+    """Only a transport that says it answers in process (or httpx2's own mock) passes: a custom
+    transport may well forward to the network, so it gets the refusal like any client."""
+    import httpx2
+
+    class Forwarding(httpx2.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            raise AssertionError("the guard let a request through to an unmarked transport")
+
+    client = AsyncOpenAI(api_key="sk-test", http_client=httpx2.AsyncClient(transport=Forwarding()))
+    text = asyncio.run(_error_of(OpenAIChatProvider(client, model="gpt-4o-mini")))
+    assert text.startswith("real model request refused, nothing was sent to https://api.openai.com/v1")
