@@ -59,7 +59,7 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
     world = _World(scenario, outcomes)
     for message in stamps:
         if isinstance(message, ToolResultMessage) and message.timestamp is not None:
-            world.stamps.setdefault(message.tool_call_id, []).append(message.timestamp)
+            world.stamps.setdefault((message.tool_call_id, message.tool_name), []).append(message.timestamp)
     run = _Run(
         world,
         history=history,
@@ -114,7 +114,8 @@ class _World:
         self.real_outcomes: Iterator[LedgerEntry] = iter([e for e in outcomes if _is_real(scenario, e.tool_name)])
         self.loose: set[int] = set()
         self.validators = {t.name: _validator(t) for t in scenario.tools}
-        self.stamps: dict[str, list[int]] = {}
+        self.stamps: dict[tuple[str, str], list[int]] = {}  # per (call id, tool name): ids may repeat
+        self.results: dict[tuple[str, str], int] = {}  # top-level results committed so far, per the same key
 
     def tick(self) -> int:
         return self.clock()
@@ -415,6 +416,9 @@ class _Run:
             tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error, details=details
         )
         result = self.commit(result)
+        if self.top:
+            key = (call.id, call.name)
+            self.world.results[key] = self.world.results.get(key, 0) + 1
         if loose:
             self.world.loose.add(id(result))
         return result
@@ -429,8 +433,9 @@ class _Run:
             else:
                 text, is_error, how = outcome.text, outcome.is_error, outcome.outcome
             self.write_ledger(call, arguments, how, text, is_error)
-            seen = self.world.stamps.get(call.id) if self.top else None
-            stamp = seen.pop(0) if seen else None
+            key, seen = (call.id, call.name), self.world.stamps.get((call.id, call.name), [])
+            done = self.world.results.get(key, 0) if self.top else len(seen)  # the results before this one
+            stamp = seen[done] if done < len(seen) else None
             if stamp is not None and stamp > self.world.clock.now:
                 self.world.clock.advance(stamp - self.world.clock.now)  # its nested run's ticks
             return text, is_error, True, None

@@ -80,8 +80,11 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
     provider = ScenarioProvider(scenario.turns)
     plain = [world.tools[t.name] for t in scenario.tools]
     # Planned tools write the ledger themselves (first-hand, as TraceRecorder's wrapper does);
-    # real tools get the recorder's wrapper.
-    menu = [recorder.wrap_tool(tool) if t.is_real else tool for t, tool in zip(scenario.tools, plain, strict=True)]
+    # real tools get the recorder's wrapper, for the executions the reference can see.
+    menu = [
+        _seen_by_reference(tool, recorder.wrap_tool(tool)) if t.is_real else tool
+        for t, tool in zip(scenario.tools, plain, strict=True)
+    ]
     cancel_event = asyncio.Event()
     if scenario.cancel_at == "start":
         cancel_event.set()  # the user pressed stop before the run started
@@ -261,6 +264,36 @@ def _real_tool(tool: ToolDef) -> AgentTool:
 
     return AgentTool(
         name=real.name, description=real.description, parameters=real.parameters, execute=execute, source=real.source
+    )
+
+
+_INSIDE_REAL_TOOL: contextvars.ContextVar[bool] = contextvars.ContextVar("harness_inside_real_tool", default=False)
+
+
+def _seen_by_reference(plain: AgentTool, recorded: AgentTool) -> AgentTool:
+    """A real tool that writes the ledger unless a real tool's own nested run called it.
+
+    The reference model predicts the executions it simulates: top-level calls and those of the
+    nested runs that planned tools script. A real tool's body is opaque to it (an
+    ``@agentic_function``'s nested run is the user's code), so what that body's nested run
+    executes stays off the ledger, as planned tools keep their nested executions off it.
+    """
+
+    async def execute(tool_call_id: str, args: dict[str, Any], cancel_event: Any, on_update: Any) -> AgentToolResult:
+        if _INSIDE_REAL_TOOL.get():
+            return await plain.execute(tool_call_id, args, cancel_event, on_update)
+        token = _INSIDE_REAL_TOOL.set(True)
+        try:
+            return await recorded.execute(tool_call_id, args, cancel_event, on_update)
+        finally:
+            _INSIDE_REAL_TOOL.reset(token)
+
+    return AgentTool(
+        name=plain.name,
+        description=plain.description,
+        parameters=plain.parameters,
+        execute=execute,
+        source=plain.source,
     )
 
 

@@ -300,6 +300,10 @@ _partial = st.sampled_from(("nothing", "text", "calls"))
 _maybe_word = st.one_of(st.none(), _words)
 
 
+def _uncancelled(turn: ModelTurn) -> ModelTurn:
+    return dataclasses.replace(turn, cancel=False) if turn.cancel else turn
+
+
 def model_turns(
     tools: Sequence[ToolDef] = (), weights: Mapping[str, int] | None = None
 ) -> st.SearchStrategy[ModelTurn]:
@@ -492,7 +496,8 @@ def scenarios(
         # It mostly ends with a text reply, so the tool returns as often as it fails.
         ending = model_turns(menu, {"text": 1}).map(lambda t: (t,))
         nested_turns = st.tuples(st.lists(model_turns(menu, turn_weights), max_size=2), st.one_of(ending, st.just(())))
-        nested_turns = nested_turns.map(lambda drawn: (*drawn[0], *drawn[1]))
+        # no reply there cancels: it would stop the outer run too, inside a body the reference cannot see
+        nested_turns = nested_turns.map(lambda drawn: tuple(_uncancelled(t) for t in (*drawn[0], *drawn[1])))
         menu = [
             dataclasses.replace(t, nested_turns=draw(nested_turns)) if t.is_agentic and not t.nested_turns else t
             for t in menu

@@ -37,6 +37,12 @@ def lookup(key: str, limit: int = 3) -> str:
 def summarize(text: str) -> str:
     """Summarize a text with the model."""
     return runtime.exec(f"Summarize: {text}", tools=[])
+
+
+@agentic_function(register=False)
+def research(topic: str) -> str:
+    """Research a topic with the model, which may look keys up (the outer menu)."""
+    return runtime.exec(f"Research: {topic}")
 '''
 
 MODULES = {
@@ -152,10 +158,10 @@ def console_script() -> str:
 def test_fuzz_finds_the_users_tools_in_the_current_directory(project: Path) -> None:
     done = shell(project, console_script(), "fuzz", "--tools", "myagent.tools", "-n", "15", "--seed", "1")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 tool(s) from myagent.tools" in done.stdout and "no violation" in done.stdout
+    assert "3 tool(s) from myagent.tools" in done.stdout and "no violation" in done.stdout
     for column in ("calls", "results", "error results", "raised"):
         assert column in done.stdout
-    assert "lookup" in done.stdout and "summarize" in done.stdout
+    assert "lookup" in done.stdout and "summarize" in done.stdout and "research" in done.stdout
 
 
 def test_a_missing_module_is_a_one_line_usage_error_from_the_console_script(project: Path) -> None:
@@ -456,6 +462,68 @@ def test_an_agentic_function_in_a_file_is_answered_by_its_nested_turns(project: 
     scenario = Scenario.from_yaml(project / "scenarios" / "agentic.yaml")
     assert Scenario.from_yaml(scenario.to_yaml()) == scenario
     result = invoke("run", "scenarios/agentic.yaml")
+    assert result.exit_code == 0, result.output
+
+
+def test_call_ids_that_repeat_across_tools_and_rounds_keep_each_results_timestamp(project: Path) -> None:
+    """Found by ``harness fuzz --tools``: the reference read a real tool's timestamp (how far its
+    nested run moved the clock) by call id alone, so an earlier result under the same id, of
+    another tool or of a call that never ran, gave it the wrong one: a false violation."""
+    (project / "scenarios" / "dup.yaml").write_text(
+        "prompts: [go]\n"
+        "tools:\n"
+        "  - {name: lookup, python: 'myagent.tools:lookup'}\n"
+        "  - {name: summarize, python: 'myagent.tools:summarize', nested_turns: [short, shorter]}\n"
+        "turns:\n"
+        "  - calls: [{name: lookup, raw: '{', id: dup}, {name: nothere, args: {}, id: dup}]\n"
+        "  - calls: [{name: summarize, args: {text: a}, id: dup}]\n"
+        "  - calls: [{name: lookup, args: {key: a}, id: dup}, {name: summarize, args: {text: b}, id: dup}]\n"
+        "  - done\n"
+        "meta: {expect: {final_text: done}}\n"
+    )
+    result = invoke("run", "scenarios/dup.yaml")
+    assert result.exit_code == 0, result.output
+
+
+def test_no_generated_reply_of_an_agentic_functions_nested_run_cancels(project: Path) -> None:
+    """Such a cancel stops the user's whole run from inside a body the reference cannot see, so
+    every campaign over an ``@agentic_function`` reported it as a violation (seed 1, 100 examples)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from harness.strategies import scenarios
+
+    tools = load_tools("myagent.tools")
+    seen: list[int] = []
+
+    @settings(max_examples=150, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(scenarios(tools=tools))
+    def nested_replies_never_cancel(scenario: object) -> None:
+        nested = [t for tool in scenario.tools for t in tool.nested_turns]  # type: ignore[attr-defined]
+        seen.append(len(nested))
+        assert not any(t.cancel for t in nested)
+
+    nested_replies_never_cancel()
+    assert sum(seen) > 100  # the agentic tools got nested replies to check
+
+
+def test_a_tool_that_an_agentic_functions_nested_run_calls_is_not_a_top_level_execution(project: Path) -> None:
+    """Found by ``harness fuzz --tools`` on a user's project: the nested run of a real
+    ``@agentic_function`` called a real tool, the ledger took that call as a top-level execution,
+    and the reference (which cannot see inside a real tool) reported a false violation."""
+    (project / "scenarios" / "research.yaml").write_text(
+        "prompts: [go]\n"
+        "tools:\n"
+        "  - {name: lookup, python: 'myagent.tools:lookup'}\n"
+        "  - name: research\n"
+        "    python: 'myagent.tools:research'\n"
+        "    nested_turns: [{calls: [{name: lookup, args: {key: k}}]}, found k]\n"
+        "turns:\n"
+        "  - calls: [{name: research, args: {topic: t}}]\n"
+        "  - calls: [{name: lookup, args: {key: a}}]\n"
+        "  - done\n"
+        "meta: {expect: {results: [found k, 'a:3'], final_text: done}}\n"
+    )
+    result = invoke("run", "scenarios/research.yaml")
     assert result.exit_code == 0, result.output
 
 
