@@ -10,6 +10,7 @@ what a scenario is.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
@@ -39,10 +40,11 @@ class Form(BaseModel):
         allowed = sorted(f.alias or name for name, f in cls.model_fields.items())
         unknown = sorted(str(key) for key in data if key not in allowed)
         if unknown:  # said once, with what would work (pydantic says "extra" once per key)
+            hint = _did_you_mean(unknown, allowed)
             raise PydanticCustomError(
                 "unknown_keys",
-                "unknown key(s) {unknown}; allowed: {allowed}",
-                {"unknown": ", ".join(unknown), "allowed": ", ".join(allowed)},
+                "unknown key(s) {unknown}{hint}; allowed: {allowed}",
+                {"unknown": ", ".join(unknown), "hint": hint, "allowed": ", ".join(allowed)},
             )
         return data
 
@@ -248,3 +250,13 @@ def plain_scalar(text: str) -> bool:
         )
     except yaml.YAMLError:
         return False
+
+
+def _did_you_mean(unknown: list[str], allowed: list[str]) -> str:
+    """`` (did you mean prompts?)``: a misspelt key is the usual mistake, so name the likely one."""
+    guesses = {key: close[0] for key in unknown if (close := difflib.get_close_matches(key, allowed, 1))}
+    if not guesses:
+        return ""
+    if len(unknown) == 1:
+        return f" (did you mean {guesses[unknown[0]]}?)"
+    return " (" + "; ".join(f"{key}: did you mean {guess}?" for key, guess in guesses.items()) + ")"
