@@ -130,7 +130,8 @@ def test_every_turn_and_behaviour_kind_round_trips() -> None:
     [
         (
             "prompts: [a]\nturns: [{txt: hi}]",
-            "scenario: turn 1: unknown key(s) txt (did you mean text?); allowed: calls, cancel, empty, fault, hang_up, message, raise, "
+            "scenario: turn 1: unknown key(s) txt (did you mean text?); "
+            "allowed: calls, cancel, empty, fault, hang_up, message, raise, "
             "stop, text, thinking",
         ),
         ("turns: [{error: x, text: y}]", "scenario: turn 1: unknown key(s) text; allowed: error"),
@@ -160,7 +161,8 @@ def test_every_turn_and_behaviour_kind_round_trips() -> None:
         ("turns: [{raise: x, cancel: true}]", "scenario: turn 1: only a reply can be cancelled while it streams"),
         (
             "tools: [{name: t, plan: [{exec: {prompt: p, turns: [ok, {txt: 1}]}}]}]",
-            "scenario: tool 1, plan 1, exec, turn 2: unknown key(s) txt (did you mean text?); allowed: calls, cancel, empty, fault, "
+            "scenario: tool 1, plan 1, exec, turn 2: unknown key(s) txt (did you mean text?); "
+            "allowed: calls, cancel, empty, fault, "
             "hang_up, message, raise, stop, text, thinking",
         ),
         (
@@ -174,7 +176,8 @@ def test_every_turn_and_behaviour_kind_round_trips() -> None:
         (
             "turns: [{txt: 1}, {error: 2}, a, b, c, d, e, f, g, h, {calls: 3}]",
             "scenario: 3 problems:\n"
-            "  turn 1: unknown key(s) txt (did you mean text?); allowed: calls, cancel, empty, fault, hang_up, message, raise, stop, "
+            "  turn 1: unknown key(s) txt (did you mean text?); "
+            "allowed: calls, cancel, empty, fault, hang_up, message, raise, stop, "
             "text, thinking\n"
             "  turn 2, error: expected text, got 2 (quote it in YAML)\n"
             "  turn 11, calls: expected a list, got 3",
