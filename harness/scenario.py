@@ -329,8 +329,9 @@ class BehaviourForm(Form):
 class ToolForm(Form):
     """A tool on the menu: its spec and a behaviour plan, or ``python:`` naming a real tool."""
 
-    shape = "a tool is {name: ..., parameters: {JSON Schema}, plan: [...]}"
-    name: str
+    shape = "a tool is {name: ..., parameters: {JSON Schema}, plan: [...]} or {python: package.module:attribute}"
+    name: str | None = None
+    """Required for a planned tool; a ``python:`` tool takes its function's tool name unless given."""
     description: str = ""
     parameters: dict[str, Any] | None = None
     """The arguments' JSON Schema; none: an object with no properties."""
@@ -343,6 +344,8 @@ class ToolForm(Form):
 
     def build(self) -> ToolDef:
         nested = tuple(turn_value(t) for t in self.nested_turns or ())
+        if self.name is None and self.python is None:
+            raise ScenarioError("name: required (or python: package.module:attribute, whose tool names itself)")
         if self.python is not None:
             if self.plan:
                 raise ScenarioError(f"tool {self.name!r} is real (python) and cannot also have a plan")
@@ -354,6 +357,7 @@ class ToolForm(Form):
                 description=self.description if "description" in given else None,
                 nested_turns=nested,
             )
+        assert self.name is not None  # checked above
         return ToolDef(
             name=self.name,
             parameters=dict(self.parameters or {"type": "object", "properties": {}}),

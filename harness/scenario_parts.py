@@ -356,17 +356,17 @@ class ToolDef:
     @classmethod
     def real(
         cls,
-        name: str,
+        name: str | None,
         python: str,
         parameters: Mapping[str, Any] | None = None,
         description: str | None = None,
         nested_turns: tuple[ModelTurn, ...] = (),
     ) -> ToolDef:
-        """A ``python:`` tool: its schema and description are the function's unless given here."""
-        entry = _real_entry(name, python)
-        tool = _as_tool(name, entry)
+        """A ``python:`` tool: its name, schema and description are the function's unless given here."""
+        entry = _real_entry(name or python, python)
+        tool = _as_tool(name or python, entry)
         return cls(
-            name=name,
+            name=tool.name if name is None else name,
             parameters=dict(tool.parameters) if parameters is None else parameters,
             description=tool.description if description is None else description,
             python=python,

@@ -465,6 +465,20 @@ def test_an_agentic_function_in_a_file_is_answered_by_its_nested_turns(project: 
     assert result.exit_code == 0, result.output
 
 
+def test_a_python_tool_takes_its_name_from_the_function(project: Path) -> None:
+    (project / "scenarios" / "named.yaml").write_text(
+        "prompts: [go]\n"
+        "tools: [{python: 'myagent.tools:lookup'}]\n"
+        "turns: [{calls: [{name: lookup, args: {key: k}}]}, done]\n"
+        "meta: {expect: {results: ['k:3'], final_text: done}}\n"
+    )
+    assert invoke("run", "scenarios/named.yaml").exit_code == 0
+    (project / "scenarios" / "named.yaml").write_text("prompts: [go]\ntools: [{description: x}]\nturns: [done]\n")
+    result = invoke("run", "scenarios/named.yaml")
+    assert result.exit_code == 2
+    assert "tool 1: name: required (or python: package.module:attribute, whose tool names itself)" in result.output
+
+
 def test_call_ids_that_repeat_across_tools_and_rounds_keep_each_results_timestamp(project: Path) -> None:
     """Found by ``harness fuzz --tools``: the reference read a real tool's timestamp (how far its
     nested run moved the clock) by call id alone, so an earlier result under the same id, of
