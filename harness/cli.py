@@ -59,6 +59,8 @@ class _LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:  # the reader went away (`harness run ... | head`): click exits quietly
+            raise
         except Exception as exc:  # a bug of ours: one line that says so, never a traceback
             raise click.ClickException(
                 f"internal error: {type(exc).__name__}: {exc} (this is a bug in the harness; please report it)"

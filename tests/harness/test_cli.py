@@ -164,6 +164,26 @@ def test_fuzz_finds_the_users_tools_in_the_current_directory(project: Path) -> N
     assert "lookup" in done.stdout and "summarize" in done.stdout and "research" in done.stdout
 
 
+def test_output_piped_into_a_reader_that_has_gone_ends_quietly(project: Path) -> None:
+    """``harness run scenarios | head -1``: the pipe closes under the command, which must stop
+    without a traceback or an "internal error" line, as Unix tools do."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written: every write breaks the pipe
+    try:
+        done = subprocess.run(
+            [console_script(), "run", "scenarios"],
+            cwd=project,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+
+
 def test_a_missing_module_is_a_one_line_usage_error_from_the_console_script(project: Path) -> None:
     done = shell(project, console_script(), "fuzz", "--tools", "myagnet.tools")
     assert done.returncode == 2
