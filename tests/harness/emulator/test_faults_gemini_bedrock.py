@@ -15,26 +15,33 @@ import pytest
 from botocore.eventstream import EventStreamBuffer
 from google import genai
 
-from harness.backends import Connection, backend
+from harness.backends import backend
 from harness.emulator import Emulator, fault
 from harness.emulator.faults import Delivery
 from harness.script import turn
 from openprogram import ExecError, function, registry, runtime
+from tests.harness.emulator.test_end_to_end_gemini_bedrock import connection
 
 GEMINI = "gemini-2.5-flash"
 GEMINI_LEGACY = "gemini-2.0-flash"
 CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 NOVA = "us.amazon.nova-micro-v1:0"
 
+# (provider, endpoint, model, API): the Gemini API is chosen by the connection.
 STREAMS = [
-    ("gemini", "streamGenerateContent", GEMINI),
-    ("gemini", "streamGenerateContent", GEMINI_LEGACY),
-    ("bedrock", "converse-stream", CLAUDE),
-    ("bedrock", "converse-stream", NOVA),
+    ("gemini", "streamGenerateContent", GEMINI, "developer"),
+    ("gemini", "streamGenerateContent", GEMINI_LEGACY, "developer"),
+    ("gemini", "streamGenerateContent", GEMINI, "vertex"),
+    ("bedrock", "converse-stream", CLAUDE, "aws"),
+    ("bedrock", "converse-stream", NOVA, "aws"),
 ]
-STREAM_IDS = [f"{p}-{m}" for p, _, m in STREAMS]
-WHOLE = [("gemini", "generateContent", GEMINI), ("bedrock", "converse", NOVA)]
-WHOLE_IDS = [f"{p}-{e}" for p, e, _ in WHOLE]
+STREAM_IDS = [f"{p}-{api}-{m}" for p, _, m, api in STREAMS]
+WHOLE = [
+    ("gemini", "generateContent", GEMINI, "developer"),
+    ("gemini", "generateContent", GEMINI, "vertex"),
+    ("bedrock", "converse", NOVA, "aws"),
+]
+WHOLE_IDS = [f"{p}-{api}-{e}" for p, e, _, api in WHOLE]
 
 
 @pytest.fixture
@@ -49,14 +56,14 @@ def tools() -> Iterator[list[Any]]:
         yield [weather]
 
 
-def _exec(emu: Emulator, provider: str, endpoint: str, model: str, **kwargs: Any) -> str:
-    chosen = backend(provider, endpoint, model=model, connection=Connection.at(emu.base_url))
+def _exec(emu: Emulator, provider: str, endpoint: str, model: str, api: str = "", **kwargs: Any) -> str:
+    chosen = backend(provider, endpoint, model=model, connection=connection(emu.base_url, api))
     return runtime.exec("go", provider=chosen, **kwargs)
 
 
-def _failure(emu: Emulator, provider: str, endpoint: str, model: str, **kwargs: Any) -> str:
+def _failure(emu: Emulator, provider: str, endpoint: str, model: str, api: str, **kwargs: Any) -> str:
     with pytest.raises(ExecError) as raised:
-        _exec(emu, provider, endpoint, model, **kwargs)
+        _exec(emu, provider, endpoint, model, api, **kwargs)
     assert raised.value.reason == "error"
     return raised.value.message
 
@@ -176,54 +183,54 @@ def _calls_turn() -> Any:
     return turn.tool_calls(turn.tool_call("weather", city="Paris"), turn.tool_call("weather", city="Oslo"))
 
 
-@pytest.mark.parametrize(("provider", "endpoint", "model"), STREAMS, ids=STREAM_IDS)
+@pytest.mark.parametrize(("provider", "endpoint", "model", "api"), STREAMS, ids=STREAM_IDS)
 @pytest.mark.parametrize("content", ["text", "calls"])
 def test_a_truncated_stream_ends_the_run_with_an_error_and_runs_no_call(
-    tools: list[Any], provider: str, endpoint: str, model: str, content: str
+    tools: list[Any], provider: str, endpoint: str, model: str, api: str, content: str
 ) -> None:
     inner = turn.text("This reply is cut short by a fault.") if content == "text" else _calls_turn()
     with Emulator(fault.truncate(inner)) as emu:
-        message = _failure(emu, provider, endpoint, model, tools=tools)
+        message = _failure(emu, provider, endpoint, model, api, tools=tools)
     assert "ended without a" in message and "stream cut?" in message, message
     assert len(emu.requests) == 1  # the calls of a cut reply never ran, so nothing was sent back
 
 
-@pytest.mark.parametrize(("provider", "endpoint", "model"), STREAMS, ids=STREAM_IDS)
+@pytest.mark.parametrize(("provider", "endpoint", "model", "api"), STREAMS, ids=STREAM_IDS)
 def test_a_malformed_chunk_ends_the_run_with_an_error_naming_the_broken_json(
-    tools: list[Any], provider: str, endpoint: str, model: str
+    tools: list[Any], provider: str, endpoint: str, model: str, api: str
 ) -> None:
     with Emulator(fault.malformed_chunk(turn.text("This reply carries a broken chunk."))) as emu:
-        message = _failure(emu, provider, endpoint, model)
+        message = _failure(emu, provider, endpoint, model, api)
     expected = "Failed to parse response as JSON" if provider == "gemini" else "malformed JSON payload"
     assert expected in message, message
 
 
-@pytest.mark.parametrize(("provider", "endpoint", "model"), STREAMS, ids=STREAM_IDS)
+@pytest.mark.parametrize(("provider", "endpoint", "model", "api"), STREAMS, ids=STREAM_IDS)
 def test_a_connection_dropped_mid_stream_ends_the_run_with_an_error_saying_so(
-    tools: list[Any], provider: str, endpoint: str, model: str
+    tools: list[Any], provider: str, endpoint: str, model: str, api: str
 ) -> None:
     with Emulator(fault.drop_mid_stream(2, turn.text("This reply never gets to its end, sadly."))) as emu:
-        message = _failure(emu, provider, endpoint, model)
+        message = _failure(emu, provider, endpoint, model, api)
     assert "peer closed connection" in message or "Response ended prematurely" in message, message
 
 
-@pytest.mark.parametrize(("provider", "endpoint", "model"), WHOLE, ids=WHOLE_IDS)
+@pytest.mark.parametrize(("provider", "endpoint", "model", "api"), WHOLE, ids=WHOLE_IDS)
 def test_a_connection_dropped_before_a_whole_reply_ends_the_run_with_a_connection_error(
-    provider: str, endpoint: str, model: str
+    provider: str, endpoint: str, model: str, api: str
 ) -> None:
     with Emulator(fault.drop_mid_stream(0)) as emu:
-        message = _failure(emu, provider, endpoint, model)
+        message = _failure(emu, provider, endpoint, model, api)
     assert "peer closed connection" in message or "Connection was closed" in message, message
 
 
-@pytest.mark.parametrize(("provider", "endpoint", "model"), [*STREAMS, *WHOLE], ids=[*STREAM_IDS, *WHOLE_IDS])
+@pytest.mark.parametrize(("provider", "endpoint", "model", "api"), [*STREAMS, *WHOLE], ids=[*STREAM_IDS, *WHOLE_IDS])
 def test_an_unknown_event_is_ignored_as_the_sdk_ignores_it_and_gzip_and_slow_replies_arrive_whole(
-    provider: str, endpoint: str, model: str
+    provider: str, endpoint: str, model: str, api: str
 ) -> None:
     spec = fault.gzip(fault.slow(0.01, fault.unknown_event(turn.text("slow but sure"))))
     with Emulator(spec, fault.unknown_event(turn.text("again"))) as emu:
-        assert _exec(emu, provider, endpoint, model) == "slow but sure"
-        assert _exec(emu, provider, endpoint, model) == "again"
+        assert _exec(emu, provider, endpoint, model, api) == "slow but sure"
+        assert _exec(emu, provider, endpoint, model, api) == "again"
 
 
 def test_a_slow_stream_really_is_slow_over_http() -> None:
