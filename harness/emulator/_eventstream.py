@@ -11,7 +11,7 @@ from __future__ import annotations
 import binascii
 from collections.abc import Iterable
 
-__all__ = ["encode_frame", "event_frame", "exception_frame"]
+__all__ = ["decode_frame", "encode_frame", "event_frame", "exception_frame"]
 
 _STRING = 7
 _PRELUDE = 12
@@ -57,3 +57,23 @@ def exception_frame(exception_type: str, payload: bytes) -> bytes:
         ],
         payload,
     )
+
+
+def decode_frame(frame: bytes) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and payload of one message written by :func:`encode_frame` (string headers
+    only): what a fault needs to rewrite a frame and frame it again with correct CRCs."""
+    total = int.from_bytes(frame[:4], "big")
+    headers_length = int.from_bytes(frame[4:8], "big")
+    if total != len(frame):
+        raise ValueError(f"an event-stream frame of {len(frame)} bytes says it holds {total}")
+    raw, position, headers = frame[_PRELUDE : _PRELUDE + headers_length], 0, []
+    while position < len(raw):
+        name_length = raw[position]
+        name = raw[position + 1 : position + 1 + name_length].decode("utf-8")
+        position += 1 + name_length
+        if raw[position] != _STRING:
+            raise ValueError(f"event-stream header {name!r} is not a string")
+        value_length = int.from_bytes(raw[position + 1 : position + 3], "big")
+        headers.append((name, raw[position + 3 : position + 3 + value_length].decode("utf-8")))
+        position += 3 + value_length
+    return headers, frame[_PRELUDE + headers_length : total - _CRC]

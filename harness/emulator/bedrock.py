@@ -23,6 +23,12 @@ What the recordings show, and this module reproduces:
 Raw (scripted, maybe broken) call arguments go out verbatim in a stream's input deltas; a whole
 Converse reply can only carry a JSON document, so there text that is not JSON becomes a string.
 
+Delivery faults on the event stream (the hooks ``harness.emulator.faults`` looks for): a truncated
+stream loses its ``messageStop`` and ``metadata`` frames (or its closing exception frame); a
+malformed chunk is a well-framed ``contentBlockDelta`` (correct CRCs) whose JSON payload is cut in
+half; an unknown event is a frame with an ``:event-type`` no SDK knows (``emulatorUnknownEvent``),
+which botocore skips, as it skips every event type newer than its service model.
+
 Stop reasons: ``stop`` -> ``end_turn`` (``tool_use`` when the reply calls tools), ``length`` ->
 ``max_tokens``; an ``error`` (or ``aborted``) turn fails with ``InternalServerException``: a 500
 when not streamed, an in-band ``internalServerException`` frame after ``messageStart`` when it is.
@@ -35,11 +41,22 @@ import string
 from typing import Any, Final
 
 from harness.emulator import wire
-from harness.emulator._eventstream import event_frame, exception_frame
+from harness.emulator._eventstream import decode_frame, encode_frame, event_frame, exception_frame
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
 from harness.script import ScriptedCall, Turn
 
-__all__ = ["ERROR_TYPES", "ROUTES", "error_reply", "model_of", "render", "request_id", "stream_error_reply"]
+__all__ = [
+    "ERROR_TYPES",
+    "ROUTES",
+    "error_reply",
+    "malformed",
+    "model_of",
+    "render",
+    "request_id",
+    "stream_error_reply",
+    "terminal",
+    "unknown_event",
+]
 
 ROUTES: Final[tuple[wire.Route, ...]] = (
     wire.Route("bedrock", "converse", "POST", "/model/{modelId:path}/converse"),
@@ -225,3 +242,38 @@ def stream_error_reply(
     }
     start = event_frame("messageStart", _json({"p": "abcd", "role": "assistant"}))
     return wire.WireReply(200, headers, chunks=[start, exception_frame(member, _json({"message": message}))])
+
+
+# -- delivery faults -----------------------------------------------------------------------------
+
+_TERMINAL_EVENTS: Final = frozenset({"messageStop", "metadata"})
+
+
+def _frame_headers(frame: bytes) -> dict[str, str]:
+    return dict(decode_frame(frame)[0])
+
+
+def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
+    """How many trailing frames end the stream: ``messageStop`` and ``metadata``, or the closing
+    exception frame of a stream that fails in band. ``fault.truncate`` removes them."""
+    count = 0
+    for frame in reversed(reply.chunks or []):
+        headers = _frame_headers(frame)
+        if headers.get(":message-type") == "exception":
+            return count + 1
+        if headers.get(":event-type") not in _TERMINAL_EVENTS:
+            break
+        count += 1
+    return count
+
+
+def malformed(frame: bytes) -> bytes:
+    """The frame with its JSON payload cut in half, framed again with correct CRCs: the damage is
+    in the JSON, not in the framing (which botocore would catch as a checksum mismatch)."""
+    headers, payload = decode_frame(frame)
+    return encode_frame(headers, payload[: max(1, len(payload) // 2)])
+
+
+def unknown_event() -> bytes:
+    """A well-formed event of a type no client knows, padded like the others."""
+    return event_frame("emulatorUnknownEvent", _json({"note": "an event type no client knows", "p": "abcdefgh"}))

@@ -7,8 +7,10 @@ turn (``fault.slow(0.05, turn.text("hi"))``) and combine by wrapping each other
 (``fault.gzip(fault.slow(0.01, turn.text("hi")))``); without a turn they deliver a short text.
 
 The byte-level edits work on SSE (``data:`` frames); a provider whose wire is not SSE (Bedrock's
-event stream) can supply ``malformed(chunk) -> bytes``, ``unknown_event() -> bytes`` and
-``terminal(reply, request) -> int`` in its module to say how these look on its wire.
+event stream) and one whose events differ from the generic SSE ones supply
+``malformed(chunk) -> bytes``, ``unknown_event() -> bytes`` and ``terminal(reply, request) -> int``
+in their module to say how these look on their wire (``openai``: ``terminal``; ``gemini``:
+``terminal``, ``unknown_event``; ``bedrock``: all three).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from harness.emulator.wire import WireReply, WireRequest
 from harness.script import turn
 
-__all__ = ["Delivery", "Fault", "apply", "fault"]
+__all__ = ["Delivery", "Fault", "accepts_gzip", "apply", "fault"]
 
 Wrapped = Any  # a Turn, a ScriptedCall, a str, or another Fault
 
@@ -103,7 +105,8 @@ class fault:
 
     @staticmethod
     def gzip(inner: Wrapped = None) -> Fault:
-        """The body is sent gzip-encoded (``content-encoding: gzip``), streamed or not."""
+        """The body is sent gzip-encoded (``content-encoding: gzip``), streamed or not, to a client
+        whose ``accept-encoding`` admits gzip (as a real server would; botocore's does not)."""
         return _wrap(inner, gzip=True)
 
 
@@ -151,6 +154,26 @@ def _gzip_chunks(chunks: list[bytes]) -> list[bytes]:
     return out
 
 
+def accepts_gzip(request: WireRequest) -> bool:
+    """Whether the client's ``accept-encoding`` admits gzip (RFC 9110: no header admits any coding).
+
+    A server never gzips for a client that refused it, so neither does the gzip fault: botocore
+    sends ``accept-encoding: identity`` (it cannot decode gzip), and gets the body plain, as from AWS.
+    """
+    header = request.headers.get("accept-encoding")
+    if header is None:
+        return True
+    for item in header.lower().split(","):
+        coding, _, parameters = item.strip().partition(";")
+        if coding.strip() in ("gzip", "x-gzip", "*"):
+            quality = parameters.strip().removeprefix("q=")
+            try:
+                return not parameters.strip().startswith("q=") or float(quality) > 0
+            except ValueError:
+                return True
+    return False
+
+
 def apply(
     spec: Fault,
     reply: WireReply,
@@ -173,7 +196,7 @@ def apply(
         chunks.insert(min(1, len(chunks)), maker())
     headers = dict(reply.headers)
     body = reply.body
-    if spec.gzip:
+    if spec.gzip and accepts_gzip(request):
         headers["content-encoding"] = "gzip"
         headers.pop("content-length", None)
         if chunks is not None:

@@ -28,6 +28,13 @@ Finish reasons: ``stop`` -> ``STOP``, ``length`` -> ``MAX_TOKENS``; a call whose
 arguments are not a JSON object ends the reply with ``MALFORMED_FUNCTION_CALL`` (Gemini cannot
 send such arguments); an ``error`` (or ``aborted``) turn is Gemini's error body with status 500,
 in band as a ``data: {"error": ...}`` event when streamed.
+
+Delivery faults on the SSE stream (the hooks ``harness.emulator.faults`` looks for): a truncated
+stream loses its last chunk, the one carrying ``finishReason`` (or the in-band error event); a
+malformed chunk is a ``data:`` event whose JSON is cut in half, still CRLF-framed. Gemini's
+events carry no type: every one is a ``GenerateContentResponse``, so an unknown event is a chunk
+holding only a field no client knows, as a newer service version would send; google-genai keeps
+the fields it knows, so it reaches a backend as a chunk with no candidates.
 """
 
 from __future__ import annotations
@@ -48,8 +55,11 @@ __all__ = [
     "error_reply",
     "model_of",
     "render",
+    "malformed",
     "split_model_action",
     "stream_error_event",
+    "terminal",
+    "unknown_event",
 ]
 
 _METHODS: Final = ("generateContent", "streamGenerateContent")
@@ -270,3 +280,22 @@ def error_reply(status: int, message: str, request: wire.WireRequest) -> wire.Wi
 def stream_error_event(status: int, message: str) -> bytes:
     """An error inside a stream that already answered 200: a ``data:`` event holding the error body."""
     return _event(error_body(status, message))
+
+
+# -- delivery faults -----------------------------------------------------------------------------
+
+
+def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
+    """The stream's terminal event is its last chunk: the one with ``finishReason`` (or the error)."""
+    return 1
+
+
+def malformed(chunk: bytes) -> bytes:
+    """The chunk's JSON cut in half, the event still framed as Gemini frames them (CRLF CRLF)."""
+    payload = chunk.removeprefix(b"data: ").rstrip(b"\r\n")
+    return b"data: " + payload[: max(1, len(payload) // 2)] + b"\r\n\r\n"
+
+
+def unknown_event() -> bytes:
+    """A chunk of a shape no client knows: no candidates, one field from a newer API."""
+    return _event({"emulatorUnknownEvent": {"note": "a field no client knows"}, "modelVersion": "emulated"})

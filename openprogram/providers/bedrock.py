@@ -248,6 +248,7 @@ class BedrockDecoder(Decoder):
     def __init__(self, builder: MessageBuilder) -> None:
         super().__init__(builder)
         self.stop_reason: str | None = None
+        self._whole = False
 
     def feed(self, event: Mapping[str, Any]) -> list[AssistantMessageEvent]:
         builder = self.builder
@@ -258,6 +259,8 @@ class BedrockDecoder(Decoder):
                 wire = start.get("contentBlockIndex", 0)
                 return [builder.toolcall_start(tool.get("toolUseId", ""), tool.get("name", ""), wire=wire)[1]]
         elif "contentBlockDelta" in event:
+            if "delta" not in event["contentBlockDelta"]:  # botocore reads a payload it cannot parse as {}
+                raise ReplyError("Bedrock stream sent a contentBlockDelta with no delta (malformed JSON payload?)")
             return self._delta(event["contentBlockDelta"])
         elif "contentBlockStop" in event:
             return builder.close_wire(event["contentBlockStop"].get("contentBlockIndex", 0))
@@ -315,6 +318,7 @@ class BedrockDecoder(Decoder):
         return index
 
     def whole(self, response: Mapping[str, Any]) -> list[AssistantMessageEvent]:
+        self._whole = True
         builder = self.builder
         if response.get("usage"):
             builder.usage = _usage(response["usage"])
@@ -343,7 +347,7 @@ class BedrockDecoder(Decoder):
         closing = builder.close_all()
         if reason in STOP_REASONS:
             return [*closing, builder.done(STOP_REASONS[reason])]  # type: ignore[arg-type]
-        if reason is None and builder.has_tool_calls:
+        if reason is None and builder.has_tool_calls and self._whole:
             return [*closing, builder.done("stop")]
         if reason is None:
             return [*closing, builder.error("error", "Bedrock reply ended without a stop reason (stream cut?)")]

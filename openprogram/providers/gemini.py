@@ -251,6 +251,7 @@ class GeminiDecoder(Decoder):
         self._finish_reason: str | None = None
         self._finish_message: str | None = None
         self._block_reason: str | None = None
+        self._whole = False
 
     def feed(self, response: genai_types.GenerateContentResponse) -> list[AssistantMessageEvent]:
         events: list[AssistantMessageEvent] = []
@@ -273,6 +274,7 @@ class GeminiDecoder(Decoder):
         return events
 
     def whole(self, response: genai_types.GenerateContentResponse) -> list[AssistantMessageEvent]:
+        self._whole = True
         return [*self.feed(response), *self.finish()]
 
     def finish(self) -> list[AssistantMessageEvent]:
@@ -283,10 +285,14 @@ class GeminiDecoder(Decoder):
             events.append(builder.error("error", f"Gemini blocked the prompt: {self._block_reason}"))
         elif reason in STOP_REASONS:
             events.append(builder.done(STOP_REASONS[reason]))  # type: ignore[arg-type]
-        elif reason in (None, "FINISH_REASON_UNSPECIFIED") and builder.has_tool_calls:
+        elif reason in (None, "FINISH_REASON_UNSPECIFIED") and builder.has_tool_calls and self._whole:
             events.append(builder.done("stop"))
-        elif reason in (None, "FINISH_REASON_UNSPECIFIED"):
+        elif reason in (None, "FINISH_REASON_UNSPECIFIED") and self._whole:
             events.append(builder.error("error", "Gemini response ended without a finish reason"))
+        elif reason in (None, "FINISH_REASON_UNSPECIFIED"):
+            # Gemini closes every stream with a chunk carrying the finish reason: without it the
+            # stream was cut, and calls received so far may be only some of the reply's calls.
+            events.append(builder.error("error", "Gemini stream ended without a finish reason (stream cut?)"))
         else:
             detail = f": {self._finish_message}" if self._finish_message else ""
             events.append(builder.error("error", f"Gemini finished with {reason}{detail}"))

@@ -4,6 +4,8 @@ shapes the backends put on the wire."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -193,24 +195,72 @@ def test_a_slow_gzip_reply_with_an_unknown_event_still_arrives_whole(
 
 CHOICES = [None, "auto", "required", "none", {"type": "function", "name": "add"}]
 PARALLEL = [None, True, False]
-TABLE_ROW = {"chat.completions": "openai_chat", "responses": "openai_responses", "messages": "anthropic"}
+TABLE_ROW = {
+    "chat.completions": "openai_chat",
+    "responses": "openai_responses",
+    "messages": "anthropic",
+    "generateContent": "gemini",
+    "streamGenerateContent": "gemini",
+    "converse": "bedrock",
+    "converse-stream": "bedrock",
+}
+CHOICE_BACKENDS = [
+    ("openai", "chat.completions", None),
+    ("openai", "responses", None),
+    ("anthropic", "messages", None),
+    ("gemini", "streamGenerateContent", None),
+    ("gemini", "generateContent", "vertex"),
+    ("bedrock", "converse", None),
+    ("bedrock", "converse-stream", None),
+]
 
 
-@pytest.mark.parametrize(
-    ("provider", "endpoint"), [("openai", "chat.completions"), ("openai", "responses"), ("anthropic", "messages")]
-)
-def test_the_tool_choice_on_the_wire_is_the_tables_cell(reg: dict[str, Any], provider: str, endpoint: str) -> None:
+def _camel(value: Any) -> Any:
+    """The table's snake_case spelling of a Gemini ``tool_config`` as its JSON goes on the wire."""
+    if isinstance(value, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): _camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel(item) for item in value]
+    return value
+
+
+def _sent_choice(provider: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What the request says about the tool choice, in the shape of the table's cell."""
+    if provider == "gemini":  # google-genai spells Vertex's allowed_function_names in snake_case (proto JSON
+        return _camel(body.get("toolConfig", {}))  # takes both), the Developer API's in camelCase
+    if provider == "bedrock":
+        if "toolConfig" not in body:  # "none": the sentinel withheld the tools
+            return {tool_choice_table.OMIT_TOOLS: True}
+        return {key: value for key, value in body["toolConfig"].items() if key != "tools"}
+    return {key: body[key] for key in ("tool_choice", "parallel_tool_calls") if key in body}
+
+
+CHOICE_IDS = [f"{p}-{e}{'-' + a if a else ''}" for p, e, a in CHOICE_BACKENDS]
+
+
+@pytest.mark.parametrize(("provider", "endpoint", "api"), CHOICE_BACKENDS, ids=CHOICE_IDS)
+def test_the_tool_choice_on_the_wire_is_the_tables_cell(
+    reg: dict[str, Any], provider: str, endpoint: str, api: str | None
+) -> None:
     cells = [(choice, parallel) for choice in CHOICES for parallel in PARALLEL]
     with Emulator([turn.text("ok")] * len(cells)) as emu:
+        where = Connection.at(emu.base_url, vertex=True, project="p", region="us-central1") if api else None
         for choice, parallel in cells:
-            text = _exec(
-                emu, provider, endpoint, True, tools=[reg["add"]], tool_choice=choice, parallel_tool_calls=parallel
+            model = backend(provider, endpoint, model="m", connection=where or Connection.at(emu.base_url))
+            text = runtime.exec(
+                "go", provider=model, tools=[reg["add"]], tool_choice=choice, parallel_tool_calls=parallel
             )
             assert text == "ok"
     for (choice, parallel), request in zip(cells, emu.requests, strict=True):
         expected = tool_choice_table._render(TABLE_ROW[endpoint], choice, parallel)
-        sent = {key: request.body[key] for key in ("tool_choice", "parallel_tool_calls") if key in request.body}
-        assert sent == expected, (choice, parallel)
+        if provider == "gemini":
+            expected = _camel(expected)
+        assert _sent_choice(provider, request.body) == expected, (choice, parallel)
+        if expected.get(tool_choice_table.OMIT_TOOLS):
+            assert "tools" not in json.dumps(request.body)  # Converse cannot say "none": no tool is offered
+        if api:
+            assert request.path.startswith("/v1/projects/p/locations/us-central1/")
+    assert len(emu.requests) == len(cells) == 15
 
 
 WHOLE = [b for b in BACKENDS if not b[2]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -275,44 +276,82 @@ def test_serve_runs_a_scenario_in_another_process_for_unmodified_clients(tmp_pat
         process.wait(timeout=10)
 
 
-OTHER_SCENARIO = """\
-name: emulated for google-genai and boto3
+ALL_SDKS_SCENARIO = """\
+name: emulated for the four official SDKs
 prompts: [hi]
 turns:
+  - text: hello openai
+  - text: hello anthropic
   - text: hello gemini
+  - calls:
+      - {name: lookup, args: {key: g1}}
+  - text: hello vertex
   - text: hello bedrock
+  - calls:
+      - {name: lookup, args: {key: b1}}
 """
 
 
-def test_serve_answers_unmodified_gemini_and_bedrock_clients_when_their_renderers_exist(tmp_path: Path) -> None:
-    present = load_providers(["gemini", "bedrock"])
-    if len(present) < 2:
-        pytest.skip(
-            f"harness.emulator has no {' or '.join(sorted({'gemini', 'bedrock'} - set(present)))} renderer here"
-        )
+def test_harness_emulate_in_another_process_answers_unmodified_clients_of_all_four_sdks(tmp_path: Path) -> None:
     import boto3
     from google import genai
+    from google.genai.types import HttpOptions
+    from google.oauth2.credentials import Credentials
 
     script = tmp_path / "scenario.yaml"
-    script.write_text(OTHER_SCENARIO)
-    code = f"from harness.emulator.server import serve; serve({str(script)!r}, '127.0.0.1', 0)"
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    script.write_text(ALL_SDKS_SCENARIO)
+    harness = shutil.which("harness")
+    assert harness is not None, "the harness console script is not installed"
+    process = subprocess.Popen(
+        [harness, "emulate", "--script", str(script), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None
-        base_url = process.stdout.readline().strip()
-        gemini = genai.Client(api_key="k", http_options={"base_url": base_url + "/", "api_version": "v1beta"})
-        assert gemini.models.generate_content(model="gemini-2.0-flash", contents="hi").text == "hello gemini"
+        base = process.stdout.readline().strip()
+        assert base.startswith("http://127.0.0.1:"), base
+        chat = openai.OpenAI(api_key="sk-test", base_url=f"{base}/v1", max_retries=0)
+        reply = chat.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "hello openai"
+        claude = anthropic.Anthropic(api_key="sk-ant-test", base_url=base, max_retries=0)
+        message = claude.messages.create(model="c", max_tokens=9, messages=[{"role": "user", "content": "hi"}])
+        assert [block.text for block in message.content] == ["hello anthropic"]
+
+        gemini = genai.Client(api_key="fake-key", http_options=HttpOptions(base_url=base))
+        assert gemini.models.generate_content(model="gemini-2.5-flash", contents="hi").text == "hello gemini"
+        chunks = list(gemini.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"))
+        calls = [call for chunk in chunks for call in chunk.function_calls or []]
+        assert [(call.name, call.args) for call in calls] == [("lookup", {"key": "g1"})]
+        vertex = genai.Client(
+            vertexai=True,
+            project="proj-1",
+            location="us-central1",
+            credentials=Credentials(token="fake-token"),
+            http_options=HttpOptions(base_url=base),
+        )
+        assert vertex.models.generate_content(model="gemini-2.5-flash", contents="hi").text == "hello vertex"
+
         bedrock = boto3.client(
             "bedrock-runtime",
             region_name="us-east-1",
-            endpoint_url=base_url,
-            aws_access_key_id="k",
-            aws_secret_access_key="k",
+            endpoint_url=base,
+            aws_access_key_id="fake",
+            aws_secret_access_key="fake",
         )
-        reply = bedrock.converse(
-            modelId="us.amazon.nova-micro-v1:0", messages=[{"role": "user", "content": [{"text": "hi"}]}]
-        )
+        messages = [{"role": "user", "content": [{"text": "hi"}]}]
+        reply = bedrock.converse(modelId="us.amazon.nova-micro-v1:0", messages=messages)
         assert reply["output"]["message"]["content"][0]["text"] == "hello bedrock"
+        assert reply["stopReason"] == "end_turn"
+        streamed = bedrock.converse_stream(modelId="us.anthropic.claude-sonnet-4-5-20250929-v1:0", messages=messages)
+        events = list(streamed["stream"])  # botocore checks both CRCs of every frame
+        deltas = [e["contentBlockDelta"]["delta"] for e in events if "contentBlockDelta" in e]
+        inputs = "".join(delta["toolUse"]["input"] for delta in deltas)
+        start = next(e["contentBlockStart"]["start"]["toolUse"] for e in events if "contentBlockStart" in e)
+        assert (start["name"], json.loads(inputs)) == ("lookup", {"key": "b1"})
+        assert events[-2] == {"messageStop": {"stopReason": "tool_use"}}
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        _, errors = process.communicate(timeout=20)
+    assert "Traceback" not in errors, errors
