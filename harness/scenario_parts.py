@@ -35,6 +35,7 @@ __all__ = [
     "BehaviourKind",
     "Call",
     "FAULTS",
+    "WIRE_FAULTS",
     "STEERING_SHAPES",
     "TURN_KINDS",
     "Config",
@@ -66,6 +67,12 @@ default ``stop_reason`` (``error_keeps_stop``), a ``done`` event without a messa
 (``bad_done``), a ``CancelledError`` the provider raises though nobody cancelled the run
 (``cancelled_error``), and more events after ``done`` (``after_done``). Each streams the reply's
 content first."""
+WIRE_FAULTS = ("drop_mid_stream", "gzip", "malformed_chunk", "slow", "truncate", "unknown_event")
+"""How a turn is delivered on a provider's wire, for ``harness emulate`` (``harness.emulator.faults``):
+the connection dropped after N chunks, a gzip body, broken JSON in a delta, chunks S seconds apart,
+a stream cut before its terminal event, an event of an unknown type. A turn with ``status`` is an
+HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
+(and a ``status`` turn as an ``error`` turn with its message)."""
 STEERING_SHAPES = ("list", "str", "message", "assistant", "dict", "int")
 """How the steering getter hands over a poll's messages: a list of strs (the usual), a bare str,
 a single ``UserMessage``; or the list followed by junk the loop must refuse with a ``TypeError``
@@ -174,9 +181,13 @@ class ModelTurn:
     stop: Literal["stop", "length"] = "stop"
     message: str = ""
     cancel: bool = False
+    wire: tuple[tuple[str, Any], ...] = ()
+    """``(name, value)`` pairs for ``harness emulate``: ``("status", 429)`` and ``("retry_after", S)``
+    on an ``error`` turn, or :data:`WIRE_FAULTS` names with their parameter."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
+        object.__setattr__(self, "wire", tuple((str(k), v) for k, v in self.wire))
         if self.kind in ("error", "aborted") and (self.text is not None or self.thinking is not None or self.calls):
             raise ScenarioError(f"an {self.kind} turn has no content; drop text/thinking/calls")
         if self.kind not in TURN_KINDS:

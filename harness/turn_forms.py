@@ -9,12 +9,13 @@ This module sits below ``harness.scenario`` and never imports it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, StrictBool, StrictInt, Tag
 
-from harness.scenario_parts import FAULTS, Call, ModelTurn, NestedRun, ScenarioError, TurnKind
+from harness.scenario_parts import FAULTS, WIRE_FAULTS, Call, ModelTurn, NestedRun, ScenarioError, TurnKind
 from harness.yamlform import Form, jsonish, plain_scalar, tagger
 
 __all__ = [
@@ -24,12 +25,16 @@ __all__ = [
     "NestedForm",
     "ReplyForm",
     "Schedule",
+    "StatusForm",
     "TurnEntry",
+    "WireForm",
     "not_bool",
     "poll_number",
     "schedule_data",
     "turn_entry",
     "turn_value",
+    "wire_data",
+    "wire_faults",
 ]
 
 
@@ -78,6 +83,47 @@ class CallForm(Form):
     def of(cls, c: Call) -> CallForm:
         given: dict[str, Any] = {"raw": c.raw} if c.raw is not None else {"args": jsonish(c.args)} if c.args else {}
         return cls.model_construct(name=c.name, **given, **({"id": c.id} if c.id is not None else {}))
+
+
+_WIRE_DEFAULTS: Mapping[str, Any] = {"drop_mid_stream": 1, "slow": 0.05}
+"""A wire fault named without a parameter: dropped after one chunk, chunks 50 ms apart; the others are flags."""
+
+
+def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
+    """``wire:`` as ``(name, parameter)`` pairs: a name, a list of names, or ``{name: parameter}``."""
+    if isinstance(value, str):
+        given: list[tuple[Any, Any]] = [(value, None)]
+    elif isinstance(value, list):
+        given = [(name, None) for name in value]
+    elif isinstance(value, Mapping):
+        given = list(value.items())
+    else:
+        raise ScenarioError(f"wire takes a fault name, a list of them or {{name: parameter}}, got {value!r:.60}")
+    pairs = []
+    for name, parameter in given:
+        if name not in WIRE_FAULTS:
+            raise ScenarioError(
+                f"unknown wire fault {name!r}; known: {', '.join(WIRE_FAULTS)} (an HTTP error reply is status: N)"
+            )
+        default = _WIRE_DEFAULTS.get(name, True)
+        if parameter is None or (parameter is True and default is not True):
+            parameter = default
+        if default is True and parameter is not True:
+            raise ScenarioError(f"wire fault {name} takes no parameter (true), got {parameter!r:.60}")
+        number = not isinstance(parameter, bool) and isinstance(parameter, int | float) and parameter >= 0
+        if name == "drop_mid_stream" and not (number and isinstance(parameter, int)):
+            raise ScenarioError(f"drop_mid_stream takes how many chunks come first (0 or more), got {parameter!r:.60}")
+        if name == "slow" and not number:
+            raise ScenarioError(f"slow takes the seconds before each chunk (0 or more), got {parameter!r:.60}")
+        pairs.append((name, parameter))
+    return tuple(pairs)
+
+
+def wire_data(pairs: tuple[tuple[str, Any], ...]) -> Any:
+    """The readable ``wire:`` of delivery-fault pairs: a name when one fault has its default."""
+    if len(pairs) == 1 and pairs[0][1] == _WIRE_DEFAULTS.get(pairs[0][0], True):
+        return pairs[0][0]
+    return dict(pairs)
 
 
 class ReplyForm(Form):
@@ -141,20 +187,64 @@ class AbortedForm(Form):
         return ModelTurn(kind="aborted", message=self.aborted or "")
 
 
+class StatusForm(Form):
+    """``{status: N, message?, retry_after?}``: for ``harness emulate``, the provider answers with
+    HTTP ``N`` and its own error body holding ``message``; ``harness run`` plays an ``error`` turn."""
+
+    status: StrictInt
+    """An HTTP error status, 400-599."""
+    message: str | None = None
+    retry_after: Annotated[float, Field(ge=0)] | None = None
+    """The ``retry-after`` header, in seconds, real rate limits send."""
+
+    def build(self) -> ModelTurn:
+        if not 400 <= self.status <= 599:
+            raise ScenarioError(f"status takes an HTTP error status (400-599), got {self.status}")
+        retry = (("retry_after", self.retry_after),) if self.retry_after is not None else ()
+        return ModelTurn(kind="error", message=self.message or "", wire=(("status", self.status), *retry))
+
+
+class WireForm(Form):
+    """``{wire: FAULT, turn: TURN}``: for ``harness emulate``, the reply ``turn`` delivered with a
+    wire fault; ``harness run`` plays ``turn`` as it is."""
+
+    wire: Any
+    """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``slow`` (seconds per chunk,
+    default 0.05), ``malformed_chunk``, ``unknown_event``, ``gzip``: a name, a list of names or
+    ``{name: parameter}``."""
+    turn: TurnEntry
+
+    def build(self) -> ModelTurn:
+        inner = turn_value(self.turn)
+        if inner.kind != "reply" or inner.wire:
+            raise ScenarioError(
+                "a wire fault wraps a reply: no error, aborted, status, raise, hang_up or fault in its turn"
+                " (the emulator already serves raise as a dropped connection and hang_up as a truncated stream)"
+            )
+        return dataclasses.replace(inner, wire=wire_faults(self.wire))
+
+
 TurnEntry = Annotated[
     Union[
         Annotated[str, Tag("text")],
         Annotated[ErrorForm, Tag("ErrorForm")],
         Annotated[AbortedForm, Tag("AbortedForm")],
+        Annotated[StatusForm, Tag("StatusForm")],
+        Annotated[WireForm, Tag("WireForm")],
         Annotated[ReplyForm, Tag("ReplyForm")],
     ],
     Discriminator(
-        tagger({"error": "ErrorForm", "aborted": "AbortedForm"}, default="ReplyForm", text="text"),
+        tagger(
+            {"error": "ErrorForm", "aborted": "AbortedForm", "status": "StatusForm", "wire": "WireForm"},
+            default="ReplyForm",
+            text="text",
+        ),
         custom_error_type="shape",
         custom_error_message="a turn is a text, or a mapping with text/thinking/calls, error or aborted",
     ),
 ]
 """A model turn; a bare string is a text reply."""
+WireForm.model_rebuild()
 
 
 def turn_value(entry: str | Form) -> ModelTurn:
@@ -162,6 +252,12 @@ def turn_value(entry: str | Form) -> ModelTurn:
 
 
 def turn_entry(t: ModelTurn) -> str | Form:
+    wire = dict(t.wire)
+    if t.kind == "error" and "status" in wire:
+        status = {"status": wire["status"], "message": t.message or None, "retry_after": wire.get("retry_after")}
+        return StatusForm.model_construct(**{k: v for k, v in status.items() if v is not None})
+    if wire:
+        return WireForm.model_construct(wire=wire_data(t.wire), turn=turn_entry(dataclasses.replace(t, wire=())))
     if t.kind == "error":
         return ErrorForm.model_construct(error=t.message)
     if t.kind == "aborted":

@@ -37,7 +37,7 @@ from harness.emulator.faults import Delivery, Fault, apply, fault
 from harness.emulator.wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
 from harness.script import Turn, _as_turn
 
-__all__ = ["PROVIDER_MODULES", "Emulator", "EmulatorTransport", "load_providers", "serve"]
+__all__ = ["PROVIDER_MODULES", "Emulator", "EmulatorTransport", "load_providers", "script_of", "serve"]
 
 PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
 """The provider modules under ``harness.emulator``, imported when present."""
@@ -331,17 +331,34 @@ class EmulatorTransport(httpx2.AsyncBaseTransport):
 def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
     """A scenario's ``turns:`` as emulator entries: replies as ``ModelTurn.scripted()`` makes them
     (what ``ScenarioProvider`` plays), ``raise`` as a connection dropped mid-stream, ``hang_up`` as
-    a stream cut before its terminal event."""
+    a stream cut before its terminal event, ``status: N`` as that HTTP error, and a ``wire:``
+    fault (``harness.scenario_parts.WIRE_FAULTS``) wrapped around its reply."""
     entries: list[Turn | Fault] = []
     for model_turn in turns:
-        scripted = model_turn.scripted()
+        wire = dict(model_turn.wire)
+        scripted: Any = model_turn.scripted()
+        if "status" in wire:
+            entries.append(fault.status(wire["status"], model_turn.message, retry_after=wire.get("retry_after")))
+            continue
         if model_turn.kind == "raise":
-            entries.append(fault.drop_mid_stream(1 if model_turn.has_content else 0, scripted))
+            scripted = fault.drop_mid_stream(1 if model_turn.has_content else 0, scripted)
         elif model_turn.kind == "hang_up":
-            entries.append(fault.truncate(scripted))
-        else:
-            entries.append(scripted)
+            scripted = fault.truncate(scripted)
+        for name, parameter in reversed(model_turn.wire):  # the first one written wraps the others
+            scripted = _WIRE[name](parameter, scripted)
+        entries.append(scripted)
     return entries
+
+
+_WIRE: dict[str, Callable[[Any, Any], Fault]] = {
+    "drop_mid_stream": lambda chunks, inner: fault.drop_mid_stream(chunks, inner),
+    "truncate": lambda _, inner: fault.truncate(inner),
+    "slow": lambda seconds, inner: fault.slow(seconds, inner),
+    "malformed_chunk": lambda _, inner: fault.malformed_chunk(inner),
+    "unknown_event": lambda _, inner: fault.unknown_event(inner),
+    "gzip": lambda _, inner: fault.gzip(inner),
+}
+"""Each ``wire:`` fault name of a scenario file -> its ``harness.emulator.faults`` builder."""
 
 
 def serve(script_path: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:

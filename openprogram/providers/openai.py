@@ -164,6 +164,9 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
     def _decoder(self, builder: MessageBuilder) -> Decoder:
         raise NotImplementedError
 
+    def _watch(self, sdk_stream: Any, decoder: Decoder) -> None:
+        """Look at the SDK stream before it is read (Chat: whether ``[DONE]`` arrives)."""
+
     # -- the request and the reply ----------------------------------------------------------
     def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
         """The SDK keyword arguments for this request (without ``stream``)."""
@@ -198,6 +201,7 @@ class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
                     yield event
                 return
             sdk_stream = result
+            self._watch(sdk_stream, decoder)
             iterator = sdk_stream.__aiter__()
             while not decoder.finished:
                 item = await race.run(anext(iterator, END))
@@ -278,6 +282,8 @@ class OpenAIChatDecoder(Decoder):
         super().__init__(builder)
         self._refusal: list[str] = []
         self._finish_reason: str | None = None
+        self.done_marker: _DoneMarker | None = None
+        """Set on a stream: tells whether its ``data: [DONE]`` arrived."""
 
     def _delta(self, kind: str, delta: str) -> list[AssistantMessageEvent]:
         builder = self.builder
@@ -353,6 +359,10 @@ class OpenAIChatDecoder(Decoder):
         self.finished = True
         events = _close(self.builder)
         reason = self._finish_reason
+        if reason is None and self.done_marker is not None and not self.done_marker.seen:
+            # Every Chat stream ends with ``[DONE]``, and OpenAI's also send a finish_reason first (a
+            # proxy may not): with neither, the body ended early and the calls so far may be partial.
+            return [*events, self.builder.error("error", "stream ended before its finish_reason and [DONE] (cut?)")]
         if self._refusal and not self.builder.has_content:
             return [*events, self.builder.error("error", f"the model refused: {''.join(self._refusal)}")]
         if reason is None and not self.builder.has_content:
@@ -394,6 +404,30 @@ class OpenAIChatProvider(_OpenAIProvider):
 
     def _decoder(self, builder: MessageBuilder) -> Decoder:
         return OpenAIChatDecoder(builder)
+
+    def _watch(self, sdk_stream: Any, decoder: Decoder) -> None:
+        # The SDK reads its SSE through ``_decoder`` and drops ``[DONE]``; wrapping that decoder is
+        # the only way to see it. An SDK without the attribute leaves the check off (the old reading).
+        inner = getattr(sdk_stream, "_decoder", None)
+        if isinstance(decoder, OpenAIChatDecoder) and inner is not None and hasattr(inner, "aiter_bytes"):
+            decoder.done_marker = sdk_stream._decoder = _DoneMarker(inner)
+
+
+class _DoneMarker:
+    """The openai SDK's SSE decoder, noting whether the stream's ``data: [DONE]`` went through it."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.seen = False
+
+    async def aiter_bytes(self, iterator: Any) -> AsyncIterator[Any]:
+        async for event in self._inner.aiter_bytes(iterator):
+            if getattr(event, "data", "").startswith("[DONE]"):
+                self.seen = True
+            yield event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 # ---------------------------------------------------------------------------------------------

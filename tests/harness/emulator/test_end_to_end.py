@@ -13,6 +13,8 @@ import pytest
 
 from harness.backends import Connection, backend, client_kwargs
 from harness.emulator import Emulator, fault
+from harness.emulator import openai as emulated_openai
+from harness.emulator.wire import IdSource
 from harness.script import turn
 from openprogram import ExecError, function, registry, runtime
 from openprogram.providers import tool_choice as tool_choice_table
@@ -157,15 +159,8 @@ STREAM_FAULTS = {
 }
 
 
-CHAT_TRUNCATE_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="the openai SDK swallows the end of a Chat stream ([DONE]), so our Chat decoder cannot tell a stream"
-    " cut before its finish chunk from a proxy's finish-less one (cassette README, Known quirks): it ends 'stop'",
-)
 BROKEN_STREAMS = [
-    pytest.param(*backend_, name, id=f"{backend_[0]}-{backend_[1]}-{name}", marks=[CHAT_TRUNCATE_GAP])
-    if (backend_[1], name) == ("chat.completions", "truncate")
-    else pytest.param(*backend_, name, id=f"{backend_[0]}-{backend_[1]}-{name}")
+    pytest.param(*backend_, name, id=f"{backend_[0]}-{backend_[1]}-{name}")
     for backend_ in STREAMING
     for name in sorted(STREAM_FAULTS)
 ]
@@ -181,6 +176,31 @@ def test_a_broken_stream_ends_the_run_with_an_error_saying_what_broke(
             _exec(emu, provider, endpoint, stream)
     assert raised.value.reason == "error"
     assert any(word in raised.value.message.lower() for word in words), raised.value.message
+
+
+def test_a_chat_stream_cut_before_its_finish_chunk_is_an_error_but_a_finish_less_proxy_stream_is_not(
+    reg: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cut stream lost its finish chunk, usage chunk and ``[DONE]``; an OpenRouter-style proxy
+    sends no finish_reason but ends with ``[DONE]`` (cassette README, Known quirks)."""
+    with Emulator(fault.truncate(turn.tool_call("add", a=1, b=2))) as emu:
+        with pytest.raises(ExecError) as raised:
+            _exec(emu, "openai", "chat.completions", True, tools=[reg["add"]])
+    assert raised.value.message == "stream ended before its finish_reason and [DONE] (cut?)"
+    assert len(emu.requests) == 1  # the call of the cut reply did not run
+
+    render = emulated_openai.render
+
+    def finish_less(*args: Any) -> Any:  # the proxy's shape: every chunk but the finish chunk, then [DONE]
+        reply = render(*args)
+        reply.chunks = [c for c in reply.chunks or [] if b'"finish_reason":"' not in c]
+        return reply
+
+    monkeypatch.setattr(emulated_openai, "render", finish_less)
+    with Emulator(turn.tool_call("add", a=1, b=2), turn.text("3")) as emu:
+        assert _exec(emu, "openai", "chat.completions", True, tools=[reg["add"]]) == "3"
+    assert all(b"[DONE]" in b"".join(r.chunks or []) for r in [render(turn.text("x"), emu.requests[0], IdSource())])
+    assert [output for _, output in _tool_results("openai", "chat.completions", emu.requests[1].body)] == ["3"]
 
 
 @pytest.mark.parametrize(("provider", "endpoint", "stream"), BACKENDS, ids=IDS)

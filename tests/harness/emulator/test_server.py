@@ -355,3 +355,113 @@ def test_harness_emulate_in_another_process_answers_unmodified_clients_of_all_fo
         process.terminate()
         _, errors = process.communicate(timeout=20)
     assert "Traceback" not in errors, errors
+
+
+FAULTS_SCENARIO = """\
+name: wire faults served by harness emulate
+prompts: [hi]
+turns:
+  - {status: 429, retry_after: 2, message: Rate limit reached for requests}
+  - {status: 529, message: Overloaded}
+  - {wire: truncate, turn: this reply is cut before its end}
+  - wire: {slow: 0.01, gzip: true}
+    turn: {text: slow and packed}
+  - {wire: malformed_chunk, turn: a broken delta}
+  - {wire: [unknown_event], turn: {thinking: hmm, text: fine after all}}
+  - {wire: {drop_mid_stream: 2}, turn: never arrives whole}
+  - {status: 503, message: Service unavailable.}
+"""
+
+
+def _emulate(script: Path) -> subprocess.Popen[str]:
+    harness = shutil.which("harness")
+    assert harness is not None, "the harness console script is not installed"
+    return subprocess.Popen(
+        [harness, "emulate", "--script", str(script), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_harness_emulate_serves_the_fault_forms_of_a_scenario_file(tmp_path: Path) -> None:
+    from harness.backends import Connection, backend
+    from openprogram import ExecError, runtime
+
+    script = tmp_path / "faults.yaml"
+    script.write_text(FAULTS_SCENARIO)
+    process = _emulate(script)
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().strip()
+        chat = openai.OpenAI(api_key="sk-test", base_url=f"{base}/v1", max_retries=0)
+        with pytest.raises(openai.RateLimitError) as limited:
+            chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert limited.value.response.headers["retry-after"] == "2"
+        assert limited.value.body["message"] == "Rate limit reached for requests"  # type: ignore[index]
+        claude = anthropic.Anthropic(api_key="k", base_url=base, max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as overloaded:
+            claude.messages.create(model="c", max_tokens=9, messages=[{"role": "user", "content": "hi"}])
+        assert overloaded.value.status_code == 529 and "overloaded_error" in str(overloaded.value)
+
+        def run(provider: str, endpoint: str, model: str = "m") -> str:
+            chosen = backend(provider, endpoint, model=model, connection=Connection.at(base))
+            try:
+                return runtime.exec("hi", provider=chosen)
+            except ExecError as error:
+                return f"error: {error.message}"
+
+        assert run("anthropic", "messages") == "error: stream ended before message_stop: the response is incomplete"
+        assert run("gemini", "streamGenerateContent", "gemini-2.5-flash") == "slow and packed"
+        assert "malformed JSON payload" in run("bedrock", "converse-stream", "us.amazon.nova-micro-v1:0")
+        assert run("openai", "responses") == "fine after all"
+        assert "stream cut mid-way" in run("openai", "chat.completions")
+        assert run("bedrock", "converse", "us.amazon.nova-micro-v1:0") == (
+            "error: HTTP 503 ServiceUnavailableException: Service unavailable."
+        )
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=20)
+    assert "Traceback" not in errors, errors
+
+
+@pytest.mark.parametrize(
+    ("turns", "expected"),
+    [
+        ("[{wire: truncat, turn: x}]", "unknown wire fault 'truncat'; known: drop_mid_stream, gzip, malformed_chunk,"),
+        ("[{wire: {slow: -1}, turn: x}]", "slow takes the seconds before each chunk (0 or more), got -1"),
+        ("[{status: 200}]", "status takes an HTTP error status (400-599), got 200"),
+        ("[{status: 429, text: x}]", "unknown key(s) text; allowed: message, retry_after, status"),
+        ("[{wire: gzip, turn: {error: x}}]", "a wire fault wraps a reply: no error, aborted, status,"),
+    ],
+    ids=["unknown fault", "bad parameter", "not an error status", "status with content", "wire around an error"],
+)
+def test_harness_emulate_refuses_a_fault_it_cannot_serve_in_one_line_with_exit_2(
+    tmp_path: Path, turns: str, expected: str
+) -> None:
+    script = tmp_path / "bad.yaml"
+    script.write_text(f"turns: {turns}\n")
+    process = _emulate(script)
+    out, errors = process.communicate(timeout=30)
+    assert process.returncode == 2 and out == ""
+    (line,) = [line for line in errors.splitlines() if line.startswith("Error:")]
+    assert f"{script}: turn 1: {expected}" in line
+    assert "Traceback" not in errors
+
+
+def test_the_documented_wire_fault_example_loads_round_trips_and_becomes_emulator_faults() -> None:
+    from harness.emulator.server import script_of
+    from harness.scenario import Scenario
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    section = doc.split("## Wire faults (`harness emulate`)", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    scenario = Scenario.from_yaml(example)
+    assert Scenario.from_yaml(scenario.to_yaml()) == scenario
+    assert [entry.describe() for entry in script_of(scenario.turns)] == [
+        "fault(status=429, message='Rate limit reached for requests', retry_after=2.0)",
+        "fault(truncate=True)",
+        "fault(delay=0.01, gzip=True)",
+        "fault(drop_after=2)",
+    ]
+    assert [t.kind for t in scenario.turns] == ["error", "reply", "reply", "reply"]  # what harness run plays
