@@ -15,11 +15,14 @@ Fixtures
     ``harness_allow_model_requests``  lets the test's real backends send requests (see below).
     ``frozen_time``    freezegun for code that reads the wall clock, safe inside ``@given``.
     ``harness_scenario_dir``  where shrunk regression scenarios are saved.
+    ``live_backend``   the real backend of the test's live provider, from the environment
+                       (``harness.live``); makes the test a live test.
 
 No accidental real requests
     While a test runs, the SDK backends refuse to send to a model provider (an ``error`` finish
-    naming the test; no connection is made) unless it is marked ``@pytest.mark.live`` or
-    ``@pytest.mark.allow_model_requests`` or uses ``harness_allow_model_requests``. Loopback base
+    naming the test; no connection is made) unless it is marked
+    ``@pytest.mark.allow_model_requests``, uses ``harness_allow_model_requests``, or is a live test
+    run with ``--live`` (see "Live runs" below). Loopback base
     URLs are always let through. ``scripted`` binds with ``runtime.override``, so it wins over a
     backend the app code names itself.
 
@@ -31,6 +34,8 @@ Options
                                      Hypothesis is left exactly as the project configured it.
     ``--harness-scenario-dir DIR``   where regression scenarios go; exported as
                                      ``HARNESS_SCENARIO_DIR`` for the property helpers.
+    ``--live``                       run the live tests (``@pytest.mark.live``, ``live_backend``):
+                                     without it, or without the provider's key, they are skipped.
 
 The plugin is loaded in every pytest session of every project that has the package installed,
 so loading it costs next to nothing: the loop package, Hypothesis, pydantic and jsonschema are
@@ -71,7 +76,7 @@ __all__ = [
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"
 _CLOCK_MARK = "harness_clock"
-_ALLOW_MARKS = ("allow_model_requests", "live")
+_ALLOW_MARKS = ("allow_model_requests",)
 
 
 def __getattr__(name: str) -> Any:
@@ -251,7 +256,7 @@ class _RequestGate:
             return None
         return (
             f"the test {nodeid} does not allow real requests; script the model with the scripted fixture, "
-            "or allow them with @pytest.mark.allow_model_requests, @pytest.mark.live or the "
+            "or allow them with @pytest.mark.allow_model_requests, @pytest.mark.live (run with --live) or the "
             "harness_allow_model_requests fixture"
         )
 
@@ -274,7 +279,7 @@ def _allowed_by(item: pytest.Item) -> str | None:
     for name in _ALLOW_MARKS:
         if item.get_closest_marker(name) is not None:
             return f"@pytest.mark.{name}"
-    return None
+    return _live_allowed_by(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -327,6 +332,98 @@ def scenario_dir(config: pytest.Config) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
+# Live runs (harness.live): the --live option, the live marker and the live_backend fixture.
+# A live test is one marked ``@pytest.mark.live(*providers)`` (no argument: openai) or using
+# ``live_backend``. It runs only when ``--live`` is given and every provider it names has its
+# credentials in the environment; otherwise it is skipped with a reason naming what is missing.
+# The real-request guard lets a live test through when it runs, and no other test, --live or not.
+# ---------------------------------------------------------------------------------------------
+
+_LIVE_MARK = "live"
+_LIVE_FIXTURE = "live_backend"
+_LIVE_DEFAULT_PROVIDER = "openai"
+
+
+def _add_live_option(group: Any) -> None:
+    group.addoption(
+        "--live",
+        dest="harness_live",
+        action="store_true",
+        default=False,
+        help=(
+            "run live tests (@pytest.mark.live, the live_backend fixture) against real providers, with the "
+            "credentials in the environment (OPENAI_API_KEY...); without it they are skipped"
+        ),
+    )
+
+
+def _live_providers(item: pytest.Item) -> tuple[str, ...] | None:
+    """The providers a live test talks to, in order, or None for a test that is not live."""
+    marker = item.get_closest_marker(_LIVE_MARK)
+    if marker is None:
+        return (_LIVE_DEFAULT_PROVIDER,) if _LIVE_FIXTURE in getattr(item, "fixturenames", ()) else None
+    named = list(marker.args) + ([marker.kwargs["provider"]] if "provider" in marker.kwargs else [])
+    return tuple(str(name) for name in named) or (_LIVE_DEFAULT_PROVIDER,)
+
+
+def _live_skip_reason(item: pytest.Item) -> str | None:
+    """Why a live test may not run (``needs --live and OPENAI_API_KEY``), or None when it may.
+
+    Raises ``LookupError`` for a provider name ``harness.live`` does not know."""
+    providers = _live_providers(item)
+    if providers is None:
+        return None
+    from harness.live import LIVE
+
+    missing = [] if item.config.getoption("harness_live", False) else ["--live"]
+    for name in providers:
+        if name not in LIVE:
+            raise LookupError(f"@pytest.mark.live({name!r}): no such provider (known: {', '.join(sorted(LIVE))})")
+        needs = LIVE[name].missing(os.environ)
+        if needs is not None:
+            missing.append(needs)
+    return "live test: needs " + " and ".join(missing) if missing else None
+
+
+def _live_allowed_by(item: pytest.Item) -> str | None:
+    """What lets a live test through the guard (``--live``), or None (not live, or it may not run)."""
+    try:
+        if _live_providers(item) is None or _live_skip_reason(item) is not None:
+            return None
+    except LookupError:
+        return None
+    return "@pytest.mark.live with --live"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a live test before its fixtures run, unless --live and its credentials are there."""
+    try:
+        reason = _live_skip_reason(item)
+    except LookupError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def live_backend(request: pytest.FixtureRequest) -> Any:
+    """The real backend of the test's first live provider (default openai), built from the
+    environment by ``harness.live.live_backend``: keys, ``*_BASE_URL``, ``HARNESS_*_MODEL``."""
+    from harness.live import LiveError
+    from harness.live import live_backend as build
+
+    providers = _live_providers(request.node) or (_LIVE_DEFAULT_PROVIDER,)
+    try:
+        return build(providers[0])
+    except LiveError as exc:
+        pytest.fail(f"live_backend: {exc}", pytrace=False)
+
+
+# ----------------------------- end of the live-runs block ------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------
 # Hooks
 # ---------------------------------------------------------------------------------------------
 
@@ -352,6 +449,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="directory for shrunk regression scenarios (default: cassettes/scenarios); sets HARNESS_SCENARIO_DIR",
     )
+    _add_live_option(group)
     parser.addini("harness_profile", "Hypothesis profile to load (like --harness-profile)", default=None)
     parser.addini(
         "harness_ci_profile",
@@ -394,7 +492,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "allow_model_requests: the test's real backends may send requests to model providers"
     )
-    config.addinivalue_line("markers", "live: the test talks to a live model provider (real requests allowed)")
+    config.addinivalue_line(
+        "markers",
+        "live(*providers): the test talks to live model providers (default openai); it runs only with --live "
+        "and their credentials in the environment, and then the real-request guard lets it through",
+    )
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state
