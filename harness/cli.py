@@ -20,7 +20,10 @@ from typing import Any
 
 import click
 
+from harness import cli_cassettes
+
 __all__ = [
+    "cassettes_group",
     "conformance_command",
     "demo_command",
     "emulate_command",
@@ -35,6 +38,7 @@ _HELP = {
     "run": "Run scenario YAML files and check them against the reference.",
     "fuzz": "Generate adversarial model behaviour and check every invariant.",
     "conformance": "Replay recorded provider cassettes through the real backends.",
+    "cassettes": "Show, lint and convert recorded cassettes (show, lint, to-scenario).",
     "schema": "Print the JSON Schema of scenario files, for editors.",
     "emulate": "Serve a scenario's turns on every provider's wire, on a loopback port.",
 }
@@ -321,7 +325,10 @@ def demo_command() -> None:
     click.echo(f"answer: {answer}")
 
 
+cassettes_group = cli_cassettes.cassettes_group
+
 _HERE: dict[str, click.Command] = {
+    "cassettes": cassettes_group,
     "conformance": conformance_command,
     "demo": demo_command,
     "run": run_command,

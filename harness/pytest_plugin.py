@@ -395,15 +395,19 @@ def _live_allowed_by(item: pytest.Item) -> str | None:
     return "@pytest.mark.live with --live"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip a live test before its fixtures run, unless --live and its credentials are there."""
-    try:
-        reason = _live_skip_reason(item)
-    except LookupError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    if reason is not None:
-        pytest.skip(reason)
+class _LiveRuns:
+    """The block's hooks, as a plugin object of their own (registered by ``pytest_configure``), so
+    they add to hooks of the same name elsewhere in this module instead of replacing them."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Skip a live test before its fixtures run, unless --live and its credentials are there."""
+        try:
+            reason = _live_skip_reason(item)
+        except LookupError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        if reason is not None:
+            pytest.skip(reason)
 
 
 @pytest.fixture
@@ -497,6 +501,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "live(*providers): the test talks to live model providers (default openai); it runs only with --live "
         "and their credentials in the environment, and then the real-request guard lets it through",
     )
+
+    config.pluginmanager.register(_LiveRuns(), "harness-live-runs")
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state
