@@ -265,3 +265,126 @@ def test_every_third_party_cassette_converts_to_a_scenario_that_passes(file: str
     result = check(scenario)
     assert result.ok, "\n".join(f"[{p.name}] {p.message}" for p in result.problems)
     assert len(result.trace.requests) == len(data["turns"])
+
+
+# ---------------------------------------------------------------------------------------------
+# lint
+# ---------------------------------------------------------------------------------------------
+
+FAKE_KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"  # the shape of an OpenAI key, valid nowhere
+
+
+def clean(**request: Any) -> dict[str, Any]:
+    return interaction([ASK], 200, completion("3."), **request)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's project: one test replaying its cassette, in the layout the recorded fixture uses."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_app.py").write_text(
+        "def test_answer(recorded):\n    pass\n\n\nclass TestSuite:\n    def test_in_class(self, recorded):\n"
+        "        pass\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "tests" / "test_plain.py").write_text("def test_plain():\n    pass\n", encoding="utf-8")
+    write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", clean())
+    write(tmp_path / "cassettes" / "test_app" / "TestSuite.test_in_class[gpt-4o].yaml", clean())
+    (tmp_path / "cassettes" / "scenarios").mkdir()
+    (tmp_path / "cassettes" / "scenarios" / "saved.yaml").write_text("prompts: [hi]\n", encoding="utf-8")
+    return tmp_path
+
+
+def lint_lines(*args: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(main, ["cassettes", "lint", *args], env=env)
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output.splitlines()
+
+
+def test_lint_passes_cassettes_their_tests_use(project: Path) -> None:
+    assert lint_lines() == (0, ["2 cassettes, no findings"])  # scenarios/ is not a cassette folder
+
+
+def test_lint_reports_each_problem_on_one_line_and_exits_1(project: Path) -> None:
+    cassettes = project / "cassettes"
+    leaky = clean()
+    leaky["request"]["headers"] = {"Authorization": ["Bearer x"], "x-api-key": ["y"]}
+    leaky["request"]["uri"] += "?key=abc"
+    write(cassettes / "test_app" / "test_leaky.yaml", leaky)
+    echoed = interaction([ASK], 200, completion(f"your key is {FAKE_KEY}"))
+    write(cassettes / "test_app" / "test_echo.yaml", echoed)
+    secret = interaction([{"role": "user", "content": "the token is harness-lint-secret-value"}], 200, completion("ok"))
+    write(cassettes / "test_app" / "test_env.yaml", secret)
+    elsewhere = clean()
+    elsewhere["request"]["uri"] = "https://example.com/v1/chat/completions"
+    write(cassettes / "test_plain" / "test_plain.yaml", elsewhere)
+    write(cassettes / "test_gone" / "test_x.yaml", clean())
+    write(cassettes / "loose.yaml", clean())
+    (cassettes / "test_app" / "broken.yaml").write_text("interactions: [\n", encoding="utf-8")
+    status, lines = lint_lines(env={"MY_SERVICE_TOKEN": "harness-lint-secret-value"})
+    assert status == 1
+    found: dict[str, list[str]] = {line.partition(": ")[0].removeprefix("cassettes/"): [] for line in lines[:-1]}
+    for line in lines[:-1]:
+        path, _, reason = line.partition(": ")
+        found[path.removeprefix("cassettes/")].append(reason)
+    assert found["test_app/test_leaky.yaml"] == [
+        "interaction 0: request header 'authorization' carries a credential or an identity",
+        "interaction 0: request header 'x-api-key' carries a credential or an identity",
+        "interaction 0: the request URI has a key= query parameter (a credential)",
+        "orphaned: test_app.py has no test function test_leaky",
+    ]
+    assert found["test_app/test_echo.yaml"][0].endswith("looks like an OpenAI or Anthropic API key (sk-...)")
+    assert FAKE_KEY not in "\n".join(lines)  # a finding never repeats the secret
+    assert found["test_app/test_env.yaml"][0].startswith("holds the value of MY_SERVICE_TOKEN in line ")
+    assert "harness-lint-secret-value" not in "\n".join(lines)
+    assert found["test_plain/test_plain.yaml"] == [
+        "interaction 0: no backend for host 'example.com'",
+        "unused: test_plain.py uses neither the recorded fixture nor the vcr marker",
+    ]
+    assert found["test_gone/test_x.yaml"] == [
+        "orphaned: no test module test_gone.py (next to the cassettes folder or under tests)"
+    ]
+    assert found["loose.yaml"] == ["orphaned: not at <test module>/<test name>.yaml, so no test can be found for it"]
+    assert found["test_app/broken.yaml"][0].startswith("not a YAML cassette")
+    assert lines[-1] == f"{len(lines) - 1} finding(s) in 9 cassettes"
+
+
+def test_lint_finds_pytest_recording_cassettes_beside_their_test_module(tmp_path: Path) -> None:
+    tests = tmp_path / "tests" / "unit"
+    tests.mkdir(parents=True)
+    (tests / "test_bot.py").write_text(
+        "import pytest\n\n@pytest.mark.vcr\ndef test_hi():\n    pass\n", encoding="utf-8"
+    )
+    write(tests / "cassettes" / "test_bot" / "test_hi.yaml", clean())
+    write(tests / "cassettes" / "test_bot" / "test_bye.yaml", clean())
+    status, lines = lint_lines(str(tests / "cassettes"), "--tests", str(tmp_path / "tests"))
+    assert status == 1
+    assert lines == [
+        f"{tests}/cassettes/test_bot/test_bye.yaml: orphaned: test_bot.py has no test function test_bye",
+        "1 finding(s) in 2 cassettes",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nowhere"], "Error: nowhere: no such directory"),
+        (["cassettes", "--tests", "missing"], "Error: --tests missing: no such directory (or pass --no-usage)"),
+    ],
+)
+def test_lint_refuses_unusable_folders_with_status_2(project: Path, args: list[str], message: str) -> None:
+    status, lines = lint_lines(*args)
+    assert status == 2 and lines[-1] == message
+
+
+def test_lint_on_the_third_party_cassettes_finds_the_identities_they_kept_and_no_false_key() -> None:
+    if not (CASSETTES / "index.json").is_file():
+        pytest.skip(f"provider cassettes not found: {CASSETTES} (set HARNESS_PROVIDER_CASSETTES to the folder)")
+    status, lines = lint_lines(str(CASSETTES), "--no-usage")
+    assert status == 1
+    # their README: organisation and project names and cookies were left in, no key or signature
+    assert all(" header '" in line and line.endswith("carries a credential or an identity") for line in lines[:-1])
+    assert any("'openai-organization'" in line for line in lines)
+    assert any("'anthropic-organization-id'" in line for line in lines)
+    assert lines[-1].endswith("finding(s) in 49 cassettes")
