@@ -13,9 +13,10 @@ remove. Each rule below reports one :class:`Finding` (file and reason, never a s
 - **usage**: the cassette sits at ``<module>/<test>.yaml`` (pytest-recording's layout:
   ``<test dir>/cassettes/<module>/<test>.yaml``, or the project's ``cassettes/<module>/<test>.yaml``),
   a test module ``<module>.py`` exists (next to the ``cassettes`` folder, else anywhere under the
-  tests folder), it defines the test function (``def <test>``, a ``Class.`` prefix naming its
-  class, a ``[params]`` suffix ignored), else the cassette is **orphaned**; and the module
-  mentions the ``recorded`` fixture or the ``vcr`` marker, else it is **unused**.
+  tests folder, else a test module whose ``vcr_cassette_dir`` fixture names the folder), it
+  defines the test function (``def <test>``, a ``Class.`` prefix naming its class, a
+  ``[params]`` suffix ignored), else the cassette is **orphaned**; and the module mentions the
+  ``recorded`` fixture or the ``vcr`` marker, else it is **unused**.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ TOKEN_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 """What a credential looks like when nobody listed its header: (description, pattern)."""
 
 _USES = re.compile(r"\brecorded\b|\bvcr\b")
+_OVERRIDES_DIR = re.compile(r"^\s*def vcr_cassette_dir\b", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -159,10 +161,19 @@ def _module_sources(path: Path, module: str, tests: Path) -> list[str]:
     name = module.rpartition(".")[2] + ".py"
     beside = path.parent.parent.parent / name  # pytest-recording: <test dir>/cassettes/<module>/<test>.yaml
     candidates = [beside] if beside.is_file() else sorted(tests.rglob(name)) if tests.is_dir() else []
-    sources = []
-    for candidate in candidates:
-        try:
-            sources.append(candidate.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-    return sources
+    sources = [_read(candidate) for candidate in candidates]
+    if not any(sources) and tests.is_dir():  # a folder named by a vcr_cassette_dir fixture, not after a module
+        folder = re.compile(rf"""[\"'/]{re.escape(module)}[\"']""")
+        sources = [
+            text
+            for text in map(_read, sorted(tests.rglob("*.py")))
+            if _OVERRIDES_DIR.search(text) and folder.search(text)
+        ]
+    return [source for source in sources if source]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -388,3 +388,10 @@ def test_lint_on_the_third_party_cassettes_finds_the_identities_they_kept_and_no
     assert any("'openai-organization'" in line for line in lines)
     assert any("'anthropic-organization-id'" in line for line in lines)
     assert lines[-1].endswith("finding(s) in 49 cassettes")
+
+
+def test_the_projects_own_cassettes_pass_lint(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cassettes/demo/ is named by test_recorded_demo.py's vcr_cassette_dir fixture, not after a module
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    status, lines = lint_lines()
+    assert status == 0 and len(lines) == 1 and lines[0].endswith("cassettes, no findings"), lines
