@@ -2,7 +2,7 @@
 
 So ``harness --help`` stays fast, an optional extra that is missing only breaks the command that
 needs it, and the modules the commands drive (``runner``, ``check``, ``fuzz``, ``conformance``,
-``demo``) know nothing of click.
+``demo``, ``cassette_tools``, ``cassette_lint``) know nothing of click.
 
 What a user meets is part of the contract (DESIGN section 4): input a command cannot use (a
 missing file or module, a module that raises on import, a malformed scenario, ``--examples 0``)
@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 __all__ = [
+    "cassettes_group",
     "conformance_command",
     "demo_command",
     "emulate_command",
@@ -35,6 +36,7 @@ _HELP = {
     "run": "Run scenario YAML files and check them against the reference.",
     "fuzz": "Generate adversarial model behaviour and check every invariant.",
     "conformance": "Replay recorded provider cassettes through the real backends.",
+    "cassettes": "Show, lint and convert recorded cassettes (show, lint, to-scenario).",
     "schema": "Print the JSON Schema of scenario files, for editors.",
     "emulate": "Serve a scenario's turns on every provider's wire, on a loopback port.",
 }
@@ -159,6 +161,97 @@ def conformance_command(files: tuple[Path, ...], as_json: bool) -> None:
     status = report(_expand(files, "cassette"), as_json=as_json)
     if status:
         click.get_current_context().exit(status)
+
+
+# -- harness cassettes show | lint | to-scenario ----------------------------------------------------
+
+
+@click.group("cassettes")
+def cassettes_group() -> None:
+    """Read recorded cassettes: a timeline (show), checks (lint), a scenario file (to-scenario)."""
+
+
+def _cassette(path: Path) -> Path:
+    if not path.is_file():
+        raise click.UsageError(f"{path}: no such cassette file")
+    return path
+
+
+@cassettes_group.command("show", short_help="Print a recorded conversation as a timeline.")
+@click.argument("cassette", type=click.Path(path_type=Path))
+@click.option("--width", default=100, show_default=True, type=click.IntRange(min=20), help="Clip texts to this.")
+def show_command(cassette: Path, width: int) -> None:
+    """Print a recorded conversation as a timeline: per interaction the endpoint, model, the
+    request's new messages and the reply (text, tool calls, stop reason, usage; streams decoded)."""
+    from harness.cassette_tools import ConversionError, render_timeline
+
+    try:
+        click.echo(render_timeline(_cassette(cassette), width=width))
+    except ConversionError as exc:
+        raise click.UsageError(_one_line(exc)) from None
+
+
+@cassettes_group.command("to-scenario", short_help="Turn a cassette into a scenario file for harness run.")
+@click.argument("cassette", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+def to_scenario_command(cassette: Path, output: Path | None) -> None:
+    """Turn the recorded model turns into a scenario file that `harness run` replays through the
+    scripted model: prompts from the first request, tools and their results from the requests,
+    turns from the replies. Notes on what was left out go to stderr."""
+    from harness.cassette_tools import ConversionError, to_scenario
+    from harness.scenario import Scenario, ScenarioError
+
+    try:
+        data, notes = to_scenario(_cassette(cassette))
+        text = Scenario.from_data(data).to_yaml()
+    except (ConversionError, ScenarioError) as exc:
+        raise click.UsageError(f"cannot convert {cassette}: {_one_line(exc)}") from None
+    header = f"# harness cassettes to-scenario {cassette}\n"
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    if output is None:
+        click.echo(header + text, nl=False)
+        return
+    try:
+        output.write_text(header + text, encoding="utf-8")
+    except OSError as exc:
+        raise click.UsageError(f"-o {output}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output} ({len(data['turns'])} turn(s)); replay it with: harness run {output}")
+
+
+@cassettes_group.command("lint", short_help="Check format, secrets and unused cassettes.")
+@click.argument("directory", required=False, default="cassettes", type=click.Path(path_type=Path))
+@click.option(
+    "--tests",
+    "tests_dir",
+    default="tests",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Where the tests that use the cassettes live (for the unused/orphaned check).",
+)
+@click.option("--no-usage", is_flag=True, help="Skip the unused/orphaned check (cassettes of another layout).")
+def lint_command(directory: Path, tests_dir: Path, no_usage: bool) -> None:
+    """Check every cassette under DIRECTORY (default cassettes/, scenarios/ left out): it parses and
+    each request routes to a provider; no credential header, key= parameter, credential-looking
+    value or environment secret is in it; a test uses it. One line per finding; exits 1 on any."""
+    from harness.cassette_lint import lint
+
+    if not directory.is_dir():
+        raise click.UsageError(f"{directory}: no such directory")
+    if not no_usage and not tests_dir.is_dir():
+        raise click.UsageError(f"--tests {tests_dir}: no such directory (or pass --no-usage)")
+    findings, checked = lint(directory, None if no_usage else tests_dir)
+    for finding in findings:
+        click.echo(str(finding))
+    noun = "cassette" if checked == 1 else "cassettes"
+    if findings:
+        click.echo(f"{len(findings)} finding(s) in {checked} {noun}")
+        raise SystemExit(1)
+    click.echo(f"{checked} {noun}, no findings")
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 # -- harness fuzz ----------------------------------------------------------------------------------
@@ -324,6 +417,7 @@ def demo_command() -> None:
 
 
 _HERE: dict[str, click.Command] = {
+    "cassettes": cassettes_group,
     "conformance": conformance_command,
     "demo": demo_command,
     "run": run_command,

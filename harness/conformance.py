@@ -35,6 +35,7 @@ __all__ = [
     "RecordedCall",
     "ReplayError",
     "areplay_cassette",
+    "areplay_messages",
     "default_cassette_dir",
     "query_except_beta",
     "read_recorded_calls",
@@ -135,15 +136,22 @@ def replay_cassette(path: str | Path) -> dict[str, Any]:
 
 async def areplay_cassette(path: str | Path) -> dict[str, Any]:
     """``replay_cassette`` for callers already inside an event loop."""
+    replies = await areplay_messages(path)
+    interactions = [_normalize(call.index, message) for call, message in replies]
+    return {"file": str(path), "provider": replies[0][0].provider, "interactions": interactions}
+
+
+async def areplay_messages(path: str | Path) -> list[tuple[RecordedCall, AssistantMessage]]:
+    """Each recorded call of ``path`` with the ``AssistantMessage`` our backend made of its reply
+    (usage and thinking included), replayed as :func:`replay_cassette` does; raises ``ReplayError``."""
     calls = read_recorded_calls(path)
-    provider = calls[0].provider
     recorder = vcr.VCR(
         record_mode="none",
         match_on=["method", "scheme", "host", "port", "path", "query_except_beta"],
     )
     recorder.register_matcher("query_except_beta", query_except_beta)
     client = _client(path, calls[0].route)
-    results = []
+    results: list[tuple[RecordedCall, AssistantMessage]] = []
     try:
         # record_mode="none": vcrpy answers every request or refuses it, so none reaches a provider
         with recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette, allow_model_requests():
@@ -152,10 +160,10 @@ async def areplay_cassette(path: str | Path) -> dict[str, Any]:
                 message = await _run_interaction(path, call, _backend(path, call, client))
                 if cassette.play_count - played_before != 1 or cassette.play_counts[call.index] != 1:
                     raise ReplayError(_mismatch(path, call, cassette.play_count - played_before, message))
-                results.append(_normalize(call.index, message))
+                results.append((call, message))
     finally:
         await client.aclose()
-    return {"file": str(path), "provider": provider, "interactions": results}
+    return results
 
 
 def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:

@@ -15,11 +15,14 @@ Fixtures
     ``harness_allow_model_requests``  lets the test's real backends send requests (see below).
     ``frozen_time``    freezegun for code that reads the wall clock, safe inside ``@given``.
     ``harness_scenario_dir``  where shrunk regression scenarios are saved.
+    ``live_backend``   the real backend of the test's live provider, from the environment
+                       (``harness.live``); makes the test a live test.
 
 No accidental real requests
     While a test runs, the SDK backends refuse to send to a model provider (an ``error`` finish
-    naming the test; no connection is made) unless it is marked ``@pytest.mark.live`` or
-    ``@pytest.mark.allow_model_requests`` or uses ``harness_allow_model_requests``. Loopback base
+    naming the test; no connection is made) unless it is marked
+    ``@pytest.mark.allow_model_requests``, uses ``harness_allow_model_requests``, or is a live test
+    run with ``--live`` (see "Live runs" below). Loopback base
     URLs are always let through. ``scripted`` binds with ``runtime.override``, so it wins over a
     backend the app code names itself.
 
@@ -31,6 +34,8 @@ Options
                                      Hypothesis is left exactly as the project configured it.
     ``--harness-scenario-dir DIR``   where regression scenarios go; exported as
                                      ``HARNESS_SCENARIO_DIR`` for the property helpers.
+    ``--live``                       run the live tests (``@pytest.mark.live``, ``live_backend``):
+                                     without it, or without the provider's key, they are skipped.
 
 The plugin is loaded in every pytest session of every project that has the package installed,
 so loading it costs next to nothing: the loop package, Hypothesis, pydantic and jsonschema are
@@ -71,7 +76,7 @@ __all__ = [
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"
 _CLOCK_MARK = "harness_clock"
-_ALLOW_MARKS = ("allow_model_requests", "live")
+_ALLOW_MARKS = ("allow_model_requests",)
 
 
 def __getattr__(name: str) -> Any:
@@ -251,7 +256,7 @@ class _RequestGate:
             return None
         return (
             f"the test {nodeid} does not allow real requests; script the model with the scripted fixture, "
-            "or allow them with @pytest.mark.allow_model_requests, @pytest.mark.live or the "
+            "or allow them with @pytest.mark.allow_model_requests, @pytest.mark.live (run with --live) or the "
             "harness_allow_model_requests fixture"
         )
 
@@ -274,7 +279,7 @@ def _allowed_by(item: pytest.Item) -> str | None:
     for name in _ALLOW_MARKS:
         if item.get_closest_marker(name) is not None:
             return f"@pytest.mark.{name}"
-    return None
+    return _recorded_allows(item) or _live_allowed_by(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -327,6 +332,178 @@ def scenario_dir(config: pytest.Config) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
+# Live runs (harness.live): the --live option, the live marker and the live_backend fixture.
+# A live test is one marked ``@pytest.mark.live(*providers)`` (no argument: openai) or using
+# ``live_backend``. It runs only when ``--live`` is given and every provider it names has its
+# credentials in the environment; otherwise it is skipped with a reason naming what is missing.
+# The real-request guard lets a live test through when it runs, and no other test, --live or not.
+# ---------------------------------------------------------------------------------------------
+
+_LIVE_MARK = "live"
+_LIVE_FIXTURE = "live_backend"
+_LIVE_DEFAULT_PROVIDER = "openai"
+
+
+def _add_live_option(group: Any) -> None:
+    group.addoption(
+        "--live",
+        dest="harness_live",
+        action="store_true",
+        default=False,
+        help=(
+            "run live tests (@pytest.mark.live, the live_backend fixture) against real providers, with the "
+            "credentials in the environment (OPENAI_API_KEY...); without it they are skipped"
+        ),
+    )
+
+
+def _live_providers(item: pytest.Item) -> tuple[str, ...] | None:
+    """The providers a live test talks to, in order, or None for a test that is not live."""
+    marker = item.get_closest_marker(_LIVE_MARK)
+    if marker is None:
+        return (_LIVE_DEFAULT_PROVIDER,) if _LIVE_FIXTURE in getattr(item, "fixturenames", ()) else None
+    named = list(marker.args) + ([marker.kwargs["provider"]] if "provider" in marker.kwargs else [])
+    return tuple(str(name) for name in named) or (_LIVE_DEFAULT_PROVIDER,)
+
+
+def _live_skip_reason(item: pytest.Item) -> str | None:
+    """Why a live test may not run (``needs --live and OPENAI_API_KEY``), or None when it may.
+
+    Raises ``LookupError`` for a provider name ``harness.live`` does not know."""
+    providers = _live_providers(item)
+    if providers is None:
+        return None
+    from harness.live import LIVE
+
+    missing = [] if item.config.getoption("harness_live", False) else ["--live"]
+    for name in providers:
+        if name not in LIVE:
+            raise LookupError(f"@pytest.mark.live({name!r}): no such provider (known: {', '.join(sorted(LIVE))})")
+        needs = LIVE[name].missing(os.environ)
+        if needs is not None:
+            missing.append(needs)
+    return "live test: needs " + " and ".join(missing) if missing else None
+
+
+def _live_allowed_by(item: pytest.Item) -> str | None:
+    """What lets a live test through the guard (``--live``), or None (not live, or it may not run)."""
+    try:
+        if _live_providers(item) is None or _live_skip_reason(item) is not None:
+            return None
+    except LookupError:
+        return None
+    return "@pytest.mark.live with --live"
+
+
+class _LiveRuns:
+    """The block's hooks, as a plugin object of their own (registered by ``pytest_configure``), so
+    they add to hooks of the same name elsewhere in this module instead of replacing them."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Skip a live test before its fixtures run, unless --live and its credentials are there."""
+        try:
+            reason = _live_skip_reason(item)
+        except LookupError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        if reason is not None:
+            pytest.skip(reason)
+
+
+@pytest.fixture
+def live_backend(request: pytest.FixtureRequest) -> Any:
+    """The real backend of the test's first live provider (default openai), built from the
+    environment by ``harness.live.live_backend``: keys, ``*_BASE_URL``, ``HARNESS_*_MODEL``."""
+    from harness.live import LiveError
+    from harness.live import live_backend as build
+
+    providers = _live_providers(request.node) or (_LIVE_DEFAULT_PROVIDER,)
+    try:
+        return build(providers[0])
+    except LiveError as exc:
+        pytest.fail(f"live_backend: {exc}", pytrace=False)
+
+
+# ----------------------------- end of the live-runs block ------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------
+# Record and replay (harness.recorded), built on pytest-recording: its --record-mode, vcr
+# marker, vcr_config and vcr_cassette_dir; the harness adds scrubbing, the credential scan,
+# semantic matching with diffs, atomic writes, event-by-event stream replay and unused checks.
+# ---------------------------------------------------------------------------------------------
+
+_RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
+
+
+def _recorded_allows(item: pytest.Item) -> str | None:
+    """A test replaying or recording a cassette may reach the provider: in replay the cassette
+    answers everything (an unrecorded request fails), in a record mode recording is the point."""
+    if "recorded" in getattr(item, "fixturenames", ()) or item.get_closest_marker("vcr") is not None:
+        mode = item.config.getoption("--record-mode", None) or "the test's"
+        return f"its vcr cassette (record mode {mode})"
+    return None
+
+
+def _recorded_addoption(group: Any) -> None:
+    group.addoption(
+        "--harness-keep-failed-recordings",
+        action="store_true",
+        default=False,
+        help="save what a failing test recorded (by default a failing test leaves its cassette as it was)",
+    )
+
+
+def _keep_failed(config: pytest.Config, options: dict[str, Any]) -> bool:
+    return bool(config.getoption("harness_keep_failed_recordings", False) or options.get("keep_failed_recording"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _RECORDING_ITEM[:] = [item]
+
+
+def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
+    """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
+    from harness.recorded_wire import AtomicPersister, configure_vcr
+
+    def hold(path: str) -> str | None:
+        item = _RECORDING_ITEM[-1] if _RECORDING_ITEM else None
+        if item is None or not item.stash.get(_CALL_FAILED, False) or _keep_failed(config, {}):
+            return None
+        return "the test failed"
+
+    configure_vcr(vcr, persister=AtomicPersister(hold=hold))
+
+
+@pytest.fixture
+def recorded(
+    request: pytest.FixtureRequest, vcr_config: dict[str, Any], vcr_cassette_dir: str, default_cassette_name: str
+) -> Iterator[Any]:
+    """``recorded("openai", "chat.completions", model=...)`` -> a real backend over this test's cassette,
+    ``<test dir>/cassettes/<module>/<test>.yaml``, in ``--record-mode`` (default ``none``: replay).
+    Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
+    from pytest_recording.utils import merge_kwargs
+
+    from harness.recorded import CassetteCorruptError, RecordedFixture, RecordingError, open_recording
+
+    markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
+    options = merge_kwargs(vcr_config, markers)
+    mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
+    path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
+    try:
+        fixture = RecordedFixture(open_recording(path, mode, options))
+    except (CassetteCorruptError, RecordingError) as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield fixture
+    failed = request.node.stash.get(_CALL_FAILED, False)
+    problems = fixture.finish(failed=failed, keep_failed=_keep_failed(request.config, options))
+    if fixture.discarded:
+        request.node.add_report_section("teardown", "harness cassette", fixture.discarded)
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # Hooks
 # ---------------------------------------------------------------------------------------------
 
@@ -352,6 +529,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="directory for shrunk regression scenarios (default: cassettes/scenarios); sets HARNESS_SCENARIO_DIR",
     )
+    _add_live_option(group)
+    _recorded_addoption(group)
     parser.addini("harness_profile", "Hypothesis profile to load (like --harness-profile)", default=None)
     parser.addini(
         "harness_ci_profile",
@@ -394,7 +573,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "allow_model_requests: the test's real backends may send requests to model providers"
     )
-    config.addinivalue_line("markers", "live: the test talks to a live model provider (real requests allowed)")
+    config.addinivalue_line("markers", "recorded(**options): vcr_config options for this test's recorded fixture")
+    config.addinivalue_line(
+        "markers",
+        "live(*providers): the test talks to live model providers (default openai); it runs only with --live "
+        "and their credentials in the environment, and then the real-request guard lets it through",
+    )
+
+    config.pluginmanager.register(_LiveRuns(), "harness-live-runs")
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state
