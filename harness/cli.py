@@ -272,8 +272,29 @@ def _one_line(exc: Exception) -> str:
 @click.option(
     "--max-turns", default=10, show_default=True, type=click.IntRange(min=1), help="Model turns per scenario at most."
 )
+@click.option(
+    "--database",
+    "database_url",
+    envvar="HARNESS_EXAMPLE_DB",
+    default=None,
+    metavar="URL",
+    help="Shared Hypothesis example database, replayed first: redis://HOST:PORT/DB or a directory "
+    "[default: $HARNESS_EXAMPLE_DB, else none].",
+)
+@click.option(
+    "--database-readonly",
+    is_flag=True,
+    envvar="HARNESS_EXAMPLE_DB_READONLY",
+    help="Only read the shared database; this campaign's finds go to .hypothesis/examples.",
+)
 def fuzz_command(
-    examples: int, seed: int | None, tools_module: str | None, save_dir: Path | None, max_turns: int
+    examples: int,
+    seed: int | None,
+    tools_module: str | None,
+    save_dir: Path | None,
+    max_turns: int,
+    database_url: str | None = None,
+    database_readonly: bool = False,
 ) -> None:
     """Generate adversarial model behaviour and check every run against the reference and the invariants.
 
@@ -295,6 +316,14 @@ def fuzz_command(
         tools = load_tools(tools_module) if tools_module else None
     except (NoToolsError, UserImportError) as exc:
         raise click.UsageError(f"--tools {tools_module}: {exc}") from None
+    database = None
+    if database_url is not None:
+        from harness.profiles import ExampleDatabaseError, example_database
+
+        try:
+            database = example_database(database_url, read_only=database_readonly)
+        except ExampleDatabaseError as exc:
+            raise click.UsageError(f"--database: {exc}") from None
     chosen = seed if seed is not None else random.randrange(2**32)
     target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
     console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}", markup=False, highlight=False)
@@ -311,7 +340,9 @@ def fuzz_command(
         def advance(stats: Stats) -> None:
             progress.update(task, completed=min(stats.scenarios, examples))
 
-        result = run_campaign(examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance)
+        result = run_campaign(
+            examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance, database=database
+        )
     _print_summary(console, result)
     if result.nondeterministic:
         console.print("\n[bold red]NONDETERMINISTIC TOOL(S)[/]")

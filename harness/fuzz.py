@@ -145,11 +145,14 @@ def run_campaign(
     save_dir: str | Path | None = None,
     max_turns: int = 10,
     on_example: Callable[[Stats], None] | None = None,
+    database: Any = None,
 ) -> CampaignResult:
     """Generate ``examples`` scenarios and check each; shrink and save the first violation.
 
     ``loop`` replaces the real ``agent_loop`` (to fuzz a copy or a variant); ``seed`` makes the
-    campaign reproducible (a random one is chosen and reported otherwise).
+    campaign reproducible (a random one is chosen and reported otherwise). ``database`` (a
+    Hypothesis example database, ``harness.profiles.example_database``) is replayed first and
+    receives what this campaign finds, so a failure found on one machine is tried first on the next.
     """
     chosen = seed if seed is not None else random.randrange(2**32)
     stats = Stats()
@@ -157,17 +160,17 @@ def run_campaign(
     failing = [False]
     started = time.perf_counter()
 
-    @hypothesis_seed(chosen)
-    @settings(
+    @settings(  # outside @seed, which would otherwise turn the database off
         max_examples=examples,
         deadline=None,
-        database=None,
+        database=database,
         derandomize=False,
         report_multiple_bugs=False,
         print_blob=False,
-        phases=(Phase.generate, Phase.target, Phase.shrink),
+        phases=(*((Phase.reuse,) if database is not None else ()), Phase.generate, Phase.target, Phase.shrink),
         suppress_health_check=list(HealthCheck),
     )
+    @hypothesis_seed(chosen)
     @given(scenarios(tools=tools, max_turns=max_turns))
     def campaign(scenario: Scenario) -> None:
         try:

@@ -36,6 +36,11 @@ Options
                                      ``HARNESS_SCENARIO_DIR`` for the property helpers.
     ``--live``                       run the live tests (``@pytest.mark.live``, ``live_backend``):
                                      without it, or without the provider's key, they are skipped.
+    ``--harness-example-db URL``     the Hypothesis example database shared between machines
+                                     (``redis://host:port/db`` or a directory); also
+                                     ``HARNESS_EXAMPLE_DB`` and the ``harness_example_db`` ini
+                                     option; ``--harness-example-db-readonly`` (or
+                                     ``HARNESS_EXAMPLE_DB_READONLY=1``) only reads it, as CI does.
 
 The plugin is loaded in every pytest session of every project that has the package installed,
 so loading it costs next to nothing: the loop package, Hypothesis, pydantic and jsonschema are
@@ -541,6 +546,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "harness_scenario_dir", "directory for regression scenarios (like --harness-scenario-dir)", default=None
     )
+    # the shared example database (docs/distributed-campaigns.md)
+    group.addoption(
+        "--harness-example-db",
+        dest="harness_example_db",
+        default=None,
+        metavar="URL",
+        help=(
+            "Hypothesis example database shared between machines, loaded on top of the active profile: "
+            "redis://HOST:PORT/DB (needs the distributed extra), a directory, or none. Default: "
+            f"${profiles.DB_ENV_VAR}, else the harness_example_db ini option"
+        ),
+    )
+    group.addoption(
+        "--harness-example-db-readonly",
+        dest="harness_example_db_readonly",
+        action="store_true",
+        default=None,
+        help=(
+            "only read the shared example database (CI); this run's own failures go to .hypothesis/examples "
+            f"(also ${profiles.DB_READ_ONLY_ENV_VAR}=1 or the harness_example_db_readonly ini option)"
+        ),
+    )
+    parser.addini("harness_example_db", "shared Hypothesis example database (like --harness-example-db)", default=None)
+    parser.addini("harness_example_db_readonly", "only read the shared example database", type="bool", default=False)
 
 
 def _truthy(value: str | None) -> bool:
@@ -612,13 +641,50 @@ def pytest_configure(config: pytest.Config) -> None:
         state["previous_env"] = os.environ.get("HARNESS_SCENARIO_DIR")
         state["env_set"] = True
         os.environ["HARNESS_SCENARIO_DIR"] = str(path)
+    _load_example_database(config, state)
+
+
+def _load_example_database(config: pytest.Config, state: dict[str, Any]) -> None:
+    """Put the shared example database on top of the active profile (every xdist worker does the
+    same, so they all read and write the one database)."""
+    url, source = config.getoption("harness_example_db", None), "--harness-example-db"
+    if url is None and os.environ.get(profiles.DB_ENV_VAR) is not None:
+        url, source = os.environ[profiles.DB_ENV_VAR], profiles.DB_ENV_VAR
+    if url is None and config.getini("harness_example_db"):
+        url, source = str(config.getini("harness_example_db")), "harness_example_db ini option"
+    if url is None:
+        return
+    read_only = bool(
+        config.getoption("harness_example_db_readonly", None)
+        or _truthy(os.environ.get(profiles.DB_READ_ONLY_ENV_VAR))
+        or config.getini("harness_example_db_readonly")
+    )
+    from hypothesis import settings
+
+    try:
+        database = profiles.example_database(url, read_only=read_only)
+    except profiles.ExampleDatabaseError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
+    if state.get("previous_profile") is None:
+        state["previous_profile"] = settings.get_current_profile_name()
+    profiles.use_database(database)
+    state["database"] = f"{_without_password(url)}{' (read-only)' if read_only else ''} (from {source})"
+
+
+def _without_password(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return parts._replace(netloc=f"***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")).geturl()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_PROFILE_STATE, None)
     if state is None:
         return
-    if state.get("profile") and state.get("previous_profile"):
+    if (state.get("profile") or state.get("database")) and state.get("previous_profile"):
         from hypothesis import settings
 
         settings.load_profile(state["previous_profile"])
@@ -636,6 +702,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         parts.append(f"hypothesis profile {state['profile']!r} (from {state['source']})")
     if state.get("scenario_dir"):
         parts.append(f"scenario dir {state['scenario_dir']}")
+    if state.get("database"):
+        parts.append(f"example database {state['database']}")
     return "harness: " + ", ".join(parts) if parts else None
 
 

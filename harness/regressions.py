@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,7 +83,13 @@ def save_regression(
     digest = hashlib.sha1(scenario.to_yaml().encode("utf-8")).hexdigest()[:10]
     name = "".join(c if c.isalnum() or c in "-_" else "_" for c in problem.name)
     path = folder / f"{name}-{digest}.yaml"
-    path.write_text(regression_text(scenario, problem, found_by), encoding="utf-8")
+    # atomically: xdist workers (or machines on one share) saving the same failure at once must
+    # leave one whole file, and a reader must never see half of one
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(handle, 0o644)  # as a plain write would leave it, not mkstemp's 0600
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(regression_text(scenario, problem, found_by))
+    os.replace(temporary, path)
     return path
 
 
