@@ -134,13 +134,15 @@ class turn:
         _check_call_id(name, call_id)
         merged = {**(args or {}), **kwargs}
         try:
-            json.dumps(merged, ensure_ascii=False, allow_nan=False)
+            text = json.dumps(merged, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"turn.tool_call({name!r}, ...): the arguments cannot be sent as JSON ({exc}); "
                 "pass str, int, float, bool, None, lists and dicts with str keys"
             ) from None
-        return ScriptedCall(name=name, args=merged, id=call_id)
+        call = ScriptedCall(name=name, args=merged, id=call_id)
+        call.__dict__["_text"] = text  # the check made the very text arguments_text() would: keep it
+        return call
 
     @staticmethod
     def raw_tool_call(name: str, arguments_text: str, /, *, call_id: str | None = None) -> ScriptedCall:

@@ -82,7 +82,10 @@ class LazyField(BaseModel):
             return
         value = self._build(object.__getattribute__(self, "_recipe"))
         fields = type(self).__pydantic_fields__
-        _setattr(self, "__dict__", {key: value if key == name else values[key] for key in fields})
+        if next(reversed(fields)) == name:
+            values[name] = value  # the last field: appending keeps the dict in field order
+        else:
+            _setattr(self, "__dict__", {key: value if key == name else values[key] for key in fields})
         _setattr(self, "_recipe", None)
 
     def __getattr__(self, name: str) -> Any:

@@ -409,9 +409,11 @@ async def _run_loop(run: _Run) -> EndReason:
 
             tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
             has_more_tool_calls = len(tool_calls) > 0
-            results, steering = await _execute_tool_calls(run, tool_calls)
+            results, steering = await _execute_tool_calls(run, tool_calls) if tool_calls else ([], [])
             run.emit(_turn_end(message, tuple(results)))
-            pending = steering or await run.poll("get_steering_messages")
+            pending = steering
+            if not pending and run.config.get_steering_messages is not None:
+                pending = await run.poll("get_steering_messages")
 
             if (has_more_tool_calls or pending) and run.requests >= run.cap:
                 for queued in pending:  # taken from the queue: keep them, though the model won't see them
@@ -492,6 +494,7 @@ class _Reply:
         emit = run.emit
         stream = run.stream
         known = _KNOWN_EVENTS
+        updates = stream.wants_updates  # asked again at each yield: a consumer may start iterating
         count = 0
         try:
             async for event in events:
@@ -510,7 +513,7 @@ class _Reply:
                         raise TypeError(f"a {kind} event's partial is not an AssistantMessage: {_safe_repr(partial)}")
                     emit(_message_start(partial))
                     self.started = True
-                if kind != "start" and stream.wants_updates:
+                if kind != "start" and updates:
                     if type(event) in known:  # lazy: ``message`` is built from the event if read
                         values = {"type": "message_update", "assistant_message_event": event}
                         emit(AgentEventMessageUpdate.lazy(values, event))
@@ -519,6 +522,7 @@ class _Reply:
                 count += 1
                 if count % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)
+                    updates = stream.wants_updates
         finally:
             await _close(events)
         return self.failed("provider stream ended without a done or error event")
@@ -573,7 +577,7 @@ async def _execute_tool_calls(
         run.emit(_tool_start(call))
         result = await _run_tool_call(run, call)
         results.append(_commit_tool_result(run, call, result))
-        steering = await run.poll("get_steering_messages")
+        steering = await run.poll("get_steering_messages") if run.config.get_steering_messages is not None else None
         if steering:
             results.extend(_skip_tool_call(run, skipped) for skipped in tool_calls[index + 1 :])
             return results, steering

@@ -172,7 +172,9 @@ class EventStream(Generic[E, R]):
         for callback in self._on_push:
             callback(event)
         self._queue.append(event)
-        self._wake()
+        waiter = self._waiter  # _wake(), inlined: this runs for every event
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def end(self, result: R) -> None:
         if self._finished:

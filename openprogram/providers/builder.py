@@ -58,13 +58,14 @@ class _Version:
     builder's ``_texts``); a :class:`_Partial` says how much of that text its event had seen.
     """
 
-    __slots__ = ("blocks", "builder", "message", "usage")
+    __slots__ = ("blocks", "builder", "message", "plain", "usage")
 
     def __init__(self, builder: MessageBuilder) -> None:
         self.builder = builder
         self.blocks = tuple(builder._blocks)
         self.usage = builder.usage
         self.message: AssistantMessage | None = None
+        self.plain = _Partial(self, ())  # the recipe of every event of this version while no text streams
 
 
 class _Partial:
@@ -150,8 +151,11 @@ class MessageBuilder:
             version = self._version = _Version(self)
         streaming = self._streaming
         if not streaming:
-            return _Partial(version, ())
+            return version.plain
         texts = self._texts
+        if len(streaming) == 1:
+            for index in streaming:
+                return _Partial(version, ((index, len(texts[index])),))
         return _Partial(version, tuple((index, len(texts[index])) for index in streaming))
 
     def snapshot(self, stop_reason: StopReason = "stop", error_message: str | None = None) -> AssistantMessage:
