@@ -9,15 +9,18 @@ Ids that the script does not give are generated per provider instance (``call_1`
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union, get_args
+
+from pydantic import TypeAdapter
 
 from harness.contract import ABORTED_MESSAGE
 from openprogram.providers import ModelRequest
 from openprogram.providers.builder import MessageBuilder
-from openprogram.types import AssistantMessageEvent, StopReason, Usage
+from openprogram.types import AssistantMessageEvent, Message, StopReason, Usage, trusted
 
 __all__ = ["ScriptViolation", "ScriptedCall", "ScriptedProvider", "Turn", "TurnLike", "estimate_usage", "turn"]
 
@@ -32,6 +35,10 @@ class ScriptedCall:
     raw: str | None = None
 
     def arguments_text(self) -> str:
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:  # once per call: a scripted turn is sent (and its usage counted) as often as asked
         if self.raw is not None:
             return self.raw
         return json.dumps(self.args or {}, ensure_ascii=False)
@@ -127,13 +134,15 @@ class turn:
         _check_call_id(name, call_id)
         merged = {**(args or {}), **kwargs}
         try:
-            json.dumps(merged, ensure_ascii=False, allow_nan=False)
+            text = json.dumps(merged, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"turn.tool_call({name!r}, ...): the arguments cannot be sent as JSON ({exc}); "
                 "pass str, int, float, bool, None, lists and dicts with str keys"
             ) from None
-        return ScriptedCall(name=name, args=merged, id=call_id)
+        call = ScriptedCall(name=name, args=merged, id=call_id)
+        call.__dict__["_text"] = text  # the check made the very text arguments_text() would: keep it
+        return call
 
     @staticmethod
     def raw_tool_call(name: str, arguments_text: str, /, *, call_id: str | None = None) -> ScriptedCall:
@@ -207,17 +216,87 @@ def estimate_usage(request: ModelRequest, reply: Turn) -> Usage:
     same request and turn always give the same numbers, so a test may assert on them.
     """
     try:
-        sent = request.model_dump_json(exclude={"extra"})
+        sent = len(request.model_dump_json(exclude={"extra"}))
     except Exception:  # an exotic message object: its text form is as stable
-        sent = repr(request)
+        sent = len(repr(request))
+    return _usage(sent, reply)
+
+
+def _usage(sent: int, reply: Turn) -> Usage:
     produced = 0
     if reply.stop_reason not in ("error", "aborted"):
         for block in reply.blocks:
             produced += (
                 len(block.name) + len(block.arguments_text()) if isinstance(block, ScriptedCall) else len(block[1])
             )
-    input_tokens, output_tokens = max(1, len(sent) // 4), (produced + 3) // 4
-    return Usage(input=input_tokens, output=output_tokens, total_tokens=input_tokens + output_tokens)
+    input_tokens, output_tokens = max(1, sent // 4), (produced + 3) // 4
+    values = {"input": input_tokens, "output": output_tokens, "cache_read": 0, "cache_write": 0}
+    values["total_tokens"] = input_tokens + output_tokens
+    return trusted(Usage, values, ("input", "output", "total_tokens"))
+
+
+_MESSAGE_JSON = TypeAdapter(Message)
+
+
+def _json_length(message: Any) -> int:
+    """The length of ``message`` as a request's JSON shows it (its own model's serializer, as in a list)."""
+    serializer = getattr(type(message), "__pydantic_serializer__", None)
+    data = serializer.to_json(message) if serializer is not None else _MESSAGE_JSON.dump_json(message)
+    return len(data) if data.isascii() else len(data.decode())
+
+
+class _RequestSizer:
+    """The length of ``request.model_dump_json(exclude={"extra"})``, in time linear in what is new.
+
+    Each request repeats the whole history, so dumping it every round is quadratic in the rounds
+    (it was most of a scripted round's cost). Messages are frozen: each one's JSON length is
+    computed once; the rest of the request is dumped once while it stays the same. The JSON of
+    the request is its fields with ``"messages":[]`` filled by the messages joined with commas.
+    """
+
+    def __init__(self) -> None:
+        self._lengths: dict[int, tuple[Any, int]] = {}  # id -> (message kept alive, its JSON length)
+        self._frame: tuple[Any, ...] | None = None
+        self._frame_length = 0
+        self._last: tuple[tuple[Any, ...], int] = ((), 0)  # the last history measured, and its messages' total
+
+    def size(self, request: ModelRequest) -> int:
+        try:
+            frame = (
+                request.model,
+                request.system_prompt,
+                request.tools,
+                request.tool_choice,
+                request.parallel_tool_calls,
+                request.max_tokens,
+                request.temperature,
+            )
+            if frame != self._frame:
+                empty = request.model_copy(update={"messages": ()})
+                self._frame_length = len(empty.model_dump_json(exclude={"extra"}))
+                self._frame = frame
+            messages = request.messages
+            total = self._frame_length + max(0, len(messages) - 1)
+            seen, seen_total = self._last
+            if seen and len(messages) >= len(seen) and messages[: len(seen)] == seen:
+                total += seen_total  # the history so far (the usual case: the last request plus the new turns)
+                new = messages[len(seen) :]
+            else:
+                new = messages
+            self._last = ((), 0)  # until this request is measured
+            lengths = self._lengths
+            for message in new:
+                known = lengths.get(id(message))
+                if known is None or known[0] is not message:
+                    known = lengths[id(message)] = (message, _json_length(message))
+                total += known[1]
+            self._last = (messages, total - self._frame_length - max(0, len(messages) - 1))
+            return total
+        except Exception:  # an exotic message object: the one-shot form knows its fallback
+            try:
+                return len(request.model_dump_json(exclude={"extra"}))
+            except Exception:
+                return len(repr(request))
 
 
 @dataclass(frozen=True)
@@ -249,6 +328,7 @@ class ScriptedProvider:
         self.violations: list[ScriptViolation] = []
         self._requests: list[ModelRequest] = []
         self._next_id = 0
+        self._sizer = _RequestSizer()
 
     def __repr__(self) -> str:
         return f"ScriptedProvider({len(self.turns)} turn(s), {len(self._requests)} request(s), strict={self.strict})"
@@ -304,7 +384,7 @@ class ScriptedProvider:
         if scripted.usage is not None:
             builder.usage = scripted.usage
         elif self.estimate_usage:
-            builder.usage = estimate_usage(request, scripted)
+            builder.usage = _usage(self._sizer.size(request), scripted)  # == estimate_usage(request, scripted)
         yield builder.start()
         if scripted.stop_reason in ("error", "aborted"):
             yield builder.error(scripted.stop_reason, scripted.error or "")
@@ -321,22 +401,34 @@ class ScriptedProvider:
                     yield event
         yield builder.done(scripted.stop_reason)
 
-    def _chunks(self, text: str) -> Sequence[str]:
+    def _chunks(self, text: str) -> Iterator[str]:
         size = self.chunk_size
-        return [text[i : i + size] for i in range(0, len(text), size)]
+        for i in range(0, len(text), size):
+            yield text[i : i + size]
 
-    def _stream_text(self, builder: MessageBuilder, kind: str, text: str) -> list[AssistantMessageEvent]:
+    # Generators, not lists: a long reply's events are made one at a time as the loop reads them,
+    # so they are never all alive at once.
+    def _stream_text(self, builder: MessageBuilder, kind: str, text: str) -> Iterator[AssistantMessageEvent]:
         if kind == "thinking":
             index, start = builder.thinking_start()
-            return [start, *(builder.thinking_delta(index, c) for c in self._chunks(text)), builder.thinking_end(index)]
+            yield start
+            for chunk in self._chunks(text):
+                yield builder.thinking_delta(index, chunk)
+            yield builder.thinking_end(index)
+            return
         index, start = builder.text_start()
-        return [start, *(builder.text_delta(index, c) for c in self._chunks(text)), builder.text_end(index)]
+        yield start
+        for chunk in self._chunks(text):
+            yield builder.text_delta(index, chunk)
+        yield builder.text_end(index)
 
-    def _stream_call(self, builder: MessageBuilder, call: ScriptedCall) -> list[AssistantMessageEvent]:
+    def _stream_call(self, builder: MessageBuilder, call: ScriptedCall) -> Iterator[AssistantMessageEvent]:
         call_id = call.id
         if call_id is None:
             self._next_id += 1
             call_id = f"call_{self._next_id}"
         index, start = builder.toolcall_start(call_id, call.name)
-        deltas = [builder.toolcall_delta(index, c) for c in self._chunks(call.arguments_text())]
-        return [start, *deltas, builder.toolcall_end(index)]
+        yield start
+        for chunk in self._chunks(call.arguments_text()):
+            yield builder.toolcall_delta(index, chunk)
+        yield builder.toolcall_end(index)

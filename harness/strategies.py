@@ -511,8 +511,7 @@ def scenarios(
     faults = _one_in(fault_one_in)
     cancel_at = draw(_cancel_points) if draw(faults) else None
     shapes = {
-        # not a bare "" (the loop takes a falsy return for "nothing queued": reported, not fuzzed)
-        poll: draw(_shapes if len(messages) == 1 and messages[0] else _junk_shapes)
+        poll: draw(_shapes if len(messages) == 1 else _junk_shapes)
         for poll, messages in steering_plan.items()
         if draw(faults)
     }

@@ -45,13 +45,87 @@ from openprogram.tools import (
     to_tool_result,
     validate_tool_arguments,
 )
-from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, ToolCall, ToolResultMessage, UserMessage
+from openprogram.types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    DoneEvent,
+    ErrorEvent,
+    Message,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolResultMessage,
+    UserMessage,
+    trusted,
+    trusted_copy,
+)
 
 MAX_INNER_ITERATIONS = 50
 """Hard cap on model requests per run, against a model that never stops picking."""
 
 SKIPPED_TEXT = "Skipped due to queued user message."
 CANCELLED_TEXT = "Skipped due to cancellation."
+
+_YIELD_EVERY = 256
+"""Provider events between two yields to the event loop while a reply streams: a long reply lets
+the consumer drain the queue (memory stays bounded) and other runs go on; a short one never yields."""
+
+# The events of this package's own types are valid by construction (the builder made them, or
+# pydantic validated them when a provider did): the loop wraps them without validating again.
+_KNOWN_EVENTS = frozenset(
+    {
+        StartEvent,
+        TextStartEvent,
+        TextDeltaEvent,
+        TextEndEvent,
+        ThinkingStartEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ToolCallStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        DoneEvent,
+        ErrorEvent,
+    }
+)
+_MESSAGE_ONLY = ("message",)
+_TURN_END_SET = ("message", "tool_results")
+_TOOL_EVENT_SET = ("tool_call_id", "tool_name", "args")
+_TOOL_END_SET = ("tool_call_id", "tool_name", "result", "is_error")
+_RESULT_SET = ("tool_call_id", "tool_name", "content", "is_error", "details", "timestamp")
+_REQUEST_SET = (
+    "model",
+    "system_prompt",
+    "messages",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "max_tokens",
+    "temperature",
+    "extra",
+)
+
+
+def _message_start(message: Message) -> AgentEventMessageStart:
+    return trusted(AgentEventMessageStart, {"type": "message_start", "message": message}, _MESSAGE_ONLY)
+
+
+def _message_end(message: Message) -> AgentEventMessageEnd:
+    return trusted(AgentEventMessageEnd, {"type": "message_end", "message": message}, _MESSAGE_ONLY)
+
+
+def _turn_end(message: AssistantMessage, tool_results: tuple[ToolResultMessage, ...] = ()) -> AgentEventTurnEnd:
+    values = {"type": "turn_end", "message": message, "tool_results": tool_results}
+    return trusted(AgentEventTurnEnd, values, _TURN_END_SET if tool_results else _MESSAGE_ONLY)
+
 
 MessageSource = Callable[[], Awaitable[Sequence[Message | str]] | Sequence[Message | str]]
 
@@ -168,9 +242,9 @@ class _Run:
     def commit(self, message: Message, *, stamp: bool = False) -> Message:
         """Add a message to the history and ``new_messages``, with its start/end events."""
         if stamp or message.timestamp is None:
-            message = message.model_copy(update={"timestamp": self.clock()})
-        self.emit(AgentEventMessageStart(message=message))
-        self.emit(AgentEventMessageEnd(message=message))
+            message = trusted_copy(message, timestamp=self.clock())
+        self.emit(_message_start(message))
+        self.emit(_message_end(message))
         self.messages.append(message)
         self.new_messages.append(message)
         return message
@@ -192,8 +266,8 @@ class _Run:
         queued: Any = source()
         if inspect.isawaitable(queued):  # the contract says async; a plain function works too
             queued = await queued
-        if not queued:
-            return []
+        if queued is None or (not queued and not isinstance(queued, str)):
+            return []  # nothing queued; a bare "" is one user message with empty text, like any str
         items = [queued] if isinstance(queued, (str, UserMessage)) or not isinstance(queued, Sequence) else queued
         good: list[Message] = []
         for item in items:
@@ -298,12 +372,13 @@ async def _stop_children(run: _Run) -> None:
 
 async def _main(run: _Run, prompts: list[Message], stream: EventStream[AgentEvent, list[Message]]) -> None:
     try:
-        run.emit(AgentEventAgentStart())
-        run.emit(AgentEventTurnStart())
+        run.emit(trusted(AgentEventAgentStart, {"type": "agent_start"}, ()))
+        run.emit(trusted(AgentEventTurnStart, {"type": "turn_start"}, ()))
         for prompt in prompts:
             run.commit(prompt)
         reason = await _run_loop(run)
-        run.emit(AgentEventAgentEnd(messages=tuple(run.new_messages), reason=reason))
+        values = {"type": "agent_end", "messages": tuple(run.new_messages), "reason": reason}
+        run.emit(trusted(AgentEventAgentEnd, values, ("messages", "reason")))
         stream.end(run.new_messages)
     except BaseException as exc:  # the stream must end whatever happens, then the error goes on
         if isinstance(exc, asyncio.CancelledError):
@@ -320,7 +395,7 @@ async def _run_loop(run: _Run) -> EndReason:
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
             if not first_turn:
-                run.emit(AgentEventTurnStart())
+                run.emit(trusted(AgentEventTurnStart, {"type": "turn_start"}, ()))
             first_turn = False
             for message in pending:
                 run.commit(message)
@@ -329,14 +404,16 @@ async def _run_loop(run: _Run) -> EndReason:
 
             message = await _stream_assistant_response(run)
             if message.stop_reason in ("error", "aborted"):
-                run.emit(AgentEventTurnEnd(message=message))
+                run.emit(_turn_end(message))
                 return message.stop_reason
 
             tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
             has_more_tool_calls = len(tool_calls) > 0
-            results, steering = await _execute_tool_calls(run, tool_calls)
-            run.emit(AgentEventTurnEnd(message=message, tool_results=tuple(results)))
-            pending = steering or await run.poll("get_steering_messages")
+            results, steering = await _execute_tool_calls(run, tool_calls) if tool_calls else ([], [])
+            run.emit(_turn_end(message, tuple(results)))
+            pending = steering
+            if not pending and run.config.get_steering_messages is not None:
+                pending = await run.poll("get_steering_messages")
 
             if (has_more_tool_calls or pending) and run.requests >= run.cap:
                 for queued in pending:  # taken from the queue: keep them, though the model won't see them
@@ -353,7 +430,7 @@ async def _run_loop(run: _Run) -> EndReason:
 def _abort(run: _Run) -> EndReason:
     """Cancelled before a model call: end with a synthesized aborted reply, without asking the model."""
     aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
-    run.emit(AgentEventTurnEnd(message=run.commit(aborted, stamp=True)))
+    run.emit(_turn_end(run.commit(aborted, stamp=True)))
     return "aborted"
 
 
@@ -375,27 +452,29 @@ async def _stream_assistant_response(run: _Run) -> AssistantMessage:
         final = reply.failed(describe_exception(exc))  # a provider's own CancelledError is a failure
     except Exception as exc:
         final = reply.failed(describe_exception(exc))
-    final = final.model_copy(update={"timestamp": run.clock()})
+    final = trusted_copy(final, timestamp=run.clock())
     if not reply.started:
-        run.emit(AgentEventMessageStart(message=final))
-    run.emit(AgentEventMessageEnd(message=final))
+        run.emit(_message_start(final))
+    run.emit(_message_end(final))
     run.messages.append(final)
     run.new_messages.append(final)
     return final
 
 
 def _request(run: _Run) -> ModelRequest:
-    return ModelRequest.model_construct(
-        model=run.config.model,
-        system_prompt=run.system_prompt,
-        messages=tuple(run.messages),
-        tools=run.specs,
-        tool_choice=run.config.tool_choice,
-        parallel_tool_calls=run.config.parallel_tool_calls,
-        max_tokens=None,
-        temperature=None,
-        extra={},
-    )
+    config = run.config
+    values = {
+        "model": config.model,
+        "system_prompt": run.system_prompt,
+        "messages": tuple(run.messages),
+        "tools": run.specs,
+        "tool_choice": config.tool_choice,
+        "parallel_tool_calls": config.parallel_tool_calls,
+        "max_tokens": None,
+        "temperature": None,
+        "extra": {},
+    }
+    return trusted(ModelRequest, values, _REQUEST_SET)
 
 
 class _Reply:
@@ -404,9 +483,19 @@ class _Reply:
     def __init__(self, run: _Run) -> None:
         self.run = run
         self.started = False
-        self.partial: AssistantMessage | None = None
+        self.last: Any = None  # the last streaming event: its ``partial`` is the message so far
+
+    @property
+    def partial(self) -> AssistantMessage | None:
+        return None if self.last is None else self.last.partial  # type: ignore[no-any-return]
 
     async def read(self, events: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
+        run = self.run
+        emit = run.emit
+        stream = run.stream
+        known = _KNOWN_EVENTS
+        updates = stream.wants_updates  # asked again at each yield: a consumer may start iterating
+        count = 0
         try:
             async for event in events:
                 kind = event.type
@@ -417,12 +506,23 @@ class _Reply:
                     return message
                 if kind == "error":
                     return self.error_reply(event)
-                self.partial = event.partial
+                self.last = event
                 if not self.started:
-                    self.run.emit(AgentEventMessageStart(message=self.partial))
+                    partial = event.partial
+                    if not isinstance(partial, AssistantMessage):
+                        raise TypeError(f"a {kind} event's partial is not an AssistantMessage: {_safe_repr(partial)}")
+                    emit(_message_start(partial))
                     self.started = True
-                if kind != "start":
-                    self.run.emit(AgentEventMessageUpdate(message=self.partial, assistant_message_event=event))
+                if kind != "start" and updates:
+                    if type(event) in known:  # lazy: ``message`` is built from the event if read
+                        values = {"type": "message_update", "assistant_message_event": event}
+                        emit(AgentEventMessageUpdate.lazy(values, event))
+                    else:
+                        emit(AgentEventMessageUpdate(message=event.partial, assistant_message_event=event))
+                count += 1
+                if count % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
+                    updates = stream.wants_updates
         finally:
             await _close(events)
         return self.failed("provider stream ended without a done or error event")
@@ -474,10 +574,10 @@ async def _execute_tool_calls(
         if run.cancel_requested:  # no further tool of the batch starts once cancel is set
             results.extend(_skip_tool_call(run, skipped, CANCELLED_TEXT) for skipped in tool_calls[index:])
             return results, []
-        run.emit(AgentEventToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+        run.emit(_tool_start(call))
         result = await _run_tool_call(run, call)
         results.append(_commit_tool_result(run, call, result))
-        steering = await run.poll("get_steering_messages")
+        steering = await run.poll("get_steering_messages") if run.config.get_steering_messages is not None else None
         if steering:
             results.extend(_skip_tool_call(run, skipped) for skipped in tool_calls[index + 1 :])
             return results, steering
@@ -525,24 +625,38 @@ def _invalid_json_text(call: ToolCall) -> str:
     return f'Invalid JSON arguments for tool "{call.name}": {reason}\n\nReceived arguments:\n{raw}'
 
 
+def _tool_start(call: ToolCall) -> AgentEventToolExecutionStart:
+    args = dict(call.arguments)  # the event's own dict, as validation made it: not the history's
+    values = {"type": "tool_execution_start", "tool_call_id": call.id, "tool_name": call.name, "args": args}
+    return trusted(AgentEventToolExecutionStart, values, _TOOL_EVENT_SET)
+
+
 def _commit_tool_result(run: _Run, call: ToolCall, result: AgentToolResult) -> ToolResultMessage:
-    run.emit(
-        AgentEventToolExecutionEnd(tool_call_id=call.id, tool_name=call.name, result=result, is_error=result.is_error)
-    )
-    message = ToolResultMessage(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        content=result.content,
-        is_error=result.is_error,
-        details=result.details,
-        timestamp=run.clock(),
-    )
+    is_error = result.is_error
+    values = {
+        "type": "tool_execution_end",
+        "tool_call_id": call.id,
+        "tool_name": call.name,
+        "result": result,
+        "is_error": is_error,
+    }
+    run.emit(trusted(AgentEventToolExecutionEnd, values, _TOOL_END_SET))
+    values = {
+        "role": "toolResult",
+        "tool_call_id": call.id,
+        "tool_name": call.name,
+        "content": result.content,
+        "is_error": is_error,
+        "details": result.details,
+        "timestamp": run.clock(),
+    }
+    message = trusted(ToolResultMessage, values, _RESULT_SET)
     run.commit(message)
     return message
 
 
 def _skip_tool_call(run: _Run, call: ToolCall, text: str = SKIPPED_TEXT) -> ToolResultMessage:
-    run.emit(AgentEventToolExecutionStart(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+    run.emit(_tool_start(call))
     return _commit_tool_result(run, call, AgentToolResult(content=text, is_error=True))
 
 

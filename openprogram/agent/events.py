@@ -11,12 +11,12 @@ import contextlib
 import contextvars
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Generic, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from openprogram.tools import AgentToolResult
-from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, ToolResultMessage
+from openprogram.types import AssistantMessage, AssistantMessageEvent, LazyField, Message, ToolResultMessage
 
 EndReason = Literal["stop", "error", "aborted", "max_iterations"]
 """Why a run ended: text answer, provider error, cancellation, or the iteration cap."""
@@ -39,12 +39,24 @@ class AgentEventMessageStart(_AgentEvent):
     message: Message
 
 
-class AgentEventMessageUpdate(_AgentEvent):
-    """A streaming step of the assistant message; ``message`` is the partial message so far."""
+class AgentEventMessageUpdate(LazyField):
+    """A streaming step of the assistant message; ``message`` is the partial message so far.
+
+    The loop makes it lazy (see :class:`~openprogram.types.LazyField`): ``message`` is the
+    provider event's ``partial``, built only when read, so a consumer that reads only the deltas
+    never pays for a copy of the text so far.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    _lazy_field: ClassVar[str] = "message"
 
     type: Literal["message_update"] = "message_update"
     message: AssistantMessage
     assistant_message_event: AssistantMessageEvent
+
+    @staticmethod
+    def _build(recipe: Any) -> AssistantMessage:
+        return recipe.partial  # type: ignore[no-any-return]
 
 
 class AgentEventMessageEnd(_AgentEvent):
@@ -135,6 +147,11 @@ class EventStream(Generic[E, R]):
     must not depend on whether anyone is reading), and a consumer that never iterates can still
     ``await stream.result()``. The stream always terminates: ``end`` after the last event, or
     ``fail`` with the exception that the consumer then receives.
+
+    ``message_update`` events describe progress; when the only party waiting is ``result()``
+    (awaited before anyone iterates) and no observer is subscribed, the producer is told
+    (:attr:`wants_updates`) and does not push them, so a long reply nobody watches costs no
+    memory per delta. A consumer that starts iterating later gets every other event.
     """
 
     def __init__(self) -> None:
@@ -146,6 +163,7 @@ class EventStream(Generic[E, R]):
         self.task: asyncio.Task[Any] | None = None  # the producer, kept alive by this reference
         self._on_push: list[Callable[[E], None]] = list(_observers.get())
         self._consumer: asyncio.Task[Any] | None = None
+        self._result_only = False
 
     # -- producer side --------------------------------------------------------------------
     def push(self, event: E) -> None:
@@ -154,7 +172,9 @@ class EventStream(Generic[E, R]):
         for callback in self._on_push:
             callback(event)
         self._queue.append(event)
-        self._wake()
+        waiter = self._waiter  # _wake(), inlined: this runs for every event
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def end(self, result: R) -> None:
         if self._finished:
@@ -184,6 +204,11 @@ class EventStream(Generic[E, R]):
     def finished(self) -> bool:
         return self._finished
 
+    @property
+    def wants_updates(self) -> bool:
+        """Whether anyone will see a ``message_update``: a consumer, an observer, or maybe a late one."""
+        return not self._result_only or bool(self._on_push)
+
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -204,6 +229,7 @@ class EventStream(Generic[E, R]):
                 "use stream.subscribe(callback) to observe the same run"
             )
         self._consumer = task
+        self._result_only = False
         return self
 
     async def __anext__(self) -> E:
@@ -241,6 +267,8 @@ class EventStream(Generic[E, R]):
 
     async def result(self) -> R:
         """The run's ``new_messages``; raises what ended the stream if it failed."""
+        if self._consumer is None:
+            self._result_only = True  # nobody iterates (yet): progress events need not be kept
         return await asyncio.shield(self._result)
 
 

@@ -3,6 +3,12 @@
 Every backend has the same job once the wire format is decoded: open a block, append deltas,
 close it, finish. Doing it here once keeps the event shapes, the ``partial`` snapshots, the JSON
 parsing of tool arguments and the ``toolUse`` stop-reason rule identical across providers.
+
+Streaming costs time and memory linear in the reply's length: a block's text grows in place
+(one string per block, appended to), and each event's ``partial`` is lazy: the event keeps how
+long each open block's text was when it was made (two integers) and builds the message from the
+shared text only if someone reads it. An eager snapshot per delta would copy the text so far on
+every delta (a 1 MB reply in 4-character deltas is 250,000 copies of up to 1 MB).
 """
 
 from __future__ import annotations
@@ -32,9 +38,67 @@ from openprogram.types import (
     ToolCallStartEvent,
     Usage,
     parse_tool_arguments,
+    trusted,
+    trusted_copy,
 )
 
 __all__ = ["MessageBuilder"]
+
+
+_MESSAGE_SET = frozenset({"content", "stop_reason", "error_message", "usage", "model", "provider"})
+_TEXT_SET = frozenset({"type", "text"})
+_NO_USAGE = Usage()  # frozen: every builder may start from the same zeros
+_CALL_SET = frozenset({"id", "name", "arguments", "raw_arguments", "thought_signature"})
+
+
+class _Version:
+    """The blocks and usage between two changes of structure; every event in between shares it.
+
+    Text and thinking blocks still streaming are stale in ``blocks`` (their text is in the
+    builder's ``_texts``); a :class:`_Partial` says how much of that text its event had seen.
+    """
+
+    __slots__ = ("blocks", "builder", "message", "plain", "usage")
+
+    def __init__(self, builder: MessageBuilder) -> None:
+        self.builder = builder
+        self.blocks = tuple(builder._blocks)
+        self.usage = builder.usage
+        self.message: AssistantMessage | None = None
+        self.plain = _Partial(self, ())  # the recipe of every event of this version while no text streams
+
+
+class _Partial:
+    """The recipe of one event's ``partial``: a version and the open blocks' text lengths."""
+
+    __slots__ = ("positions", "version")
+
+    def __init__(self, version: _Version, positions: tuple[tuple[int, int], ...]) -> None:
+        self.version = version
+        self.positions = positions
+
+    def __call__(self) -> AssistantMessage:
+        version = self.version
+        if not self.positions:
+            if version.message is None:
+                version.message = version.builder._message(version.blocks, version.usage, "stop", None)
+            return version.message
+        blocks = list(version.blocks)
+        texts = version.builder._texts
+        for index, end in self.positions:
+            blocks[index] = _with_text(blocks[index], texts[index][:end])
+        return version.builder._message(tuple(blocks), version.usage, "stop", None)
+
+
+def _with_text(block: Any, text: str) -> Any:
+    if isinstance(block, TextContent):
+        return trusted(TextContent, {"type": "text", "text": text}, _TEXT_SET)
+    return trusted_copy(block, thinking=text)
+
+
+def _check_delta(delta: Any) -> None:
+    if not isinstance(delta, str):
+        raise TypeError(f"a streamed delta is a str, got {type(delta).__name__}: {delta!r:.60}")
 
 
 class MessageBuilder:
@@ -53,30 +117,54 @@ class MessageBuilder:
     def __init__(self, *, model: str = "", provider: str = "") -> None:
         self.model = model
         self.provider = provider
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self._blocks: list[Any] = []
-        self._buffers: list[list[str]] = []
+        self._texts: list[str] = []  # each block's streamed text (tool calls: argument text), grown in place
+        self._deltas: list[int] = []  # deltas received per block (an empty one counts)
+        self._streaming: dict[int, None] = {}  # open text/thinking blocks, whose text lives in _texts
         self._tool_ids: dict[int, tuple[str, str]] = {}
         self._closed: set[int] = set()
         self._wire: dict[Hashable, int] = {}
-        self._snapshot: AssistantMessage | None = None  # valid until a block or the usage changes
+        self._version: _Version | None = None  # valid until a block or the usage changes
 
     # -- snapshots ------------------------------------------------------------------------
+    def _message(
+        self, blocks: tuple[Any, ...], usage: Usage, stop_reason: StopReason, error_message: str | None
+    ) -> AssistantMessage:
+        values = {
+            "role": "assistant",
+            "content": blocks,
+            "stop_reason": stop_reason,
+            "error_message": error_message,
+            "usage": usage,
+            "model": self.model,
+            "provider": self.provider,
+            "timestamp": None,
+        }
+        return trusted(AssistantMessage, values, _MESSAGE_SET)
+
+    def _partial(self) -> _Partial:
+        version = self._version
+        if version is None or version.usage is not self.usage:
+            if not isinstance(self.usage, Usage):  # a backend may set any mapping of the counts
+                self.usage = Usage.model_validate(self.usage)
+            version = self._version = _Version(self)
+        streaming = self._streaming
+        if not streaming:
+            return version.plain
+        texts = self._texts
+        if len(streaming) == 1:
+            for index in streaming:
+                return _Partial(version, ((index, len(texts[index])),))
+        return _Partial(version, tuple((index, len(texts[index])) for index in streaming))
+
     def snapshot(self, stop_reason: StopReason = "stop", error_message: str | None = None) -> AssistantMessage:
-        cached = self._snapshot
-        if cached is not None and stop_reason == "stop" and error_message is None and cached.usage is self.usage:
-            return cached  # nothing changed since the last event: share it
-        snapshot = AssistantMessage(
-            content=tuple(self._blocks),
-            stop_reason=stop_reason,
-            error_message=error_message,
-            usage=self.usage,
-            model=self.model,
-            provider=self.provider,
-        )
+        """The message as it stands now (what the next event's ``partial`` would be)."""
+        partial = self._partial()
         if stop_reason == "stop" and error_message is None:
-            self._snapshot = snapshot
-        return snapshot
+            return partial()
+        message = partial()
+        return self._message(message.content, message.usage, stop_reason, error_message)
 
     @property
     def has_content(self) -> bool:
@@ -92,7 +180,10 @@ class MessageBuilder:
 
     def block(self, index: int) -> Any:
         """The block at ``index`` as it stands (a ``TextContent``, ``ThinkingContent`` or ``ToolCall``)."""
-        return self._blocks[index]
+        block = self._blocks[index]
+        if index in self._streaming:
+            return _with_text(block, self._texts[index])
+        return block
 
     def index_of(self, wire: Hashable) -> int | None:
         """The builder index of the block opened with ``wire=`` (None: never opened, or closed by wire)."""
@@ -100,35 +191,46 @@ class MessageBuilder:
 
     def received_deltas(self, index: int) -> bool:
         """Whether any delta (even an empty one) was appended to the block."""
-        return bool(self._buffers[index])
+        return self._deltas[index] > 0
 
     def start(self) -> StartEvent:
-        return StartEvent(partial=self.snapshot())
+        return StartEvent.lazy({"type": "start"}, self._partial())
+
+    def _append(self, index: int, delta: str) -> None:
+        _check_delta(delta)
+        texts = self._texts
+        text = texts[index]
+        texts[index] = ""  # the only reference left is ``text``, so += grows it in place
+        text += delta
+        texts[index] = text
+        self._deltas[index] += 1
 
     # -- text -----------------------------------------------------------------------------
     def text_start(self, *, wire: Hashable | None = None) -> tuple[int, TextStartEvent]:
-        index = self._open(TextContent(type="text", text=""), wire)
-        return index, TextStartEvent(content_index=index, partial=self.snapshot())
+        index = self._open(trusted(TextContent, {"type": "text", "text": ""}, _TEXT_SET), wire, streaming=True)
+        return index, TextStartEvent.lazy({"type": "text_start", "content_index": index}, self._partial())
 
     def text_delta(self, index: int, delta: str) -> TextDeltaEvent:
-        self._buffers[index].append(delta)
-        self._set(index, TextContent(type="text", text="".join(self._buffers[index])))
-        return TextDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
+        self._append(index, delta)
+        return TextDeltaEvent.lazy({"type": "text_delta", "content_index": index, "delta": delta}, self._partial())
 
     def text_end(self, index: int) -> TextEndEvent:
         self._closed.add(index)
-        text = "".join(self._buffers[index])
-        return TextEndEvent(content_index=index, content=text, partial=self.snapshot())
+        text = self._texts[index]
+        if index in self._streaming:
+            del self._streaming[index]
+            self._set(index, _with_text(self._blocks[index], text))
+        return TextEndEvent.lazy({"type": "text_end", "content_index": index, "content": text}, self._partial())
 
     # -- thinking -------------------------------------------------------------------------
     def thinking_start(self, *, wire: Hashable | None = None) -> tuple[int, ThinkingStartEvent]:
-        index = self._open(ThinkingContent(type="thinking", thinking="", signature=None), wire)
-        return index, ThinkingStartEvent(content_index=index, partial=self.snapshot())
+        index = self._open(ThinkingContent(type="thinking", thinking="", signature=None), wire, streaming=True)
+        return index, ThinkingStartEvent.lazy({"type": "thinking_start", "content_index": index}, self._partial())
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDeltaEvent:
-        self._buffers[index].append(delta)
-        self._set(index, self._blocks[index].model_copy(update={"thinking": "".join(self._buffers[index])}))
-        return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
+        self._append(index, delta)
+        values = {"type": "thinking_delta", "content_index": index, "delta": delta}
+        return ThinkingDeltaEvent.lazy(values, self._partial())
 
     def thinking_signature(self, index: int, signature: str) -> None:
         block = self._blocks[index]
@@ -140,17 +242,33 @@ class MessageBuilder:
 
     def thinking_end(self, index: int) -> ThinkingEndEvent:
         self._closed.add(index)
-        text = "".join(self._buffers[index])
-        return ThinkingEndEvent(content_index=index, content=text, partial=self.snapshot())
+        text = self._texts[index]
+        if index in self._streaming:
+            del self._streaming[index]
+            self._set(index, _with_text(self._blocks[index], text))
+        values = {"type": "thinking_end", "content_index": index, "content": text}
+        return ThinkingEndEvent.lazy(values, self._partial())
 
     # -- tool calls -----------------------------------------------------------------------
     def toolcall_start(
         self, id: str, name: str, *, wire: Hashable | None = None, thought_signature: str | None = None
     ) -> tuple[int, ToolCallStartEvent]:
-        call = ToolCall(id=id, name=name, arguments={}, raw_arguments=None, thought_signature=thought_signature)
+        if not isinstance(id, str) or not isinstance(name, str):
+            raise TypeError(f"a tool call's id and name are str, got {id!r:.40} and {name!r:.40}")
+        if thought_signature is not None and not isinstance(thought_signature, str):
+            raise TypeError(f"a thought signature is a str, got {type(thought_signature).__name__}")
+        values = {
+            "type": "toolCall",
+            "id": id,
+            "name": name,
+            "arguments": {},
+            "raw_arguments": None,
+            "thought_signature": thought_signature,
+        }
+        call = trusted(ToolCall, values, _CALL_SET)
         index = self._open(call, wire)
         self._tool_ids[index] = (id, name)
-        return index, ToolCallStartEvent(content_index=index, partial=self.snapshot())
+        return index, ToolCallStartEvent.lazy({"type": "toolcall_start", "content_index": index}, self._partial())
 
     def toolcall_rename(self, index: int, *, id: str | None = None, name: str | None = None) -> None:
         """Fill in an id or name that arrived after the call opened (OpenAI sends them in deltas)."""
@@ -162,21 +280,24 @@ class MessageBuilder:
         return self._tool_ids[index]
 
     def toolcall_delta(self, index: int, delta: str) -> ToolCallDeltaEvent:
-        self._buffers[index].append(delta)
-        return ToolCallDeltaEvent(content_index=index, delta=delta, partial=self.snapshot())
+        self._append(index, delta)
+        values = {"type": "toolcall_delta", "content_index": index, "delta": delta}
+        return ToolCallDeltaEvent.lazy(values, self._partial())
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCallEndEvent:
         """Close a call; ``arguments`` skips JSON parsing for backends that receive objects."""
         self._closed.add(index)
         id, name = self._tool_ids[index]
         if arguments is None:
-            arguments, raw = parse_tool_arguments("".join(self._buffers[index]))
+            arguments, raw = parse_tool_arguments(self._texts[index])
         else:
             raw = None
-        fields = {"id": id, "name": name, "arguments": arguments, "raw_arguments": raw}
-        call = self._blocks[index].model_copy(update=fields)
+        if not isinstance(id, str) or not isinstance(name, str) or not isinstance(arguments, dict):
+            raise TypeError(f"a tool call has a str id and name and dict arguments, got {id!r:.40}, {name!r:.40}")
+        call = trusted_copy(self._blocks[index], id=id, name=name, arguments=arguments, raw_arguments=raw)
         self._set(index, call)
-        return ToolCallEndEvent(content_index=index, tool_call=call, partial=self.snapshot())
+        values = {"type": "toolcall_end", "content_index": index, "tool_call": call}
+        return ToolCallEndEvent.lazy(values, self._partial())
 
     # -- whole blocks and closing -----------------------------------------------------------
     def whole_text(self, text: str) -> list[AssistantMessageEvent]:
@@ -236,7 +357,8 @@ class MessageBuilder:
             reason = "toolUse"
         if reason not in ("stop", "length", "toolUse"):
             return self.error(reason, f"provider finished with stop reason {reason!r}")  # type: ignore[return-value]
-        return DoneEvent(reason=reason, message=self.snapshot(reason))
+        values = {"type": "done", "reason": reason, "message": self.snapshot(reason)}
+        return trusted(DoneEvent, values, ("reason", "message"))
 
     def error(self, reason: StopReason, message: str) -> ErrorEvent:
         reason = "aborted" if reason == "aborted" else "error"
@@ -244,13 +366,16 @@ class MessageBuilder:
 
     def _set(self, index: int, block: Any) -> None:
         self._blocks[index] = block
-        self._snapshot = None
+        self._version = None
 
-    def _open(self, block: Any, wire: Hashable | None = None) -> int:
-        self._snapshot = None
+    def _open(self, block: Any, wire: Hashable | None = None, *, streaming: bool = False) -> int:
+        self._version = None
         self._blocks.append(block)
-        self._buffers.append([])
+        self._texts.append("")
+        self._deltas.append(0)
         index = len(self._blocks) - 1
+        if streaming:
+            self._streaming[index] = None
         if wire is not None:
             self._wire[wire] = index
         return index
