@@ -32,9 +32,13 @@ def trusted(cls: type[_Model], values: dict[str, Any], fields_set: Iterable[str]
     order (the order a dump shows them in); ``fields_set`` is what a keyword call would have set
     (default: every key), so ``exclude_unset`` dumps stay the same. Never for outside input.
     """
+    return _make(cls, values, set(values if fields_set is None else fields_set))
+
+
+def _make(cls: type[_Model], values: dict[str, Any], fields_set: set[str]) -> _Model:
     obj = _new(cls)
     _setattr(obj, "__dict__", values)
-    _setattr(obj, "__pydantic_fields_set__", set(values if fields_set is None else fields_set))
+    _setattr(obj, "__pydantic_fields_set__", fields_set)
     _setattr(obj, "__pydantic_extra__", None)
     _setattr(obj, "__pydantic_private__", None)
     return obj
@@ -67,7 +71,7 @@ class LazyField(BaseModel):
         """An instance whose ``_lazy_field`` is ``cls._build(recipe)``, computed when first read."""
         fields = set(values)
         fields.add(cls._lazy_field)
-        obj = trusted(cls, values, fields)
+        obj = _make(cls, values, fields)
         _setattr(obj, "_recipe", recipe)
         return obj
 
@@ -397,6 +401,7 @@ __all__ = [
     "AssistantMessageEvent",
     "DoneEvent",
     "ErrorEvent",
+    "LazyField",
     "Message",
     "StartEvent",
     "StopReason",

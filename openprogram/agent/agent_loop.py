@@ -508,10 +508,13 @@ class _Reply:
                     return self.error_reply(event)
                 self.last = event
                 if not self.started:
-                    partial = event.partial
-                    if not isinstance(partial, AssistantMessage):
-                        raise TypeError(f"a {kind} event's partial is not an AssistantMessage: {_safe_repr(partial)}")
-                    emit(_message_start(partial))
+                    if type(event) in known:  # the builder's partial: built only if someone reads it
+                        emit(AgentEventMessageStart.lazy({"type": "message_start"}, event))
+                    else:
+                        partial = event.partial
+                        if not isinstance(partial, AssistantMessage):
+                            raise TypeError(f"a {kind} event's partial is no AssistantMessage: {_safe_repr(partial)}")
+                        emit(_message_start(partial))
                     self.started = True
                 if kind != "start" and updates:
                     if type(event) in known:  # lazy: ``message`` is built from the event if read

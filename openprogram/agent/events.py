@@ -34,9 +34,19 @@ class AgentEventTurnStart(_AgentEvent):
     type: Literal["turn_start"] = "turn_start"
 
 
-class AgentEventMessageStart(_AgentEvent):
+class AgentEventMessageStart(LazyField):
+    """A message begins. For a streamed reply the loop makes it lazy: ``message`` is the first
+    provider event's ``partial``, built when read (see :class:`~openprogram.types.LazyField`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    _lazy_field: ClassVar[str] = "message"
+
     type: Literal["message_start"] = "message_start"
     message: Message
+
+    @staticmethod
+    def _build(recipe: Any) -> Message:
+        return recipe.partial  # type: ignore[no-any-return]
 
 
 class AgentEventMessageUpdate(LazyField):

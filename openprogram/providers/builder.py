@@ -58,14 +58,17 @@ class _Version:
     builder's ``_texts``); a :class:`_Partial` says how much of that text its event had seen.
     """
 
-    __slots__ = ("blocks", "builder", "message", "plain", "usage")
+    __slots__ = ("blocks", "message", "model", "provider", "texts", "usage")
 
     def __init__(self, builder: MessageBuilder) -> None:
-        self.builder = builder
+        # No reference back to the builder: a cycle would keep every reply's events alive until
+        # the garbage collector ran, instead of freeing them when the last one is dropped.
+        self.texts = builder._texts
+        self.model = builder.model
+        self.provider = builder.provider
         self.blocks = tuple(builder._blocks)
         self.usage = builder.usage
         self.message: AssistantMessage | None = None
-        self.plain = _Partial(self, ())  # the recipe of every event of this version while no text streams
 
 
 class _Partial:
@@ -81,13 +84,29 @@ class _Partial:
         version = self.version
         if not self.positions:
             if version.message is None:
-                version.message = version.builder._message(version.blocks, version.usage, "stop", None)
+                version.message = _message(version, version.blocks, version.usage, "stop", None)
             return version.message
         blocks = list(version.blocks)
-        texts = version.builder._texts
+        texts = version.texts
         for index, end in self.positions:
             blocks[index] = _with_text(blocks[index], texts[index][:end])
-        return version.builder._message(tuple(blocks), version.usage, "stop", None)
+        return _message(version, tuple(blocks), version.usage, "stop", None)
+
+
+def _message(
+    source: Any, blocks: tuple[Any, ...], usage: Usage, stop_reason: StopReason, error_message: str | None
+) -> AssistantMessage:
+    values = {
+        "role": "assistant",
+        "content": blocks,
+        "stop_reason": stop_reason,
+        "error_message": error_message,
+        "usage": usage,
+        "model": source.model,
+        "provider": source.provider,
+        "timestamp": None,
+    }
+    return trusted(AssistantMessage, values, _MESSAGE_SET)
 
 
 def _with_text(block: Any, text: str) -> Any:
@@ -126,32 +145,19 @@ class MessageBuilder:
         self._closed: set[int] = set()
         self._wire: dict[Hashable, int] = {}
         self._version: _Version | None = None  # valid until a block or the usage changes
+        self._plain: _Partial | None = None
 
     # -- snapshots ------------------------------------------------------------------------
-    def _message(
-        self, blocks: tuple[Any, ...], usage: Usage, stop_reason: StopReason, error_message: str | None
-    ) -> AssistantMessage:
-        values = {
-            "role": "assistant",
-            "content": blocks,
-            "stop_reason": stop_reason,
-            "error_message": error_message,
-            "usage": usage,
-            "model": self.model,
-            "provider": self.provider,
-            "timestamp": None,
-        }
-        return trusted(AssistantMessage, values, _MESSAGE_SET)
-
     def _partial(self) -> _Partial:
         version = self._version
         if version is None or version.usage is not self.usage:
             if not isinstance(self.usage, Usage):  # a backend may set any mapping of the counts
                 self.usage = Usage.model_validate(self.usage)
             version = self._version = _Version(self)
+            self._plain = _Partial(version, ())  # every event of this version while no text streams
         streaming = self._streaming
         if not streaming:
-            return version.plain
+            return self._plain
         texts = self._texts
         if len(streaming) == 1:
             for index in streaming:
@@ -164,7 +170,7 @@ class MessageBuilder:
         if stop_reason == "stop" and error_message is None:
             return partial()
         message = partial()
-        return self._message(message.content, message.usage, stop_reason, error_message)
+        return _message(self, message.content, message.usage, stop_reason, error_message)
 
     @property
     def has_content(self) -> bool:
