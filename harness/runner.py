@@ -323,8 +323,6 @@ class _World:
         for update in behaviour.updates:
             if on_update is not None:
                 on_update(update)
-        if behaviour.late_update and on_update is not None:
-            self.stale.append(on_update)
         if behaviour.mutate:
             _mutate(args)
         if behaviour.cancel and cancel_event is not None:
@@ -338,6 +336,10 @@ class _World:
             if top:
                 self.recorder.record_raised(name, tool_call_id, seen, _Reported() if behaviour.unprintable else exc)
             raise
+        finally:
+            # kept only once the tool is done: while its own nested run goes on, an update is not late
+            if behaviour.late_update and on_update is not None:
+                self.stale.append(on_update)
         if top:
             self.recorder.record_returned(name, tool_call_id, seen, result)
         return result
