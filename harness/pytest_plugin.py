@@ -61,6 +61,7 @@ import pytest
 from harness import profiles
 from harness.clock import DEFAULT_EPOCH_MS, FROZEN_AT, HYPOTHESIS_IGNORE, DeterministicClock, frozen
 from harness.profiles import CI_PROFILE, DEEP_PROFILE
+from harness.pytest_recorded import recorded_allows as _recorded_allows
 
 if TYPE_CHECKING:
     from harness.script import ScriptedProvider, Turn, TurnLike
@@ -77,6 +78,10 @@ __all__ = [
     "ScriptedFixture",
     "render_trace",
 ]
+
+# The record-replay fixture and pytest-recording's hook live in a plugin module of their own,
+# registered with this one (as cheap to import: pytest and the standard library).
+pytest_plugins = ("harness.pytest_recorded",)
 
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"
@@ -433,82 +438,6 @@ def live_backend(request: pytest.FixtureRequest) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# Record and replay (harness.recorded), built on pytest-recording: its --record-mode, vcr
-# marker, vcr_config and vcr_cassette_dir; the harness adds scrubbing, the credential scan,
-# semantic matching with diffs, atomic writes, event-by-event stream replay and unused checks.
-# ---------------------------------------------------------------------------------------------
-
-_RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
-
-
-def _recorded_allows(item: pytest.Item) -> str | None:
-    """A test replaying or recording a cassette may reach the provider: in replay the cassette
-    answers everything (an unrecorded request fails), in a record mode recording is the point."""
-    if "recorded" in getattr(item, "fixturenames", ()) or item.get_closest_marker("vcr") is not None:
-        mode = item.config.getoption("--record-mode", None) or "the test's"
-        return f"its vcr cassette (record mode {mode})"
-    return None
-
-
-def _recorded_addoption(group: Any) -> None:
-    group.addoption(
-        "--harness-keep-failed-recordings",
-        action="store_true",
-        default=False,
-        help="save what a failing test recorded (by default a failing test leaves its cassette as it was)",
-    )
-
-
-def _keep_failed(config: pytest.Config, options: dict[str, Any]) -> bool:
-    return bool(config.getoption("harness_keep_failed_recordings", False) or options.get("keep_failed_recording"))
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    _RECORDING_ITEM[:] = [item]
-
-
-def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
-    """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
-    from harness.recorded_wire import AtomicPersister, configure_vcr
-
-    def hold(path: str) -> str | None:
-        item = _RECORDING_ITEM[-1] if _RECORDING_ITEM else None
-        if item is None or not item.stash.get(_CALL_FAILED, False) or _keep_failed(config, {}):
-            return None
-        return "the test failed"
-
-    configure_vcr(vcr, persister=AtomicPersister(hold=hold))
-
-
-@pytest.fixture
-def recorded(
-    request: pytest.FixtureRequest, vcr_config: dict[str, Any], vcr_cassette_dir: str, default_cassette_name: str
-) -> Iterator[Any]:
-    """``recorded("openai", "chat.completions", model=...)`` -> a real backend over this test's cassette,
-    ``<test dir>/cassettes/<module>/<test>.yaml``, in ``--record-mode`` (default ``none``: replay).
-    Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
-    from pytest_recording.utils import merge_kwargs
-
-    from harness.recorded import CassetteCorruptError, RecordedFixture, RecordingError, open_recording
-
-    markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
-    options = merge_kwargs(vcr_config, markers)
-    mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
-    path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
-    try:
-        fixture = RecordedFixture(open_recording(path, mode, options))
-    except (CassetteCorruptError, RecordingError) as exc:
-        pytest.fail(str(exc), pytrace=False)
-    yield fixture
-    failed = request.node.stash.get(_CALL_FAILED, False)
-    problems = fixture.finish(failed=failed, keep_failed=_keep_failed(request.config, options))
-    if fixture.discarded:
-        request.node.add_report_section("teardown", "harness cassette", fixture.discarded)
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
-
-
-# ---------------------------------------------------------------------------------------------
 # Hooks
 # ---------------------------------------------------------------------------------------------
 
@@ -535,7 +464,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="directory for shrunk regression scenarios (default: cassettes/scenarios); sets HARNESS_SCENARIO_DIR",
     )
     _add_live_option(group)
-    _recorded_addoption(group)
     parser.addini("harness_profile", "Hypothesis profile to load (like --harness-profile)", default=None)
     parser.addini(
         "harness_ci_profile",
@@ -602,7 +530,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "allow_model_requests: the test's real backends may send requests to model providers"
     )
-    config.addinivalue_line("markers", "recorded(**options): vcr_config options for this test's recorded fixture")
     config.addinivalue_line(
         "markers",
         "live(*providers): the test talks to live model providers (default openai); it runs only with --live "
