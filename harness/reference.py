@@ -23,6 +23,7 @@ from harness.contract import (
     HUNG_UP_MESSAGE,
     SKIPPED_CANCELLED,
     SKIPPED_STEERING,
+    classify_result_text,
     effective_cap,
     invalid_json_text,
     not_found_text,
@@ -57,9 +58,11 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
         # agent_loop_continue refuses, at call time, an empty context or one the model already answered
         return Prediction(reason=None, error="ValueError: agent_loop_continue")
     world = _World(scenario, outcomes)
-    for message in stamps:
+    for message in stamps:  # by id and name, results of executions only: a model may reuse an id
         if isinstance(message, ToolResultMessage) and message.timestamp is not None:
-            world.stamps.setdefault(message.tool_call_id, []).append(message.timestamp)
+            kind = classify_result_text(message.tool_name, message.text, message.is_error)
+            if kind not in ("not_found", "invalid_args", "invalid_json", "skipped"):
+                world.stamps.setdefault((message.tool_call_id, message.tool_name), []).append(message.timestamp)
     run = _Run(
         world,
         history=history,
@@ -114,7 +117,7 @@ class _World:
         self.real_outcomes: Iterator[LedgerEntry] = iter([e for e in outcomes if _is_real(scenario, e.tool_name)])
         self.loose: set[int] = set()
         self.validators = {t.name: _validator(t) for t in scenario.tools}
-        self.stamps: dict[str, list[int]] = {}
+        self.stamps: dict[tuple[str, str], list[int]] = {}
 
     def tick(self) -> int:
         return self.clock()
@@ -429,7 +432,7 @@ class _Run:
             else:
                 text, is_error, how = outcome.text, outcome.is_error, outcome.outcome
             self.write_ledger(call, arguments, how, text, is_error)
-            seen = self.world.stamps.get(call.id) if self.top else None
+            seen = self.world.stamps.get((call.id, call.name)) if self.top else None
             stamp = seen.pop(0) if seen else None
             if stamp is not None and stamp > self.world.clock.now:
                 self.world.clock.advance(stamp - self.world.clock.now)  # its nested run's ticks
