@@ -261,7 +261,9 @@ def _one_line(exc: Exception) -> str:
 @click.option(
     "--examples", "-n", default=200, show_default=True, type=click.IntRange(min=1), help="Scenarios to generate."
 )
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Reproduce a campaign (printed at the start).")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Another campaign (printed at the start) [default: 16]."
+)
 @click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
 @click.option(
     "--save-dir",
@@ -302,13 +304,11 @@ def fuzz_command(
     model), each scenario runs twice to catch a tool that is not deterministic, and a table says
     what each tool did. Exits 1 on a violation or a nondeterministic tool.
     """
-    import random
-
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness.fuzz import NoToolsError, Stats, load_tools, run_campaign
+    from harness.fuzz import DEFAULT_SEED, NoToolsError, Stats, load_tools, run_campaign
     from harness.scenario import UserImportError
 
     console = Console()
@@ -324,7 +324,7 @@ def fuzz_command(
             database = example_database(database_url, read_only=database_readonly)
         except ExampleDatabaseError as exc:
             raise click.UsageError(f"--database: {exc}") from None
-    chosen = seed if seed is not None else random.randrange(2**32)
+    chosen = seed if seed is not None else DEFAULT_SEED
     target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
     console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}", markup=False, highlight=False)
     with Progress(
@@ -390,6 +390,13 @@ def _print_summary(console: Any, result: Any) -> None:
     for label, count in stats.rows():
         table.add_row(label, str(count))
     console.print(table)
+    if not stats.per_tool:  # the loop's boundaries (a campaign over your tools is about the tools)
+        reached = Table(title="loop boundaries reached (scenarios)", show_header=True)
+        reached.add_column("boundary")
+        reached.add_column("scenarios", justify="right")
+        for label, count in stats.boundary_rows():
+            reached.add_row(label, str(count) if count else "[bold red]NOT REACHED[/]")
+        console.print(reached)
     if stats.per_tool:
         tools = Table(title="your tools (top-level executions, all scenarios)", show_header=True)
         for column in ("tool", "calls", "results", "error results", "raised"):

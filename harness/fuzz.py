@@ -13,7 +13,8 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from harness.boundaries import BOUNDARIES, reached
 from harness.contract import SKIPPED_STEERING, classify_result_text
 from harness.regressions import ScenarioFailure, assert_scenario
 from harness.runner import run
@@ -28,7 +30,14 @@ from harness.scenario import Scenario, ToolDef, import_user_module
 from harness.strategies import is_tool_entry, scenarios
 from harness.trace import Trace
 
-__all__ = ["CampaignResult", "NoToolsError", "Stats", "load_tools", "run_campaign"]
+__all__ = ["DEFAULT_EXAMPLES", "DEFAULT_SEED", "CampaignResult", "NoToolsError", "Stats", "load_tools", "run_campaign"]
+
+DEFAULT_EXAMPLES = 200
+"""Scenarios per campaign when ``--examples`` is not given."""
+DEFAULT_SEED = 16
+"""The seed of ``harness fuzz`` without ``--seed``: the campaign a user runs by default is one
+campaign, whose power is measured (every mutant of the loop's core it kills, every boundary of
+the loop it reaches: ``docs/property-testing.md``); ``--seed`` explores others."""
 
 
 _TOOL_COUNTS = ("calls", "results", "error results", "raised")
@@ -45,9 +54,12 @@ class Stats:
     seconds: float = 0.0
     per_tool: dict[str, Counter[str]] = field(default_factory=dict)
     """Your (real) tools' executions at the top level: calls, results, error results, raised."""
+    boundaries: Counter[str] = field(default_factory=Counter)
+    """Scenarios that reached each of the loop's boundaries (``harness.boundaries.BOUNDARIES``)."""
 
     def add(self, scenario: Scenario, trace: Trace) -> None:
         self.scenarios += 1
+        self.boundaries.update(reached(scenario, trace))
         self.rounds += len(trace.requests)
         self.reasons[str(trace.reason) if trace.error is None else f"(stream raised {trace.error.split(':')[0]})"] += 1
         for result in trace.tool_results:
@@ -75,6 +87,15 @@ class Stats:
             self.kinds["scenario with nested exec"] += 1
         if any(t.nested_turns for t in scenario.tools):
             self.kinds["scenario with a scripted model for an @agentic_function"] += 1
+
+    def boundary_rows(self) -> list[tuple[str, int]]:
+        """Every boundary of the loop with the scenarios that reached it (0: not reached)."""
+        return [(label, self.boundaries[key]) for key, label in BOUNDARIES.items()]
+
+    @property
+    def unreached(self) -> list[str]:
+        """The boundaries no scenario of the campaign reached."""
+        return [key for key in BOUNDARIES if not self.boundaries[key]]
 
     def rows(self) -> list[tuple[str, int]]:
         """The summary table: each label says what is counted and over what."""
@@ -137,8 +158,8 @@ class CampaignResult:
 
 
 def run_campaign(
-    examples: int = 200,
-    seed: int | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int | None = DEFAULT_SEED,
     *,
     tools: Sequence[Any] | None = None,
     loop: Callable[..., Any] | None = None,
@@ -146,6 +167,7 @@ def run_campaign(
     max_turns: int = 10,
     on_example: Callable[[Stats], None] | None = None,
     database: Any = None,
+    shrink: bool = True,
 ) -> CampaignResult:
     """Generate ``examples`` scenarios and check each; shrink and save the first violation.
 
@@ -153,6 +175,8 @@ def run_campaign(
     campaign reproducible (a random one is chosen and reported otherwise). ``database`` (a
     Hypothesis example database, ``harness.profiles.example_database``) is replayed first and
     receives what this campaign finds, so a failure found on one machine is tried first on the next.
+    ``shrink=False`` reports the first violating scenario as found, unshrunk and unsaved: whether a
+    campaign finds a violation does not depend on shrinking (mutation testing asks only that).
     """
     chosen = seed if seed is not None else random.randrange(2**32)
     stats = Stats()
@@ -167,14 +191,26 @@ def run_campaign(
         derandomize=False,
         report_multiple_bugs=False,
         print_blob=False,
-        phases=(*((Phase.reuse,) if database is not None else ()), Phase.generate, Phase.target, Phase.shrink),
+        phases=(
+            *((Phase.reuse,) if database is not None else ()),
+            Phase.generate,
+            Phase.target,
+            *((Phase.shrink,) if shrink else ()),
+        ),
         suppress_health_check=list(HealthCheck),
     )
     @hypothesis_seed(chosen)
     @given(scenarios(tools=tools, max_turns=max_turns))
     def campaign(scenario: Scenario) -> None:
         try:
-            trace = assert_scenario(scenario, loop=loop, directory=save_dir, found_by=f"harness fuzz --seed {chosen}")
+            trace = assert_scenario(
+                scenario,
+                loop=loop,
+                directory=save_dir,
+                found_by=f"harness fuzz --seed {chosen}",
+                save=shrink,
+                minimal=shrink,
+            )
         except ScenarioFailure:
             failing[0] = True
             raise
@@ -188,11 +224,38 @@ def run_campaign(
 
     failure = None
     try:
-        campaign()
+        with _no_local_constants():
+            campaign()
     except ScenarioFailure as exc:
         failure = exc
     stats.seconds = time.perf_counter() - started
     return CampaignResult(stats, chosen, failure, nondeterministic)
+
+
+@contextmanager
+def _no_local_constants() -> Iterator[None]:
+    """Hypothesis mixes the constants of every local module it finds in ``sys.modules`` into 5% of
+    its draws, so what a seed generates would change with whatever else is imported (pytest's
+    conftest, mutmut's copy of the loop, your modules, an edit to an unrelated file). A campaign
+    named by its seed must be one campaign: during it, no local constants (Hypothesis' own
+    built-in ones stay). Private API, so a Hypothesis without it is left as it is."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis without the module
+        yield
+        return
+    find, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
+    if find is None or cache is None or not hasattr(providers, "Constants"):  # pragma: no cover
+        yield
+        return
+    none = providers.Constants()
+    providers._get_local_constants = lambda: none
+    cache.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = find
+        cache.cache.clear()
 
 
 def _ledger_differences(scenario: Scenario, first: Trace, second: Trace) -> dict[str, str]:

@@ -57,7 +57,7 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
         # agent_loop_continue refuses, at call time, an empty context or one the model already answered
         return Prediction(reason=None, error="ValueError: agent_loop_continue")
     world = _World(scenario, outcomes)
-    for message in stamps:
+    for message in stamps:  # by id and name: a model may reuse an id, for another tool or a call that never ran
         if isinstance(message, ToolResultMessage) and message.timestamp is not None:
             world.stamps.setdefault((message.tool_call_id, message.tool_name), []).append(message.timestamp)
     run = _Run(

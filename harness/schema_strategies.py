@@ -190,24 +190,23 @@ def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str,
         ways.append("missing required")
     if schema.get("additionalProperties") is False or not ways:
         ways.append("extra key")
-    base = arguments(schema)
-    pick_way, pick_property, pick_required = (
+    return _broken(
+        arguments(schema),
         st.sampled_from(tuple(ways)),
         st.sampled_from(properties or ("",)),
         st.sampled_from(required or ("",)),
     )
 
-    @st.composite
-    def broken(draw: st.DrawFn) -> dict[str, Any]:
-        value = draw(base)
-        args = dict(value) if isinstance(value, dict) else {}
-        way = draw(pick_way)
-        if way == "wrong type":
-            args[draw(pick_property)] = draw(_aliens)
-        elif way == "missing required":
-            args.pop(draw(pick_required), None)
-        else:
-            args["unexpected"] = draw(_aliens)
-        return args
 
-    return broken()
+@st.composite
+def _broken(draw: st.DrawFn, base: Any, pick_way: Any, pick_property: Any, pick_required: Any) -> dict[str, Any]:
+    value = draw(base)
+    args = dict(value) if isinstance(value, dict) else {}
+    way = draw(pick_way)
+    if way == "wrong type":
+        args[draw(pick_property)] = draw(_aliens)
+    elif way == "missing required":
+        args.pop(draw(pick_required), None)
+    else:
+        args["unexpected"] = draw(_aliens)
+    return args

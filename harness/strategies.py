@@ -59,7 +59,19 @@ DUPLICATE_ID = "dup"
 # Short texts from a small alphabet shrink fast and read well; now and then anything printable.
 _words = st.sampled_from(["ok", "done", "wait", "stop", "the answer is 42", "hmm", ""])
 _texts = st.one_of(_words, st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24))
-_messages = st.one_of(st.sampled_from(["stop", "wait, use search", "also check x", "thanks"]), _texts)
+_messages = st.one_of(st.sampled_from(["stop", "wait, use search", "also check x", "thanks"]), _words, _texts)
+
+
+@st.composite
+def _pick(draw: st.DrawFn, indices: Any, branches: tuple[Any, ...]) -> Any:
+    return draw(branches[draw(indices)])
+
+
+def _weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """``one_of`` with weights. (``st.one_of`` drops repeated branches, so repeating a branch
+    does not weight it.) The first choice is where shrinking goes."""
+    indices = st.sampled_from(tuple(i for i, (weight, _) in enumerate(choices) for _ in range(weight)))
+    return _pick(indices, tuple(strategy for _, strategy in choices))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,8 +80,9 @@ _messages = st.one_of(st.sampled_from(["stop", "wait, use search", "also check x
 
 _return_values = st.one_of(_words, st.none(), st.integers(-3, 100), _json, _texts)
 _error_texts = st.one_of(st.just(""), _words, _texts)
-_details = st.one_of(st.none(), st.none(), st.none(), st.fixed_dictionaries({"status": st.integers(200, 503)}))
-_updates = st.lists(st.one_of(_words, st.integers(0, 100)), max_size=2).map(tuple)
+_details = _weighted((3, st.none()), (1, st.fixed_dictionaries({"status": st.integers(200, 503)})))
+_some_updates = st.lists(st.one_of(_words, st.integers(0, 100)), min_size=1, max_size=2).map(tuple)
+_updates = _weighted((3, st.just(())), (1, _some_updates))  # mostly none
 CANCEL_ONE_IN = 16
 """By default one behaviour in 16 also sets the run's cancel_event (a user pressing stop)."""
 BASE_ONE_IN = 12
@@ -115,31 +128,70 @@ def _one_in(n: int) -> st.SearchStrategy[bool]:
 def _behaviours(
     tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
 ) -> st.SearchStrategy[Behaviour]:
-    cancels, bases = _one_in(cancel_one_in), _one_in(base_one_in)
-    waits = _one_in(2 * cancel_one_in)  # a tool that waits until the user presses stop
-    kinds = _all_kinds if nesting else _plain_kinds
-    nested = nested_runs(tools) if nesting else st.nothing()
+    return _behaviour(_behaviour_parts(tools, nesting, cancel_one_in, base_one_in))
 
-    @st.composite
-    def behaviour(draw: st.DrawFn) -> Behaviour:
-        kind = draw(kinds)
-        updates, cancel = draw(_updates), draw(cancels)
-        if kind == "return":
-            drawn = Behaviour("return", draw(_return_values), updates, cancel, details=draw(_details))
-        elif kind == "error":
-            drawn = Behaviour(kind, draw(_error_texts), updates, cancel, details=draw(_details))
-        elif kind == "raise":
-            base = draw(bases)
-            drawn = Behaviour(kind, draw(_error_texts), updates, cancel, base=base)
-            if not base and draw(_unprintables):
-                drawn = dataclasses.replace(drawn, unprintable=True)
-        else:
-            drawn = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
-        return dataclasses.replace(  # misbehaving tools (DESIGN 4, Robustness)
-            drawn, mutate=draw(_mutates), late_update=draw(_late_updates), wait=draw(waits)
-        )
 
-    return behaviour()
+def _behaviour_parts(
+    tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
+) -> tuple[Any, ...]:
+    """The leaf strategies of one behaviour, built once per menu (drawing them is what is cheap)."""
+    return _memoized(
+        ("behaviour parts", _menu_key(tools), nesting, cancel_one_in, base_one_in),
+        lambda: (
+            _all_kinds if nesting else _plain_kinds,
+            _flags(cancel_one_in, base_one_in),
+            nested_runs(tools) if nesting else st.nothing(),
+        ),
+    )
+
+
+def _flags(cancel_one_in: int, base_one_in: int) -> tuple[st.SearchStrategy[tuple[bool, ...]], ...]:
+    """(cancel, mutate), (wait, late_update) and (base, unprintable), two flags per drawn integer.
+
+    Each flag is one digit of a small mixed-radix number, true at the middle value of its digit
+    (as ``_one_in``): fewer choices to draw, and shrinking a number towards 0 clears its flags.
+    The ranges stay small: Hypothesis draws large ranges skewed towards their low end."""
+    pairs = ((cancel_one_in, MUTATE_ONE_IN), (2 * cancel_one_in, LATE_UPDATE_ONE_IN), (base_one_in, UNPRINTABLE_ONE_IN))
+    return tuple(_memoized(("flags", pair), lambda pair=pair: _mixed_radix(pair)) for pair in pairs)
+
+
+def _mixed_radix(radices: tuple[int, ...]) -> st.SearchStrategy[tuple[bool, ...]]:
+    sizes = tuple(max(1, n) for n in radices)
+    total = 1
+    for size in sizes:
+        total *= size
+
+    def decode(value: int) -> tuple[bool, ...]:
+        out = []
+        for n, size in zip(radices, sizes, strict=True):
+            value, digit = divmod(value, size)
+            out.append(n > 0 and digit == n // 2)
+        return tuple(out)
+
+    return st.integers(0, total - 1).map(decode)
+
+
+@st.composite
+def _behaviour(draw: st.DrawFn, parts: tuple[Any, ...]) -> Behaviour:
+    kinds, (cancels, waits, bases), nested = parts
+    kind = draw(kinds)
+    cancel, mutate = draw(cancels)
+    wait, late_update = draw(waits)
+    updates = draw(_updates)
+    if kind == "return":
+        drawn = Behaviour("return", draw(_return_values), updates, cancel, details=draw(_details))
+    elif kind == "error":
+        drawn = Behaviour(kind, draw(_error_texts), updates, cancel, details=draw(_details))
+    elif kind == "raise":
+        base, unprintable = draw(bases)
+        drawn = Behaviour(kind, draw(_error_texts), updates, cancel, base=base, unprintable=unprintable and not base)
+    else:
+        # no late update from a tool that runs a nested exec: its kept on_update would fire
+        # while it is still running (during the nested run's tools), which is no late update
+        drawn, late_update = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested)), False
+    if mutate or late_update or wait:  # misbehaving tools (DESIGN 4, Robustness)
+        drawn = dataclasses.replace(drawn, mutate=mutate, late_update=late_update, wait=wait)
+    return drawn
 
 
 MUTATE_ONE_IN = 4
@@ -148,8 +200,6 @@ LATE_UPDATE_ONE_IN = 8
 """One in 8 calls ``on_update`` again after returning (the loop must drop it)."""
 UNPRINTABLE_ONE_IN = 4
 """One ``raise`` in 4 raises an exception whose ``str()`` fails."""
-_mutates, _late_updates = _one_in(MUTATE_ONE_IN), _one_in(LATE_UPDATE_ONE_IN)
-_unprintables = _one_in(UNPRINTABLE_ONE_IN)
 
 
 def nested_runs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[NestedRun]:
@@ -163,25 +213,27 @@ def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
     can_inherit = len(planned) == len(tools)
     subsets = st.lists(st.sampled_from(planned), unique_by=_name_of, max_size=2) if planned else st.just([])
     inherit = st.integers(0, 3).map((3).__eq__) if can_inherit else st.just(False)
-    caps = st.one_of(st.none(), st.integers(0, 3))
-    sync = st.integers(0, 7).map((7).__eq__)
-    steering = steering_schedules(max_poll=4)
+    return _nested(tools, subsets, inherit)
 
-    @st.composite
-    def nested(draw: st.DrawFn) -> NestedRun:
-        inherits = draw(inherit)
-        chosen = [] if inherits else draw(subsets)
-        visible = tools if inherits else tuple(chosen)
-        return NestedRun(
-            prompt=draw(_words),
-            tools=None if inherits else tuple(t.name for t in chosen),
-            turns=tuple(draw(st.lists(model_turns(visible), min_size=1, max_size=3))),
-            steering=draw(steering),
-            max_iterations=draw(caps),
-            sync=draw(sync),
-        )
 
-    return nested()
+_nested_caps = st.one_of(st.none(), st.integers(0, 3))
+_nested_sync = st.integers(0, 7).map((7).__eq__)
+
+
+@st.composite
+def _nested(draw: st.DrawFn, tools: tuple[ToolDef, ...], subsets: Any, inherit: Any) -> NestedRun:
+    inherits = draw(inherit)
+    chosen = [] if inherits else draw(subsets)
+    visible = tools if inherits else tuple(chosen)
+    turns = model_turns(visible)
+    return NestedRun(
+        prompt=draw(_words),
+        tools=None if inherits else tuple(t.name for t in chosen),
+        turns=tuple(draw(st.lists(turns, min_size=1, max_size=3))),
+        steering=draw(steering_schedules(max_poll=4)),
+        max_iterations=draw(_nested_caps),
+        sync=draw(_nested_sync),
+    )
 
 
 _names = st.sampled_from(TOOL_NAMES)
@@ -254,31 +306,38 @@ def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
     return _memoized(("calls", _menu_key(tools)), lambda: _tool_calls(tools))
 
 
+_CALL_FORMS = ("valid", "valid", "valid", "valid", "invalid", "raw")
+
+
 def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
-    unknown = st.builds(Call, name=st.sampled_from((UNKNOWN_TOOL, *(t.name.upper() for t in tools))), id=_ids)
-    if not tools:
-        return unknown
-    per_tool = []
-    for tool in tools:
-        valid = arguments(tool.parameters).map(_as_dict)
-        per_tool.append(
-            st.one_of(
-                *[st.builds(Call, name=st.just(tool.name), args=valid, id=_ids)] * 4,
-                st.builds(Call, name=st.just(tool.name), args=invalid_arguments(tool.parameters), id=_ids),
-                st.builds(Call, name=st.just(tool.name), raw=_not_json, id=_ids),
-            )
-        )
-    known = st.one_of(per_tool)
-    return st.one_of(known, known, known, unknown)  # mostly menu tools
+    # One choice picks the tool and the form of its arguments (valid, broken, not JSON) or an
+    # unknown name: mostly menu tools. The first pick, valid arguments for the first tool, is
+    # where shrinking goes.
+    known = tuple((index, form) for index in range(len(tools)) for form in _CALL_FORMS)
+    picks = st.sampled_from(known * 3 + (("unknown", ""),) * len(known) if known else (("unknown", ""),))
+    unknown = st.sampled_from((UNKNOWN_TOOL, *(t.name.upper() for t in tools)))
+    forms = tuple((t.name, arguments(t.parameters).map(_as_dict), invalid_arguments(t.parameters)) for t in tools)
+    return _call(picks, unknown, forms)
+
+
+@st.composite
+def _call(draw: st.DrawFn, picks: Any, unknown: Any, forms: tuple[Any, ...]) -> Call:
+    index, form = draw(picks)
+    if index == "unknown":
+        return Call(draw(unknown), id=draw(_ids))
+    name, valid, invalid = forms[index]
+    if form == "raw":
+        return Call(name, raw=draw(_not_json), id=draw(_ids))
+    return Call(name, args=draw(valid if form == "valid" else invalid), id=draw(_ids))
 
 
 TURN_WEIGHTS: Mapping[str, int] = {
-    "calls": 12,
+    "calls": 60,
     "text": 2,
     "empty": 1,
     "error": 1,
-    "aborted": 1,
-    "raise": 1,
+    "aborted": 2,
+    "raise": 2,
     "hang_up": 1,
     "error_keeps_stop": 1,
     "bad_done": 1,
@@ -288,11 +347,18 @@ TURN_WEIGHTS: Mapping[str, int] = {
 """How often each kind of reply is drawn. Mostly picks, so runs go several rounds deep; the kinds
 that end a run are rarer. The first kind is also where shrinking goes. The last four are
 misbehaving providers (``harness.scenario_parts.FAULTS``)."""
+FINAL_TURN_WEIGHTS: Mapping[str, int] = {
+    **{"text": 10, "calls": 1, "empty": 1},
+    **{kind: 1 for kind in ("error", "aborted", "raise", "hang_up", *FAULTS)},
+}
+"""The last reply of a default scenario's script (and one per follow-up round): mostly the
+model's answer, so a run that picked tools for several rounds ends normally instead of running
+past its script; else a provider fault, which ends a run there without cutting it short."""
 USER_TOOL_WEIGHTS: Mapping[str, int] = {k: v for k, v in TURN_WEIGHTS.items() if k not in FAULTS}
 """The mix for campaigns over the user's own tools: their subject is the tools, so the provider
 faults (the loop's business, fuzzed with the generated tools) stay out of their budget."""
-CANCEL_TURN_ONE_IN = 20
-"""One reply in 20 is cancelled by the user as it starts streaming."""
+CANCEL_TURN_ONE_IN = 25
+"""About one reply in 25 is cancelled by the user as it starts streaming."""
 
 
 _stops = st.sampled_from(("stop", "stop", "stop", "length"))
@@ -318,58 +384,82 @@ def model_turns(
     unknown = set(chosen) - set(TURN_WEIGHTS)
     if unknown or not any(chosen.values()):
         raise ValueError(f"weights: kinds are {', '.join(TURN_WEIGHTS)} with at least one weight above 0")
-    return _memoized(("turns", _menu_key(tools), _key(chosen)), lambda: _model_turns(tools, chosen))
+    answer = weights is FINAL_TURN_WEIGHTS
+    return _memoized(("turns", _menu_key(tools), _key(chosen), answer), lambda: _model_turns(tools, chosen, answer))
 
 
-def _model_turns(tools: tuple[ToolDef, ...], weights: Mapping[str, int]) -> st.SearchStrategy[ModelTurn]:
+_REPLY_KINDS = ("calls", "text", "empty")
+
+
+def _model_turns(
+    tools: tuple[ToolDef, ...], weights: Mapping[str, int], answer: bool = False
+) -> st.SearchStrategy[ModelTurn]:
     calls = st.lists(tool_calls(tools), min_size=1, max_size=3).map(tuple)
-    kinds = st.sampled_from(tuple(kind for kind, weight in weights.items() for _ in range(weight)))
-    cancels = _one_in(CANCEL_TURN_ONE_IN)
+    # One choice: the kind, and whether the user cancels the reply as it streams (about one
+    # reply in CANCEL_TURN_ONE_IN; a short list: Hypothesis skews long index ranges to the front).
+    # The first kind, not cancelled, is where shrinking goes.
+    cancellable = [kind for kind in _REPLY_KINDS if weights.get(kind)]
+    scale = max(1, round((CANCEL_TURN_ONE_IN - 1) * len(cancellable) / sum(weights.values())))
+    kinds = [(kind, False) for kind, weight in weights.items() for _ in range(weight * scale)]
+    kinds += [(kind, True) for kind in cancellable]
+    return (_answer if answer else _model_turn)(st.sampled_from(tuple(kinds)), calls)
 
-    @st.composite
-    def model_turn(draw: st.DrawFn) -> ModelTurn:
-        turn = draw(replies)
-        if turn.kind == "reply" and draw(cancels):
-            return dataclasses.replace(turn, cancel=True)
-        return turn
 
-    @st.composite
-    def reply(draw: st.DrawFn) -> ModelTurn:
-        kind = draw(kinds)
-        if kind == "text":
-            return ModelTurn(text=draw(_texts), thinking=draw(_maybe_word))
-        if kind == "empty":
-            return ModelTurn(stop=draw(_stops))
-        if kind in ("error", "aborted"):
-            return ModelTurn(kind=kind, message=draw(_error_texts))
-        picks = draw(calls)
-        text = draw(_maybe_word)
-        if kind == "calls":
-            return ModelTurn(text=text, calls=picks, stop=draw(_stops))
-        partial = draw(_partial)
-        messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": _error_texts}
-        return ModelTurn(
-            kind=kind,
-            text=text if partial != "nothing" else None,
-            calls=picks if partial == "calls" else (),
-            message=draw(messages[kind]) if kind in messages else "",
-        )
+_turn_messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": _error_texts}
 
-    replies = reply()
-    return model_turn()
+
+@st.composite
+def _model_turn(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
+    return _turn(draw, kinds, calls)
+
+
+@st.composite
+def _answer(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
+    # The same as _model_turn under another label: Hypothesis' generator copies a span over
+    # another of the same label, and an answer copied over the picks would end runs early.
+    return _turn(draw, kinds, calls)
+
+
+def _turn(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
+    kind, cancel = draw(kinds)
+    if kind == "text":
+        return ModelTurn(text=draw(_texts), thinking=draw(_maybe_word), cancel=cancel)
+    if kind == "empty":
+        return ModelTurn(stop=draw(_stops), cancel=cancel)
+    if kind in ("error", "aborted"):
+        return ModelTurn(kind=kind, message=draw(_error_texts))
+    picks = draw(calls)
+    text = draw(_maybe_word)
+    if kind == "calls":
+        return ModelTurn(text=text, calls=picks, stop=draw(_stops), cancel=cancel)
+    partial = draw(_partial)
+    return ModelTurn(
+        kind=kind,
+        text=text if partial != "nothing" else None,
+        calls=picks if partial == "calls" else (),
+        message=draw(_turn_messages[kind]) if kind in _turn_messages else "",
+    )
 
 
 def _schedules(max_poll: int, max_entries: int, one_in: int) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
-    # Drawn as one slot per poll, mostly empty: a message shrinks away by emptying its slot, and
-    # a late poll number shrinks by dropping the trailing slots.
+    # Drawn as a short list of (poll, messages) entries, not one slot per poll: few choices. An
+    # entry shrinks away by deleting it, a poll number shrinks towards 1; a repeated poll keeps
+    # its first messages. The larger ``one_in``, the more often a schedule is empty (1: never).
+    if max_poll < 1 or max_entries < 1:
+        return st.just({})
     batch = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-    slots = st.lists(st.one_of(*[st.just(())] * max(0, one_in - 1), batch), max_size=max_poll)
-    return slots.map(lambda picked: _schedule_of(picked, max_entries))
+    entries = st.lists(st.tuples(st.integers(1, max_poll), batch), min_size=1, max_size=max_entries)
+    filled = entries.map(lambda picked: _schedule_of(picked, max_entries))
+    if one_in <= 1:
+        return filled
+    return _weighted((1, st.just({})), (min(3, max(1, 12 // one_in)), filled))
 
 
-def _schedule_of(slots: list[tuple[str, ...]], max_entries: int) -> dict[int, tuple[str, ...]]:
-    filled = [(poll, messages) for poll, messages in enumerate(slots, start=1) if messages]
-    return dict(filled[:max_entries])
+def _schedule_of(entries: list[tuple[int, tuple[str, ...]]], max_entries: int) -> dict[int, tuple[str, ...]]:
+    schedule: dict[int, tuple[str, ...]] = {}
+    for poll, messages in entries:
+        schedule.setdefault(poll, messages)
+    return dict(sorted(schedule.items())[:max_entries])
 
 
 def steering_schedules(
@@ -377,7 +467,8 @@ def steering_schedules(
 ) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
     """``{poll number: messages}``: steering polls come before the first call, after each executed
     tool call and after each turn, so small numbers land mid-batch as often as between turns.
-    About one poll in ``one_in`` delivers (1: every poll, up to ``max_entries``)."""
+    One to ``max_entries`` polls deliver; the larger ``one_in``, the more often none does (1:
+    never empty; 4, the default: empty one time in four)."""
     return _memoized(("steering", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
@@ -388,14 +479,8 @@ def follow_up_schedules(
     return _memoized(("follow_ups", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
-_caps = st.sampled_from(("unset",) * 6 + ("small", "small", "zero", "negative", "over 50")).flatmap(
-    lambda kind: {
-        "unset": st.none(),
-        "small": st.integers(1, 6),
-        "zero": st.just(0),
-        "negative": st.integers(-3, -1),
-        "over 50": st.integers(51, 60),
-    }[kind]
+_caps = st.sampled_from(  # unset mostly; else small, 0, negative or above 50: one choice
+    (None,) * 36 + (1, 2, 3, 4, 5, 6) * 2 + (0, -1, -2, -3) * 2 + (51, 55, 60)
 )
 _parallel = st.sampled_from((None, False, True))
 _models = st.sampled_from((None, "model-x"))
@@ -432,29 +517,27 @@ def histories(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[tuple[HistoryM
 
 
 def _histories(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
-    calls = st.lists(tool_calls(tools), min_size=1, max_size=2)
+    return _history(st.lists(tool_calls(tools), min_size=1, max_size=2))
 
-    @st.composite
-    def history(draw: st.DrawFn) -> tuple[HistoryMessage, ...]:
-        shape = draw(_history_shapes)
-        if shape == "nothing":
-            return ()
-        first = HistoryMessage("user", text=draw(_messages))
-        if shape == "user":
-            return (first,)
-        if shape == "tool round":
-            picks = [dataclasses.replace(c, id=f"h{i}") for i, c in enumerate(draw(calls), start=1)]
-            results = [
-                HistoryMessage("toolResult", text=draw(_words), tool_call_id=c.id or "", tool_name=c.name)
-                for c in picks
-            ]
-            return (first, HistoryMessage("assistant", text=draw(_maybe_word), calls=tuple(picks)), *results)
-        answered = HistoryMessage("assistant", text=draw(_words))
-        if shape == "answered, then user":
-            return (first, answered, HistoryMessage("user", text=draw(_messages)))
-        return (first, answered)
 
-    return history()
+@st.composite
+def _history(draw: st.DrawFn, calls: Any) -> tuple[HistoryMessage, ...]:
+    shape = draw(_history_shapes)
+    if shape == "nothing":
+        return ()
+    first = HistoryMessage("user", text=draw(_messages))
+    if shape == "user":
+        return (first,)
+    if shape == "tool round":
+        picks = [dataclasses.replace(c, id=f"h{i}") for i, c in enumerate(draw(calls), start=1)]
+        results = [
+            HistoryMessage("toolResult", text=draw(_words), tool_call_id=c.id or "", tool_name=c.name) for c in picks
+        ]
+        return (first, HistoryMessage("assistant", text=draw(_maybe_word), calls=tuple(picks)), *results)
+    answered = HistoryMessage("assistant", text=draw(_words))
+    if shape == "answered, then user":
+        return (first, answered, HistoryMessage("user", text=draw(_messages)))
+    return (first, answered)
 
 
 @st.composite
@@ -487,6 +570,8 @@ def scenarios(
     Your tools' real code runs in ``harness.runner.run(scenario)``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
+    default_mix = turn_weights is None
+    answer_at = 0
     if tools is not None:
         fault_one_in = 0  # the user's tools are the subject: no outside cancels, odd getters, second consumers
         turn_weights = USER_TOOL_WEIGHTS if turn_weights is None else turn_weights
@@ -505,11 +590,27 @@ def scenarios(
     else:
         menu = draw(_tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in))
     # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed
-    turns = draw(st.lists(model_turns(menu, turn_weights), min_size=1, max_size=max_turns))
+    middle: list[ModelTurn] = []
+    if default_mix:
+        # picks for a few rounds, then (mostly) an answer: deep runs that end normally
+        middle = draw(st.lists(model_turns(menu, turn_weights), min_size=min(2, max_turns - 1), max_size=max_turns - 1))
+        turns = [*middle, draw(model_turns(menu, FINAL_TURN_WEIGHTS))]
+        answer_at = len(turns)
+    else:
+        turns = draw(st.lists(model_turns(menu, turn_weights), min_size=1, max_size=max_turns))
+    edge = draw(_edges) if default_mix and config is None else None
     resumes = draw(_one_in(resume_one_in))
     steering_plan = draw(steering if steering is not None else steering_schedules())
+    follow_up_plan = draw(follow_ups if follow_ups is not None else follow_up_schedules())
     faults = _one_in(fault_one_in)
     cancel_at = draw(_cancel_points) if draw(faults) else None
+    how = draw(_meetings) if edge is not None and steering is None and follow_ups is None else None
+    if edge is not None and how is not None:
+        steering_plan, follow_up_plan, cancel_at = _meet_the_cap(
+            edge, how, middle, steering_plan, follow_up_plan, cancel_at
+        )
+    if default_mix:  # a reply for each round a follow-up opens, so those runs end normally too
+        turns += [draw(model_turns(menu, FINAL_TURN_WEIGHTS)) for _ in follow_up_plan]
     shapes = {
         poll: draw(_shapes if len(messages) == 1 else _junk_shapes)
         for poll, messages in steering_plan.items()
@@ -522,12 +623,54 @@ def scenarios(
         tools=tuple(menu),
         turns=tuple(turns),
         steering=steering_plan,
-        follow_ups=draw(follow_ups if follow_ups is not None else follow_up_schedules()),
-        config=draw(config if config is not None else configs(menu)),
+        follow_ups=follow_up_plan,
+        config=_at_the_edge(draw(configs(menu)), edge, answer_at)
+        if default_mix and config is None
+        else draw(config if config is not None else configs(menu)),
         cancel_at=cancel_at,
         steering_as=shapes,
         consumers=2 if draw(faults) else 1,
     )
+
+
+_edges = st.sampled_from((None, None, -1, -1, 0, 0, 0, 1))
+"""Now and then the cap sits at the script's edge: on the last pick (-1), on the answer (0), or
+on the round after it (1, a follow-up's): where the cap meets a text reply, a tool reply and the
+queues. (A cap drawn on its own seldom lands there.)"""
+
+
+_meetings = st.sampled_from((0, 1))
+
+
+def _meet_the_cap(
+    edge: int,
+    how: int,
+    middle: Sequence[ModelTurn],
+    steering: dict[int, tuple[str, ...]],
+    follow_ups: Any,
+    cancel_at: Any,
+) -> tuple[dict[int, tuple[str, ...]], Any, Any]:
+    """With a cap at the script's edge, what meets it there: on the last pick (edge -1) a cancel
+    as its batch starts (how 0) or steering after it (1); on the answer (0) steering after it (0)
+    or a follow-up that is never polled (1); on the round after it (1), a follow-up's. The poll
+    numbers assume every pick runs (DESIGN 4: one steering poll first, one after each call and
+    one after each turn)."""
+    if not middle:
+        return steering, follow_ups, cancel_at
+    before_last = 1 + sum(len(t.calls) + 1 for t in middle[:-1])
+    after_last = before_last + len(middle[-1].calls) + 1
+    if edge == -1 and how == 0:
+        return steering, follow_ups, before_last + 1
+    if edge == -1 or (edge == 0 and how == 0):
+        return {**steering, after_last + (edge + 1): ("stop",)}, follow_ups, cancel_at
+    return steering, {1: ("also check x",), **follow_ups}, cancel_at
+
+
+def _at_the_edge(config: Config, edge: int | None, answer_at: int) -> Config:
+    cap = config.max_iterations
+    if edge is None or (cap is not None and not 1 <= cap <= 50):  # a cap the loop clamps stays
+        return config
+    return dataclasses.replace(config, max_iterations=max(1, answer_at + edge))
 
 
 _cancel_points: st.SearchStrategy[str | int] = st.one_of(st.integers(1, 6), st.just("start"))
