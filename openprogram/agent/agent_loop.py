@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from openprogram.agent.events import (
     AgentEvent,
@@ -48,20 +48,8 @@ from openprogram.tools import (
 from openprogram.types import (
     AssistantMessage,
     AssistantMessageEvent,
-    DoneEvent,
-    ErrorEvent,
     Message,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
     ToolCall,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
     ToolResultMessage,
     UserMessage,
     trusted,
@@ -80,22 +68,7 @@ the consumer drain the queue (memory stays bounded) and other runs go on; a shor
 
 # The events of this package's own types are valid by construction (the builder made them, or
 # pydantic validated them when a provider did): the loop wraps them without validating again.
-_KNOWN_EVENTS = frozenset(
-    {
-        StartEvent,
-        TextStartEvent,
-        TextDeltaEvent,
-        TextEndEvent,
-        ThinkingStartEvent,
-        ThinkingDeltaEvent,
-        ThinkingEndEvent,
-        ToolCallStartEvent,
-        ToolCallDeltaEvent,
-        ToolCallEndEvent,
-        DoneEvent,
-        ErrorEvent,
-    }
-)
+_KNOWN_EVENTS: frozenset[type] = frozenset(get_args(get_args(AssistantMessageEvent)[0]))  # the union's members
 _MESSAGE_ONLY = ("message",)
 _TURN_END_SET = ("message", "tool_results")
 _TOOL_EVENT_SET = ("tool_call_id", "tool_name", "args")
