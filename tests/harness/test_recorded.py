@@ -307,3 +307,39 @@ def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pyte
     assert sentinel_env["OPENAI_API_KEY"] not in text
     assert "authorization" not in text.lower()
     assert '"content": "hi"' in text  # the JSON body pretty-printed
+
+
+def test_a_failing_vcr_marker_test_keeps_its_old_cassette(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_marked=textwrap.dedent(
+            """
+            import asyncio, os
+            import openai, pytest
+            from harness.emulator import Emulator
+            from harness.script import turn
+
+            @pytest.mark.vcr
+            @pytest.mark.allow_model_requests
+            def test_marked():
+                async def ask(base_url):
+                    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0)
+                    messages = [{"role": "user", "content": os.environ.get("PROMPT", "hi")}]
+                    reply = await client.chat.completions.create(model="m", messages=messages)
+                    await client.close()
+                    return reply.choices[0].message.content
+                with Emulator(turn.text("hello")) as emulator:
+                    assert asyncio.run(ask(emulator.base_url)) == "hello"
+                assert os.environ.get("FAIL") != "1"
+            """
+        )
+    )
+    cassette = pytester.path / "cassettes" / "test_marked" / "test_marked.yaml"
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    before = cassette.read_bytes()
+    os.environ.update(FAIL="1", PROMPT="changed")
+    try:
+        _run(pytester, "--record-mode=new_episodes").assert_outcomes(failed=1)
+    finally:
+        os.environ.pop("FAIL", None)
+        os.environ.pop("PROMPT", None)
+    assert cassette.read_bytes() == before

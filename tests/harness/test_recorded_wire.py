@@ -178,3 +178,16 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path: Path, monkeypatch: p
         write_atomic(path, "new")
     assert path.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_importing_the_plugin_loads_no_recording_machinery() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, harness.pytest_plugin\n"
+        "heavy = ('vcr', 'harness.recorded', 'harness.recorded_wire', 'httpx2', 'openprogram')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]"
