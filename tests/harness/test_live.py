@@ -284,3 +284,9 @@ def test_the_base_url_variables_point_live_tests_at_the_emulator(
     result.assert_outcomes(passed=4)
     skipped = pytester.runpytest("-p", "no:randomly")  # the same tests without --live: nothing runs
     skipped.assert_outcomes(skipped=4)
+
+
+def test_the_skip_report_points_at_the_test_not_the_plugin(project: pytest.Pytester) -> None:
+    result = project.runpytest("-rs", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_user.py:5: live test: needs --live and OPENAI_API_KEY"])
+    assert "pytest_plugin.py" not in result.stdout.str()
