@@ -22,7 +22,7 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
 
 from __future__ import annotations
 
-import difflib
+import functools
 import json
 import os
 import tempfile
@@ -215,7 +215,9 @@ class AtomicPersister:
             except (OSError, UnicodeDecodeError) as exc:
                 raise CassetteCorruptError(path, f"cannot read the cassette: {exc}") from exc
             if text.strip():
-                _check_parses(path, text, serializer)
+                loaded = _check_parses(path, text, serializer)
+                if self.inner is None:
+                    return loaded  # parsed once: checked and converted from the same data
         elif self.inner is None:
             raise CassetteNotFoundError()
         if self.inner is not None and hasattr(self.inner, "load_cassette"):
@@ -259,7 +261,18 @@ def _loaded(text: str, serializer: Any) -> Any:
         return {}
 
 
-def _check_parses(path: Path, text: str, serializer: Any) -> None:
+class _Parsed:
+    """A serializer that hands vcrpy data parsed already, so a cassette's YAML is parsed once."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def deserialize(self, cassette_string: str) -> Any:
+        return self.data
+
+
+def _check_parses(path: Path, text: str, serializer: Any) -> Any:
+    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not."""
     from vcr.serialize import deserialize
 
     try:
@@ -272,7 +285,7 @@ def _check_parses(path: Path, text: str, serializer: Any) -> None:
         if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
             raise CassetteCorruptError(path, f"interaction {index} has no request or response")
     try:
-        deserialize(text, serializer)
+        return deserialize(text, _Parsed(data))
     except Exception as exc:
         raise CassetteCorruptError(path, f"vcrpy cannot read it: {_first_line(exc)}") from exc
 
@@ -320,13 +333,22 @@ def _body_bytes(body: Any) -> bytes:
 
 
 def normalized_body(body: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> Any:
-    """A request body as comparable data: parsed JSON without the ignored keys, else its text."""
-    data = _body_bytes(body)
+    """A request body as comparable data: parsed JSON without the ignored keys, else its text.
+
+    Memoized (treat the value as read-only): vcrpy asks the matcher for every pair of a sent and a
+    recorded request, so without it each replayed request re-parsed the whole cassette's bodies
+    and replay grew with the square of the cassette's length.
+    """
+    return _normalized(_body_bytes(body), frozenset(ignore))
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalized(data: bytes, ignore: frozenset[str]) -> Any:
     try:
         parsed = json.loads(data) if data.strip() else None
     except ValueError:
         return data.decode("utf-8", "replace")
-    return _without(parsed, frozenset(ignore))
+    return _without(parsed, ignore)
 
 
 def _without(value: Any, ignore: frozenset[str]) -> Any:
@@ -345,17 +367,41 @@ def request_text(request: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> str:
 
 
 def json_body(r1: Any, r2: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> None:
-    """vcrpy matcher ``harness_body``: equal as data; raises AssertionError with a diff otherwise."""
-    if normalized_body(r1.body, ignore) == normalized_body(r2.body, ignore):
+    """vcrpy matcher ``harness_body``: equal as data; raises AssertionError naming the first difference.
+
+    vcrpy runs every matcher on every (sent, recorded) pair while it looks for a match, and reads
+    each failure's text at once: a full diff here made replay cost grow with the cassette. The
+    first differing field is cheap and says what changed; the recorded backend's own mismatch
+    error (``CassetteMismatchError``) shows the whole diff against the closest request.
+    """
+    sent, recorded = normalized_body(r1.body, ignore), normalized_body(r2.body, ignore)
+    if sent == recorded:
         return
-    diff = difflib.unified_diff(
-        request_text(r2, ignore).splitlines(),
-        request_text(r1, ignore).splitlines(),
-        "recorded",
-        "sent",
-        lineterm="",
-    )
-    raise AssertionError("\n".join(diff))
+    raise AssertionError(f"body differs at {_first_difference(sent, recorded)}")
+
+
+def _first_difference(sent: Any, recorded: Any, path: str = "") -> str:
+    """``messages[1].content: sent 'bye', recorded 'hi'``: where two JSON values first part."""
+    if isinstance(sent, dict) and isinstance(recorded, dict):
+        for key in [*recorded, *(k for k in sent if k not in recorded)]:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in sent:
+                return f"{where}: missing from the sent body"
+            if key not in recorded:
+                return f"{where}: not in the recorded body"
+            if sent[key] != recorded[key]:
+                return _first_difference(sent[key], recorded[key], where)
+    if isinstance(sent, list) and isinstance(recorded, list):
+        for index, (a, b) in enumerate(zip(sent, recorded, strict=False)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{index}]")
+        return f"{path or 'the body'}: {len(sent)} items sent, {len(recorded)} recorded"
+    shown = [_clip(json.dumps(v, ensure_ascii=False, default=str)) for v in (sent, recorded)]
+    return f"{path or 'the body'}: sent {shown[0]}, recorded {shown[1]}"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def safe_query(r1: Any, r2: Any) -> None:
