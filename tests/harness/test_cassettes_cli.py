@@ -21,6 +21,7 @@ from harness.check import check
 from harness.cli import main
 from harness.conformance import default_cassette_dir
 from harness.scenario import Scenario
+from tests.harness.support import chat_completion
 
 CASSETTES = default_cassette_dir()
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
@@ -32,22 +33,6 @@ ADD = {
         "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
     },
 }
-
-
-def completion(content: str | None, calls: list[dict[str, Any]] | None = None, finish: str = "stop") -> str:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = calls
-    return json.dumps(
-        {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": 1700000000,
-            "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-    )
 
 
 def interaction(messages: list[dict[str, Any]], status: int, reply: str, **request: Any) -> dict[str, Any]:
@@ -82,9 +67,9 @@ def conversation(tmp_path: Path) -> Path:
     """A tool loop, then a follow-up question the user asked after the answer."""
     return write(
         tmp_path / "conversation.yaml",
-        interaction([SYSTEM, ASK], 200, completion(None, [CALL], "tool_calls")),
-        interaction([SYSTEM, ASK, CALLED, RESULT], 200, completion("It is 3.")),
-        interaction([SYSTEM, ASK, CALLED, RESULT, ANSWER, MORE], 200, completion("6.")),
+        interaction([SYSTEM, ASK], 200, chat_completion(None, [CALL], "tool_calls")),
+        interaction([SYSTEM, ASK, CALLED, RESULT], 200, chat_completion("It is 3.")),
+        interaction([SYSTEM, ASK, CALLED, RESULT, ANSWER, MORE], 200, chat_completion("6.")),
     )
 
 
@@ -200,8 +185,8 @@ def test_to_scenario_ends_at_an_error_and_leaves_a_second_conversation_out(tmp_p
     error = json.dumps({"error": {"message": "Rate limited", "type": "rate_limit_error"}})
     path = write(
         tmp_path / "two.yaml",
-        interaction([ASK], 200, completion("3.")),
-        interaction([{"role": "user", "content": "Something else"}], 200, completion("Sure.")),
+        interaction([ASK], 200, chat_completion("3.")),
+        interaction([{"role": "user", "content": "Something else"}], 200, chat_completion("Sure.")),
     )
     data, notes = to_scenario(path)
     assert data["turns"] == ["3."] and notes == [
@@ -215,7 +200,7 @@ def test_to_scenario_ends_at_an_error_and_leaves_a_second_conversation_out(tmp_p
 
 
 def test_a_recording_that_stops_after_tool_calls_ends_the_scripted_run_at_the_cap(tmp_path: Path) -> None:
-    path = write(tmp_path / "calls.yaml", interaction([ASK], 200, completion(None, [CALL], "tool_calls")))
+    path = write(tmp_path / "calls.yaml", interaction([ASK], 200, chat_completion(None, [CALL], "tool_calls")))
     data, _ = to_scenario(path)
     assert data["config"]["max_iterations"] == 1 and data["meta"]["expect"]["reason"] == "max_iterations"
     assert check(Scenario.from_data(data)).ok
@@ -240,8 +225,8 @@ def test_to_scenario_writes_a_file_that_harness_run_replays(conversation: Path, 
 def test_to_scenario_prints_to_stdout_and_notes_to_stderr(tmp_path: Path) -> None:
     path = write(
         tmp_path / "two.yaml",
-        interaction([ASK], 200, completion("3.")),
-        interaction([{"role": "user", "content": "Something else"}], 200, completion("Sure.")),
+        interaction([ASK], 200, chat_completion("3.")),
+        interaction([{"role": "user", "content": "Something else"}], 200, chat_completion("Sure.")),
     )
     result = CliRunner().invoke(main, ["cassettes", "to-scenario", str(path)])
     assert result.exit_code == 0
@@ -275,7 +260,7 @@ FAKE_KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8t"  # the shape of an OpenAI key
 
 
 def clean(**request: Any) -> dict[str, Any]:
-    return interaction([ASK], 200, completion("3."), **request)
+    return interaction([ASK], 200, chat_completion("3."), **request)
 
 
 @pytest.fixture
@@ -312,9 +297,11 @@ def test_lint_reports_each_problem_on_one_line_and_exits_1(project: Path) -> Non
     leaky["request"]["headers"] = {"Authorization": ["Bearer x"], "x-api-key": ["y"]}
     leaky["request"]["uri"] += "?key=abc"
     write(cassettes / "test_app" / "test_leaky.yaml", leaky)
-    echoed = interaction([ASK], 200, completion(f"your key is {FAKE_KEY}"))
+    echoed = interaction([ASK], 200, chat_completion(f"your key is {FAKE_KEY}"))
     write(cassettes / "test_app" / "test_echo.yaml", echoed)
-    secret = interaction([{"role": "user", "content": "the token is harness-lint-secret-value"}], 200, completion("ok"))
+    secret = interaction(
+        [{"role": "user", "content": "the token is harness-lint-secret-value"}], 200, chat_completion("ok")
+    )
     write(cassettes / "test_app" / "test_env.yaml", secret)
     elsewhere = clean()
     elsewhere["request"]["uri"] = "https://example.com/v1/chat/completions"

@@ -24,24 +24,9 @@ from harness.conformance import (
     replay_cassette,
     report,
 )
+from tests.harness.support import chat_completion
 
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
-
-
-def _chat_completion(content: str | None, tool_calls: list[dict[str, Any]] | None, finish: str) -> str:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return json.dumps(
-        {
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "created": 1700000000,
-            "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-    )
 
 
 def _interaction(uri: str, request_body: dict[str, Any], status: int, response_body: str) -> dict[str, Any]:
@@ -69,8 +54,8 @@ def chat_cassette(tmp_path: Path) -> Path:
     """A two-turn tool loop: the model calls ``add``, then answers."""
     return _write(
         tmp_path / "chat_tool_loop.yaml",
-        _interaction(CHAT_URI, REQUEST, 200, _chat_completion(None, [CALL], "tool_calls")),
-        _interaction(CHAT_URI, REQUEST, 200, _chat_completion("It is 3.", None, "stop")),
+        _interaction(CHAT_URI, REQUEST, 200, chat_completion(None, [CALL], "tool_calls")),
+        _interaction(CHAT_URI, REQUEST, 200, chat_completion("It is 3.", None, "stop")),
     )
 
 
@@ -88,7 +73,7 @@ EXPECTED_INTERACTIONS = [
 
 def test_json_prints_one_object_per_file_in_the_documented_shape(chat_cassette: Path, tmp_path: Path) -> None:
     second = _write(
-        tmp_path / "chat_text.yaml", _interaction(CHAT_URI, REQUEST, 200, _chat_completion("Hi.", None, "stop"))
+        tmp_path / "chat_text.yaml", _interaction(CHAT_URI, REQUEST, 200, chat_completion("Hi.", None, "stop"))
     )
     result = CliRunner().invoke(conformance_command, ["--json", str(chat_cassette), str(second)])
 
@@ -152,7 +137,7 @@ def test_an_unmatched_request_fails_the_file_and_says_which_interaction(tmp_path
     # The recording carries a query parameter our backend does not send, so vcrpy has no answer.
     cassette = _write(
         tmp_path / "unmatched.yaml",
-        _interaction(CHAT_URI + "?api-version=2024-01-01", REQUEST, 200, _chat_completion("x", None, "stop")),
+        _interaction(CHAT_URI + "?api-version=2024-01-01", REQUEST, 200, chat_completion("x", None, "stop")),
     )
     result = CliRunner().invoke(conformance_command, ["--json", str(cassette)])
 
@@ -316,7 +301,7 @@ def test_a_missing_sdk_extra_fails_the_file_naming_the_extra(tmp_path: Path, mon
 def test_a_directory_replays_every_cassette_under_it(chat_cassette: Path, tmp_path: Path) -> None:
     nested = tmp_path / "more"
     nested.mkdir()
-    second = _write(nested / "text.yml", _interaction(CHAT_URI, REQUEST, 200, _chat_completion("Hi.", None, "stop")))
+    second = _write(nested / "text.yml", _interaction(CHAT_URI, REQUEST, 200, chat_completion("Hi.", None, "stop")))
     result = CliRunner().invoke(conformance_command, ["--json", str(tmp_path)])
 
     assert result.exit_code == 0, result.output

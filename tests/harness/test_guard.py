@@ -22,6 +22,7 @@ from openai import AsyncOpenAI
 from openprogram import providers, runtime
 from openprogram.providers._shared import is_loopback_url
 from openprogram.providers.openai import OpenAIChatProvider
+from tests.harness.support import ATTEMPTS_FIXTURE
 
 pytest_plugins = ["pytester"]
 
@@ -38,7 +39,7 @@ COMPLETION = {
 
 # A loopback server the user's test starts: answers any POST with one chat completion and
 # remembers the paths it was asked for.
-SERVER = f'''
+SERVER = f"""
 import http.server, json, threading
 
 COMPLETION = {COMPLETION!r}
@@ -70,7 +71,7 @@ class Server:
     def close(self):
         self.httpd.shutdown()
         self.httpd.server_close()
-'''
+"""
 
 APP = '''
 from openai import AsyncOpenAI
@@ -97,28 +98,10 @@ def result_of(base_url, question):
     return runtime.exec_result(question, tools=[], provider=real(base_url))
 '''
 
-CONFTEST = '''
-import socket
-
-import pytest
+CONFTEST = (
+    ATTEMPTS_FIXTURE
+    + """
 from server import Server
-
-
-@pytest.fixture
-def attempts(monkeypatch):
-    """The public hosts the test tried to reach (each lookup is refused after it is noted)."""
-    tried = []
-    real = socket.getaddrinfo
-
-    def getaddrinfo(host, *args, **kwargs):
-        name = host.decode() if isinstance(host, bytes) else host
-        if name not in ("127.0.0.1", "localhost"):
-            tried.append(name)
-            raise OSError(f"this test is offline: {name}")
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return tried
 
 
 @pytest.fixture
@@ -126,7 +109,8 @@ def server():
     running = Server()
     yield running
     running.close()
-'''
+"""
+)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 from harness import live
 from harness.live import LIVE, LiveError, settings
 from openprogram import providers
+from tests.harness.support import ATTEMPTS_FIXTURE
 
 pytest_plugins = ["pytester"]
 
@@ -108,28 +109,7 @@ def test_settings_refuse_what_cannot_work_saying_why(provider: str, env: dict[st
 # The plugin, as a user's project uses it
 # ---------------------------------------------------------------------------------------------
 
-CONFTEST = '''
-import socket
-
-import pytest
-
-
-@pytest.fixture
-def attempts(monkeypatch):
-    """The public hosts the test tried to reach (each lookup is refused after it is noted)."""
-    tried = []
-    real = socket.getaddrinfo
-
-    def getaddrinfo(host, *args, **kwargs):
-        name = host.decode() if isinstance(host, bytes) else host
-        if name not in ("127.0.0.1", "localhost"):
-            tried.append(name)
-            raise OSError(f"this test is offline: {name}")
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return tried
-'''
+CONFTEST = ATTEMPTS_FIXTURE
 
 USER_TESTS = """
 import pytest
