@@ -22,7 +22,7 @@ import importlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict, Unpack
 
 from openprogram.providers import Provider
 
@@ -35,6 +35,7 @@ __all__ = [
     "MissingExtraError",
     "ProviderNeeds",
     "SDKClient",
+    "Where",
     "backend",
     "client_kwargs",
     "sdk_client",
@@ -57,6 +58,15 @@ class MissingExtraError(BackendError, ImportError):
     """The provider's SDK is an optional extra that is not installed; the message names the extra."""
 
 
+class Where(TypedDict, total=False):
+    """Which deployment of a provider a :class:`Connection` names (its fields, keyword-only)."""
+
+    region: str | None
+    vertex: bool
+    project: str | None
+    api_version: str | None
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where an SDK client sends its requests, with which credentials.
@@ -76,42 +86,19 @@ class Connection:
     api_version: str | None = None
 
     @classmethod
-    def test(
-        cls,
-        *,
-        region: str | None = None,
-        vertex: bool = False,
-        project: str | None = None,
-        api_version: str | None = None,
-    ) -> Connection:
+    def test(cls, **where: Unpack[Where]) -> Connection:
         """Fake credentials and the provider's real URL: what a vcrpy replay answers."""
-        return cls("test", None, region, vertex, project, api_version)
+        return cls("test", None, **where)
 
     @classmethod
-    def from_env(
-        cls,
-        *,
-        region: str | None = None,
-        vertex: bool = False,
-        project: str | None = None,
-        api_version: str | None = None,
-    ) -> Connection:
+    def from_env(cls, **where: Unpack[Where]) -> Connection:
         """Real credentials from the environment, as each SDK reads them: for live runs only."""
-        return cls("env", None, region, vertex, project, api_version)
+        return cls("env", None, **where)
 
     @classmethod
-    def at(
-        cls,
-        base_url: str,
-        *,
-        keys: Keys = "test",
-        region: str | None = None,
-        vertex: bool = False,
-        project: str | None = None,
-        api_version: str | None = None,
-    ) -> Connection:
+    def at(cls, base_url: str, *, keys: Keys = "test", **where: Unpack[Where]) -> Connection:
         """Fake credentials (unless ``keys="env"``), sent to ``base_url`` (a loopback emulator), not the provider."""
-        return cls(keys, base_url.rstrip("/"), region, vertex, project, api_version)
+        return cls(keys, base_url.rstrip("/"), **where)
 
 
 @dataclass(frozen=True)
