@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -208,8 +209,9 @@ def test_a_recording_that_stops_after_tool_calls_ends_the_scripted_run_at_the_ca
 
 def test_to_scenario_writes_a_file_that_harness_run_replays(conversation: Path, tmp_path: Path) -> None:
     out = tmp_path / "replay.yaml"
+    harness = str(Path(sys.executable).with_name("harness"))  # the installed console script, this venv's
     converted = subprocess.run(
-        ["harness", "cassettes", "to-scenario", str(conversation), "-o", str(out)],
+        [harness, "cassettes", "to-scenario", str(conversation), "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -217,7 +219,7 @@ def test_to_scenario_writes_a_file_that_harness_run_replays(conversation: Path, 
     assert converted.returncode == 0, converted.stderr
     assert converted.stdout.strip() == f"wrote {out} (3 turn(s)); replay it with: harness run {out}"
     assert out.read_text(encoding="utf-8").startswith(f"# harness cassettes to-scenario {conversation}\n")
-    ran = subprocess.run(["harness", "run", str(out)], capture_output=True, text=True, timeout=120)
+    ran = subprocess.run([harness, "run", str(out)], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert ran.stdout.splitlines() == [f"ok   {out} (reason=stop, requests=3)", "all 1 scenario(s) passed"]
 
