@@ -186,9 +186,7 @@ def _behaviour(draw: st.DrawFn, parts: tuple[Any, ...]) -> Behaviour:
         base, unprintable = draw(bases)
         drawn = Behaviour(kind, draw(_error_texts), updates, cancel, base=base, unprintable=unprintable and not base)
     else:
-        # no late update from a tool that runs a nested exec: its kept on_update would fire
-        # while it is still running (during the nested run's tools), which is no late update
-        drawn, late_update = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested)), False
+        drawn = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
     if mutate or late_update or wait:  # misbehaving tools (DESIGN 4, Robustness)
         drawn = dataclasses.replace(drawn, mutate=mutate, late_update=late_update, wait=wait)
     return drawn
