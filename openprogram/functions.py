@@ -23,6 +23,8 @@ from openprogram.tools import (
     callable_executor,
     check_parameters,
     parse_docstring,
+    plain_fields,
+    prepare_plain,
     schema_of,
     signature_model,
 )
@@ -62,6 +64,7 @@ class Function:
         self._localns = localns
         self._model: type[BaseModel] | None = None
         self._tool: AgentTool | None = None
+        self._plain: tuple[Any, ...] | bool | None = None  # plain_fields(arguments_model), False: not plain
         check_parameters(fn, self._where)
 
     @property
@@ -124,6 +127,14 @@ class Function:
 
     def _prepare(self, args: dict[str, Any]) -> dict[str, Any]:
         """JSON arguments → Python values (pydantic models, enums) the way the signature declares."""
+        plan = self._plain
+        if plan is None:
+            found = plain_fields(self.arguments_model)
+            plan = self._plain = found if found is not None else False
+        if plan is not False:
+            prepared = prepare_plain(plan, args)
+            if prepared is not None:
+                return prepared
         parsed = self.arguments_model.model_validate(args)
         return {field: getattr(parsed, field) for field in type(parsed).model_fields}
 

@@ -14,16 +14,17 @@ import inspect
 import json
 import re
 import threading
+import types as types_module
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model, field_validator
 
-from openprogram.types import TextContent, ToolCall, ToolSpec
+from openprogram.types import TextContent, ToolCall, ToolSpec, trusted
 
 OnUpdate = Callable[[Any], None]
 """Called by a tool with partial results while it runs; each becomes ``tool_execution_update``."""
@@ -146,6 +147,19 @@ def _model_as_json(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+_PLAIN_RESULTS = frozenset({str, type(None), int, float, bool, dict, list})  # never awaitable: no check needed
+
+
+def text_result(text: str) -> AgentToolResult:
+    """``AgentToolResult(content=text)`` for a ``str`` this package holds, built without validating it again."""
+    block = trusted(TextContent, {"type": "text", "text": text}, _TEXT_SET)
+    return trusted(AgentToolResult, {"content": (block,), "details": None, "is_error": False}, _CONTENT_SET)
+
+
+_TEXT_SET = frozenset({"text"})
+_CONTENT_SET = frozenset({"content"})
+
+
 def to_tool_result(value: Any) -> AgentToolResult:
     """Turn whatever a tool function returned into the text the model will read.
 
@@ -155,7 +169,9 @@ def to_tool_result(value: Any) -> AgentToolResult:
     if isinstance(value, AgentToolResult):
         return value
     if value is None:
-        return AgentToolResult(content="")
+        return text_result("")
+    if type(value) is str:
+        return text_result(value)
     if isinstance(value, str):
         return AgentToolResult(content=value)
     try:
@@ -204,7 +220,7 @@ def callable_executor(
             value = await run_in_own_thread(fn, **kwargs)
         else:
             value = fn(**kwargs)
-            if inspect.isawaitable(value):
+            if type(value) not in _PLAIN_RESULTS and inspect.isawaitable(value):
                 value = await value
         return to_tool_result(value)
 
@@ -401,6 +417,59 @@ def signature_model(
     return model
 
 
+_PLAIN_TYPES = (str, int, float, bool)
+_REQUIRED = object()
+PlainPlan = tuple[tuple[str, tuple[type, ...], Any], ...]
+
+
+def plain_fields(model: type[BaseModel]) -> PlainPlan | None:
+    """``(name, exact types, default)`` per field if every field is a plain scalar, else None.
+
+    For such a model, validating values whose type is exactly one of a field's types returns
+    them unchanged (and a missing field its default), so a caller can skip pydantic for them:
+    most tools take a few ``str``/``int``/``bool`` parameters, and validating those was a tenth
+    of a loop round. Defaults must be immutable scalars (pydantic copies others per instance).
+    """
+    if model.__pydantic_decorators__.field_validators or model.__pydantic_decorators__.model_validators:
+        return None
+    plan = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if annotation in _PLAIN_TYPES:
+            types: tuple[type, ...] = (annotation,)
+        elif get_origin(annotation) in (Union, types_module.UnionType) and all(
+            arg in _PLAIN_TYPES or arg is type(None) for arg in get_args(annotation)
+        ):
+            types = tuple(get_args(annotation))
+        else:
+            return None
+        if field.metadata or field.alias or field.default_factory is not None:
+            return None
+        default = _REQUIRED if field.is_required() else field.default
+        if default is not _REQUIRED and not (default is None or type(default) in _PLAIN_TYPES):
+            return None
+        plan.append((name, types, default))
+    return tuple(plan)
+
+
+def prepare_plain(plan: PlainPlan, args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The validated keyword arguments, or None where pydantic must decide (a conversion, a missing or extra key)."""
+    out = {}
+    given = 0
+    for name, types, default in plan:
+        if name in args:
+            value = args[name]
+            if type(value) not in types:
+                return None
+            out[name] = value
+            given += 1
+        elif default is _REQUIRED:
+            return None
+        else:
+            out[name] = default
+    return out if given == len(args) else None  # an extra key: pydantic words the error
+
+
 def _arguments_model(name: str, fields: Mapping[str, Any]) -> type[BaseModel]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # parameter names that shadow BaseModel attributes
@@ -454,7 +523,7 @@ class ToolArgumentsError(ValueError):
     """The model's arguments do not fit the schema; ``str(err)`` is the text fed back to it."""
 
 
-_validators: weakref.WeakKeyDictionary[AgentTool, tuple[jsonschema.protocols.Validator, bool]] = (
+_validators: weakref.WeakKeyDictionary[AgentTool, tuple[jsonschema.protocols.Validator, bool, bool]] = (
     weakref.WeakKeyDictionary()
 )
 _INT = re.compile(r"^[+-]?\d+$")
@@ -506,8 +575,9 @@ def check_tool(tool: AgentTool) -> None:
     _validator_for(tool)
 
 
-def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator, bool]:
-    """The tool's JSON Schema validator, and whether its schema is simple enough for ``_fits``."""
+def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator, bool, bool]:
+    """The tool's JSON Schema validator, whether its schema is simple enough for ``_fits``, and
+    whether ``_coerce`` leaves every value that fits it unchanged (see ``_transparent``)."""
     entry = _validators.get(tool)
     if entry is None:
         if not isinstance(tool.name, str) or not _TOOL_NAME.match(tool.name):
@@ -527,7 +597,8 @@ def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator, boo
             raise ValueError(
                 f'tool "{tool.name}" has a parameters schema whose $ref points nowhere: {"; ".join(dangling)}'
             )
-        entry = (cls(tool.parameters), _is_simple(tool.parameters, tool.parameters, 0))
+        simple = _is_simple(tool.parameters, tool.parameters, 0)
+        entry = (cls(tool.parameters), simple, simple and _transparent(tool.parameters, tool.parameters, 0))
         _validators[tool] = entry
     return entry
 
@@ -581,6 +652,41 @@ def _is_simple(schema: Any, root: Mapping[str, Any], depth: int) -> bool:
         *([] if isinstance(extra, bool) else [extra]),
     ]
     return all(_is_simple(sub, root, depth + 1) for sub in subschemas)
+
+
+def _scalar_branch(branch: Any) -> bool:
+    if not isinstance(branch, Mapping) or "type" not in branch or {"properties", "items", "anyOf"} & set(branch):
+        return False
+    declared = branch["type"]
+    declared_list = declared if isinstance(declared, list) else [declared]
+    if "object" in declared_list or "array" in declared_list:
+        return False
+    return "enum" not in branch or "string" in declared_list
+
+
+def _transparent(schema: Any, root: Mapping[str, Any], depth: int) -> bool:
+    """Whether ``_coerce`` returns every value that ``_fits`` this simple schema unchanged.
+
+    Coercion only rewrites a string where the schema allows no string but some other type.
+    Where a value fits, its place allows its type, so a fitting string is left alone, unless an
+    ``anyOf`` lets it fit through a branch that coercion does not look at (an untyped ``enum``,
+    an object branch whose properties coerce differently). Schemas without such branches (all
+    that signatures produce) can skip coercion for arguments that already fit.
+    """
+    if depth > 16 or not isinstance(schema, Mapping):
+        return False
+    if "$ref" in schema:
+        return _transparent(_lookup(schema["$ref"], root), root, depth + 1)
+    any_of = schema.get("anyOf")
+    if any_of is not None and ("enum" in schema or not all(_scalar_branch(_resolve(b, root)) for b in any_of)):
+        return False
+    extra = schema.get("additionalProperties", True)
+    subschemas = [
+        *(schema.get("properties") or {}).values(),
+        *([schema["items"]] if "items" in schema else []),
+        *([] if isinstance(extra, bool) else [extra]),
+    ]
+    return all(_transparent(sub, root, depth + 1) for sub in subschemas)
 
 
 def _has_type(value: Any, declared: Any) -> bool:
@@ -727,7 +833,9 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     reads: one ``  - PATH: MESSAGE`` line per error, then the arguments it sent, so it can fix
     exactly what was wrong on its next turn.
     """
-    validator, simple = _validator_for(tool)
+    validator, simple, transparent = _validator_for(tool)
+    if transparent and _fits(tool_call.arguments, tool.parameters, tool.parameters):
+        return dict(tool_call.arguments)  # what coercion would return, found without walking the schema twice
     args = _coerce(dict(tool_call.arguments), tool.parameters, tool.parameters)
     if simple and _fits(args, tool.parameters, tool.parameters):
         return args
@@ -752,8 +860,11 @@ __all__ = [
     "describe_exception",
     "exception_text",
     "parse_docstring",
+    "plain_fields",
+    "prepare_plain",
     "run_in_own_thread",
     "schema_of",
+    "text_result",
     "signature_model",
     "ToolSchemaError",
     "check_parameters",

@@ -7,14 +7,26 @@ through arguments jsonschema would reject, on generated schemas and generated va
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import Field
 
 from openprogram import function
-from openprogram.tools import _fits, _is_simple, as_agent_tool
+from openprogram.tools import (
+    _coerce,
+    _fits,
+    _is_simple,
+    _transparent,
+    as_agent_tool,
+    plain_fields,
+    prepare_plain,
+    signature_model,
+    validate_tool_arguments,
+)
+from openprogram.types import ToolCall
 
 NAMES = st.sampled_from(["a", "b", "c"])
 TYPES = st.sampled_from(["string", "integer", "number", "boolean", "null", "array", "object"])
@@ -125,3 +137,72 @@ def test_signature_schemas_take_the_fast_path() -> None:
     assert not _fits({"a": True}, tool.parameters, tool.parameters)
     assert not _fits({"b": "x"}, tool.parameters, tool.parameters)
     assert not _fits({"a": 1, "z": 0}, tool.parameters, tool.parameters)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schemas, values)
+def test_skipping_coercion_for_fitting_arguments_changes_nothing(schema: dict[str, Any], value: Any) -> None:
+    # The loop skips _coerce when the arguments already fit a transparent schema: for every such
+    # value, coercion must have returned it unchanged (a fitting "5" under an untyped enum branch
+    # would have become 5, which is why such schemas are not transparent).
+    if _transparent(schema, schema, 0) and _fits(value, schema, schema):
+        assert _coerce(value, schema, schema) == value, (schema, value)
+
+
+def test_schemas_whose_branches_coercion_would_rewrite_are_not_transparent() -> None:
+    untyped_enum = {"anyOf": [{"type": "integer"}, {"enum": ["5"]}]}
+    assert _fits("5", untyped_enum, untyped_enum) and _coerce("5", untyped_enum, untyped_enum) == 5
+    assert not _transparent(untyped_enum, untyped_enum, 0)
+    objects = {"anyOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"a": {"type": "integer"}}}]}
+    assert not _transparent(objects, objects, 0)
+
+
+def _tool_args() -> Any:
+    def body(a: int, b: str | None = None, c: bool = False, d: float = 0.5) -> None:
+        return None
+
+    return signature_model(body)
+
+
+plain_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False, width=16), st.sampled_from(["x", "1"])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]), plain_values, max_size=5))
+def test_plain_argument_preparation_agrees_with_pydantic(args: dict[str, Any]) -> None:
+    # Function._prepare skips pydantic for models of plain scalars; whenever the shortcut answers,
+    # it must be what pydantic would have made (value and type), and it must step aside otherwise.
+    model = _tool_args()
+    plan = plain_fields(model)
+    assert plan is not None
+    fast = prepare_plain(plan, args)
+    if fast is None:
+        return
+    parsed = model.model_validate(args)
+    slow = {field: getattr(parsed, field) for field in model.model_fields}
+    assert fast == slow
+    assert [type(v) for v in fast.values()] == [type(v) for v in slow.values()]
+
+
+def test_models_with_more_than_plain_scalars_keep_pydantic() -> None:
+    def listed(a: list[int]) -> None: ...
+    def literal(a: Literal["x", "y"]) -> None: ...
+    def bounded(a: Annotated[int, Field(ge=0)]) -> None: ...
+    def mutable_default(a: str = "x", b: Any = None) -> None: ...
+
+    for fn in (listed, literal, bounded, mutable_default):
+        assert plain_fields(signature_model(fn)) is None, fn.__name__
+
+
+def test_validated_tool_arguments_are_a_copy_of_what_the_model_sent() -> None:
+    @function(register=False)
+    def f(a: int, b: str | None = None) -> None:
+        return None
+
+    tool = as_agent_tool(f)
+    sent = {"a": 1, "b": "x"}
+    got = validate_tool_arguments(tool, ToolCall(id="c", name="f", arguments=sent))
+    assert got == sent and got is not sent
+    assert validate_tool_arguments(tool, ToolCall(id="c", name="f", arguments={"a": " 5 "})) == {"a": 5}
