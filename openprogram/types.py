@@ -82,8 +82,12 @@ class LazyField(BaseModel):
         """An instance whose ``_lazy_field`` is ``cls._build(recipe)``, computed when first read."""
         fields = set(values)
         fields.add(cls._lazy_field)
-        obj = _make(cls, values, fields)
-        _setattr(obj, "_recipe", recipe)
+        obj = _new(cls)  # _make, inlined: a streamed reply makes one per delta
+        _set_dict(obj, values)
+        _set_fields(obj, fields)
+        _set_extra(obj, None)
+        _set_private(obj, None)
+        _set_recipe(obj, recipe)
         return obj
 
     @staticmethod
@@ -143,6 +147,9 @@ class LazyField(BaseModel):
     def __getstate__(self) -> dict[Any, Any]:
         self._materialize()
         return super().__getstate__()
+
+
+_set_recipe = LazyField.__dict__["_recipe"].__set__
 
 
 class TextContent(BaseModel):

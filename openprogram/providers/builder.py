@@ -146,6 +146,7 @@ class MessageBuilder:
         self._wire: dict[Hashable, int] = {}
         self._version: _Version | None = None  # valid until a block or the usage changes
         self._plain: _Partial | None = None
+        self._has_calls = False  # a block is never removed, so once true it stays true
 
     # -- snapshots ------------------------------------------------------------------------
     def _partial(self) -> _Partial:
@@ -178,7 +179,7 @@ class MessageBuilder:
 
     @property
     def has_tool_calls(self) -> bool:
-        return any(isinstance(block, ToolCall) for block in self._blocks)
+        return self._has_calls
 
     @property
     def open_indices(self) -> list[int]:
@@ -273,6 +274,7 @@ class MessageBuilder:
         }
         call = trusted(ToolCall, values, _CALL_SET)
         index = self._open(call, wire)
+        self._has_calls = True
         self._tool_ids[index] = (id, name)
         return index, ToolCallStartEvent.lazy({"type": "toolcall_start", "content_index": index}, self._partial())
 
@@ -300,7 +302,15 @@ class MessageBuilder:
             raw = None
         if not isinstance(id, str) or not isinstance(name, str) or not isinstance(arguments, dict):
             raise TypeError(f"a tool call has a str id and name and dict arguments, got {id!r:.40}, {name!r:.40}")
-        call = trusted_copy(self._blocks[index], id=id, name=name, arguments=arguments, raw_arguments=raw)
+        values = {
+            "type": "toolCall",
+            "id": id,
+            "name": name,
+            "arguments": arguments,
+            "raw_arguments": raw,
+            "thought_signature": self._blocks[index].thought_signature,
+        }
+        call = trusted(ToolCall, values, _CALL_SET)
         self._set(index, call)
         values = {"type": "toolcall_end", "content_index": index, "tool_call": call}
         return ToolCallEndEvent.lazy(values, self._partial())
