@@ -414,27 +414,16 @@ class ScriptedProvider:
                     yield builder.toolcall_delta(index, text[i : i + size])
                 yield builder.toolcall_end(index)
             else:
-                for event in self._stream_text(builder, *block):
-                    yield event
+                kind, text = block
+                if kind == "thinking":
+                    index, start = builder.thinking_start()
+                    delta, end = builder.thinking_delta, builder.thinking_end
+                else:
+                    index, start = builder.text_start()
+                    delta, end = builder.text_delta, builder.text_end
+                yield start
+                size = self.chunk_size
+                for i in range(0, len(text), size):
+                    yield delta(index, text[i : i + size])
+                yield end(index)
         yield builder.done(scripted.stop_reason)
-
-    def _chunks(self, text: str) -> Iterator[str]:
-        size = self.chunk_size
-        for i in range(0, len(text), size):
-            yield text[i : i + size]
-
-    # Generators, not lists: a long reply's events are made one at a time as the loop reads them,
-    # so they are never all alive at once.
-    def _stream_text(self, builder: MessageBuilder, kind: str, text: str) -> Iterator[AssistantMessageEvent]:
-        if kind == "thinking":
-            index, start = builder.thinking_start()
-            yield start
-            for chunk in self._chunks(text):
-                yield builder.thinking_delta(index, chunk)
-            yield builder.thinking_end(index)
-            return
-        index, start = builder.text_start()
-        yield start
-        for chunk in self._chunks(text):
-            yield builder.text_delta(index, chunk)
-        yield builder.text_end(index)

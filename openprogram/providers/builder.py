@@ -170,6 +170,9 @@ class MessageBuilder:
         partial = self._partial()
         if stop_reason == "stop" and error_message is None:
             return partial()
+        if not partial.positions:  # nothing streaming: one message from the version, not two
+            version = partial.version
+            return _message(version, version.blocks, version.usage, stop_reason, error_message)
         message = partial()
         return _message(self, message.content, message.usage, stop_reason, error_message)
 
