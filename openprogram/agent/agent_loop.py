@@ -87,17 +87,22 @@ _REQUEST_SET = (
 )
 
 
-def _message_start(message: Message) -> AgentEventMessageStart:
-    return trusted(AgentEventMessageStart, {"type": "message_start", "message": message}, _MESSAGE_ONLY)
+# The loop's own events go out through ``EventStream.push_new``: built only if someone reads them.
+def _message_start(run: _Run, message: Message) -> None:
+    run.emit_new(AgentEventMessageStart, {"type": "message_start", "message": message}, _MESSAGE_ONLY)
 
 
-def _message_end(message: Message) -> AgentEventMessageEnd:
-    return trusted(AgentEventMessageEnd, {"type": "message_end", "message": message}, _MESSAGE_ONLY)
+def _message_end(run: _Run, message: Message) -> None:
+    run.emit_new(AgentEventMessageEnd, {"type": "message_end", "message": message}, _MESSAGE_ONLY)
 
 
-def _turn_end(message: AssistantMessage, tool_results: tuple[ToolResultMessage, ...] = ()) -> AgentEventTurnEnd:
+def _turn_start(run: _Run) -> None:
+    run.emit_new(AgentEventTurnStart, {"type": "turn_start"}, ())
+
+
+def _turn_end(run: _Run, message: AssistantMessage, tool_results: tuple[ToolResultMessage, ...] = ()) -> None:
     values = {"type": "turn_end", "message": message, "tool_results": tool_results}
-    return trusted(AgentEventTurnEnd, values, _TURN_END_SET if tool_results else _MESSAGE_ONLY)
+    run.emit_new(AgentEventTurnEnd, values, _TURN_END_SET if tool_results else _MESSAGE_ONLY)
 
 
 MessageSource = Callable[[], Awaitable[Sequence[Message | str]] | Sequence[Message | str]]
@@ -206,6 +211,7 @@ class _Run:
         self.cancel_event = cancel_event
         self.stream = stream
         self.emit = stream.push
+        self.emit_new = stream.push_new
         self.clock = config.clock or _system_clock
         self.cap = effective_max_iterations(config.max_iterations)
         self.requests = 0
@@ -216,8 +222,8 @@ class _Run:
         """Add a message to the history and ``new_messages``, with its start/end events."""
         if stamp or message.timestamp is None:
             message = trusted_copy(message, timestamp=self.clock())
-        self.emit(_message_start(message))
-        self.emit(_message_end(message))
+        _message_start(self, message)
+        _message_end(self, message)
         self.messages.append(message)
         self.new_messages.append(message)
         return message
@@ -345,13 +351,13 @@ async def _stop_children(run: _Run) -> None:
 
 async def _main(run: _Run, prompts: list[Message], stream: EventStream[AgentEvent, list[Message]]) -> None:
     try:
-        run.emit(trusted(AgentEventAgentStart, {"type": "agent_start"}, ()))
-        run.emit(trusted(AgentEventTurnStart, {"type": "turn_start"}, ()))
+        run.emit_new(AgentEventAgentStart, {"type": "agent_start"}, ())
+        _turn_start(run)
         for prompt in prompts:
             run.commit(prompt)
         reason = await _run_loop(run)
         values = {"type": "agent_end", "messages": tuple(run.new_messages), "reason": reason}
-        run.emit(trusted(AgentEventAgentEnd, values, ("messages", "reason")))
+        run.emit_new(AgentEventAgentEnd, values, ("messages", "reason"))
         stream.end(run.new_messages)
     except BaseException as exc:  # the stream must end whatever happens, then the error goes on
         if isinstance(exc, asyncio.CancelledError):
@@ -368,7 +374,7 @@ async def _run_loop(run: _Run) -> EndReason:
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
             if not first_turn:
-                run.emit(trusted(AgentEventTurnStart, {"type": "turn_start"}, ()))
+                _turn_start(run)
             first_turn = False
             for message in pending:
                 run.commit(message)
@@ -377,13 +383,13 @@ async def _run_loop(run: _Run) -> EndReason:
 
             message = await _stream_assistant_response(run)
             if message.stop_reason in ("error", "aborted"):
-                run.emit(_turn_end(message))
+                _turn_end(run, message)
                 return message.stop_reason
 
             tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
             has_more_tool_calls = len(tool_calls) > 0
             results, steering = await _execute_tool_calls(run, tool_calls) if tool_calls else ([], [])
-            run.emit(_turn_end(message, tuple(results)))
+            _turn_end(run, message, tuple(results))
             pending = steering
             if not pending and run.config.get_steering_messages is not None:
                 pending = await run.poll("get_steering_messages")
@@ -403,7 +409,7 @@ async def _run_loop(run: _Run) -> EndReason:
 def _abort(run: _Run) -> EndReason:
     """Cancelled before a model call: end with a synthesized aborted reply, without asking the model."""
     aborted = AssistantMessage(stop_reason="aborted", error_message="Request was aborted")
-    run.emit(_turn_end(run.commit(aborted, stamp=True)))
+    _turn_end(run, run.commit(aborted, stamp=True))
     return "aborted"
 
 
@@ -427,8 +433,8 @@ async def _stream_assistant_response(run: _Run) -> AssistantMessage:
         final = reply.failed(describe_exception(exc))
     final = trusted_copy(final, timestamp=run.clock())
     if not reply.started:
-        run.emit(_message_start(final))
-    run.emit(_message_end(final))
+        _message_start(run, final)
+    _message_end(run, final)
     run.messages.append(final)
     run.new_messages.append(final)
     return final
@@ -487,7 +493,7 @@ class _Reply:
                         partial = event.partial
                         if not isinstance(partial, AssistantMessage):
                             raise TypeError(f"a {kind} event's partial is no AssistantMessage: {_safe_repr(partial)}")
-                        emit(_message_start(partial))
+                        _message_start(run, partial)
                     self.started = True
                 if kind != "start" and updates:
                     if type(event) in known:  # lazy: ``message`` is built from the event if read
@@ -550,7 +556,7 @@ async def _execute_tool_calls(
         if run.cancel_requested:  # no further tool of the batch starts once cancel is set
             results.extend(_skip_tool_call(run, skipped, CANCELLED_TEXT) for skipped in tool_calls[index:])
             return results, []
-        run.emit(_tool_start(call))
+        _tool_start(run, call)
         result = await _run_tool_call(run, call)
         results.append(_commit_tool_result(run, call, result))
         steering = await run.poll("get_steering_messages") if run.config.get_steering_messages is not None else None
@@ -601,10 +607,10 @@ def _invalid_json_text(call: ToolCall) -> str:
     return f'Invalid JSON arguments for tool "{call.name}": {reason}\n\nReceived arguments:\n{raw}'
 
 
-def _tool_start(call: ToolCall) -> AgentEventToolExecutionStart:
+def _tool_start(run: _Run, call: ToolCall) -> None:
     args = dict(call.arguments)  # the event's own dict, as validation made it: not the history's
     values = {"type": "tool_execution_start", "tool_call_id": call.id, "tool_name": call.name, "args": args}
-    return trusted(AgentEventToolExecutionStart, values, _TOOL_EVENT_SET)
+    run.emit_new(AgentEventToolExecutionStart, values, _TOOL_EVENT_SET)
 
 
 def _commit_tool_result(run: _Run, call: ToolCall, result: AgentToolResult) -> ToolResultMessage:
@@ -616,7 +622,7 @@ def _commit_tool_result(run: _Run, call: ToolCall, result: AgentToolResult) -> T
         "result": result,
         "is_error": is_error,
     }
-    run.emit(trusted(AgentEventToolExecutionEnd, values, _TOOL_END_SET))
+    run.emit_new(AgentEventToolExecutionEnd, values, _TOOL_END_SET)
     values = {
         "role": "toolResult",
         "tool_call_id": call.id,
@@ -632,7 +638,7 @@ def _commit_tool_result(run: _Run, call: ToolCall, result: AgentToolResult) -> T
 
 
 def _skip_tool_call(run: _Run, call: ToolCall, text: str = SKIPPED_TEXT) -> ToolResultMessage:
-    run.emit(_tool_start(call))
+    _tool_start(run, call)
     return _commit_tool_result(run, call, AgentToolResult(content=text, is_error=True))
 
 

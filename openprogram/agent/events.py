@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import contextvars
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from openprogram.tools import AgentToolResult
-from openprogram.types import AssistantMessage, AssistantMessageEvent, LazyField, Message, ToolResultMessage
+from openprogram.types import AssistantMessage, AssistantMessageEvent, LazyField, Message, ToolResultMessage, trusted
 
 EndReason = Literal["stop", "error", "aborted", "max_iterations"]
 """Why a run ended: text answer, provider error, cancellation, or the iteration cap."""
@@ -186,6 +186,24 @@ class EventStream(Generic[E, R]):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def push_new(self, cls: type[Any], values: dict[str, Any], fields_set: Iterable[str]) -> None:
+        """``push(trusted(cls, values, fields_set))``, the event built only when someone reads it.
+
+        Most runs are awaited with ``result()`` alone (``runtime.exec`` does): their events are
+        kept in case a consumer iterates later, but nobody may ever read them, and building a
+        dozen models a round for nobody was a tenth of a round. An observer sees every event at
+        once, so with one subscribed the event is built here.
+        """
+        if self._on_push:
+            self.push(trusted(cls, values, fields_set))
+            return
+        if self._finished:
+            raise RuntimeError("EventStream.push after the stream ended")
+        self._queue.append((cls, values, fields_set))  # an event is a model, never a tuple
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     def end(self, result: R) -> None:
         if self._finished:
             return
@@ -250,12 +268,14 @@ class EventStream(Generic[E, R]):
             finally:
                 self._waiter = None
         item = self._queue.popleft()
+        if type(item) is tuple:  # pushed with push_new: built now that it is read
+            return trusted(*item)  # type: ignore[no-any-return]
         if item is _DONE:
             self._queue.append(_DONE)  # stay exhausted for later iterations
             if self._error is not None:
                 raise self._error
             raise StopAsyncIteration
-        return item
+        return item  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         """The consumer is done: cancel the run if it is still going, and wait until it stopped.

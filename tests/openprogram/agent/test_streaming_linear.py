@@ -21,7 +21,7 @@ from harness import ScriptedProvider, turn
 from harness.script import estimate_usage
 from openprogram import function
 from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
-from openprogram.agent.events import AgentEvent, AgentEventMessageUpdate
+from openprogram.agent.events import AgentEvent, AgentEventMessageUpdate, observe_runs
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, TextContent, TextDeltaEvent, ThinkingContent
 
@@ -178,3 +178,27 @@ def test_the_scripted_usage_estimate_is_the_same_when_computed_incrementally() -
     assert len(replies) == len(provider.requests) == 7
     for number, (request, reply) in enumerate(zip(provider.requests, replies, strict=True)):
         assert reply.usage == estimate_usage(request, provider.turns[number])
+
+
+def test_events_read_after_the_run_are_the_events_an_observer_saw_as_they_happened() -> None:
+    # Without an observer the loop's own events are kept unbuilt until read (push_new): built
+    # late they must be what was pushed, field for field, also as exclude_unset dumps show them.
+    async def main() -> tuple[list[Any], list[Any]]:
+        seen: list[Any] = []
+
+        def script() -> ScriptedProvider:
+            return ScriptedProvider(turn.tool_call("lookup", key=1), turn.text("done"))
+
+        context = AgentContext(tools=[lookup.to_agent_tool()])
+        with observe_runs(seen.append):
+            watched = agent_loop(["go"], context, AgentLoopConfig(provider=script(), clock=lambda: 7))
+            await watched.result()
+        late = agent_loop(["go"], context, AgentLoopConfig(provider=script(), clock=lambda: 7))
+        await late.result()
+        return [e for e in seen if e.type != "message_update"], [e async for e in late]
+
+    observed, read_late = asyncio.run(main())
+    assert [e.type for e in read_late] == [e.type for e in observed]
+    assert "tool_execution_end" in [e.type for e in read_late]
+    assert read_late == observed
+    assert [e.model_dump(exclude_unset=True) for e in read_late] == [e.model_dump(exclude_unset=True) for e in observed]
