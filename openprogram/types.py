@@ -404,13 +404,17 @@ def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     """
     if not text.strip():
         return {}, None
+    body = text.strip(" \t\n\r")  # JSON's whitespace, which json.loads allows around a value
     try:
-        value = json.loads(text)
+        value, end = _DECODER.raw_decode(body)  # json.loads without its two regex passes
     except ValueError:
         return {}, text
-    if not isinstance(value, dict):
+    if end != len(body) or not isinstance(value, dict):
         return {}, text
     return value, None
+
+
+_DECODER = json.JSONDecoder()
 
 
 __all__ = [

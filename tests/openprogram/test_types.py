@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import get_args
+import json
+from typing import Any, get_args
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from openprogram.types import (
@@ -118,3 +121,36 @@ def test_named_provider_fields_survive_a_json_round_trip() -> None:
         )
     )
     assert AssistantMessage.model_validate_json(message.model_dump_json()) == message
+
+
+def _as_json_loads_would(text: str) -> tuple[dict[str, Any], str | None]:
+    if not text.strip():
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}, text
+    return (value, None) if isinstance(value, dict) else ({}, text)
+
+
+_json_texts = st.one_of(
+    st.text(max_size=12),
+    st.builds(
+        lambda before, value, after: before + json.dumps(value) + after,
+        st.text(" \t\n\r\x0b\x0c\u00a0x", max_size=3),
+        st.recursive(
+            st.none() | st.integers() | st.text(max_size=4),
+            lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+            max_leaves=5,
+        ),
+        st.text(" \t\n\r\x0b\x0c\u00a0x{}", max_size=3),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_texts)
+def test_tool_argument_text_is_parsed_exactly_as_json_loads_reads_it(text: str) -> None:
+    # parse_tool_arguments skips json.loads' wrapper for speed: it must accept and refuse the
+    # same texts (JSON's own whitespace around the object, nothing else) and give the same value.
+    assert parse_tool_arguments(text) == _as_json_loads_would(text)
