@@ -131,6 +131,15 @@ R = TypeVar("R")
 
 _DONE = object()
 
+
+class _Unbuilt(tuple):  # type: ignore[type-arg]
+    """``(class, values, fields_set)`` of an event pushed with ``push_new``, not built yet.
+
+    Its own type, so whatever else a producer pushes (a tuple, say) is handed over as it is.
+    """
+
+    __slots__ = ()
+
 _observers: contextvars.ContextVar[tuple[Callable[[Any], None], ...]] = contextvars.ContextVar(
     "_observers", default=()
 )
@@ -199,7 +208,7 @@ class EventStream(Generic[E, R]):
             return
         if self._finished:
             raise RuntimeError("EventStream.push after the stream ended")
-        self._queue.append((cls, values, fields_set))  # an event is a model, never a tuple
+        self._queue.append(_Unbuilt((cls, values, fields_set)))
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -268,7 +277,7 @@ class EventStream(Generic[E, R]):
             finally:
                 self._waiter = None
         item = self._queue.popleft()
-        if type(item) is tuple:  # pushed with push_new: built now that it is read
+        if type(item) is _Unbuilt:  # pushed with push_new: built now that it is read
             return trusted(*item)  # type: ignore[no-any-return]
         if item is _DONE:
             self._queue.append(_DONE)  # stay exhausted for later iterations

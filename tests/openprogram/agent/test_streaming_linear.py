@@ -202,3 +202,20 @@ def test_events_read_after_the_run_are_the_events_an_observer_saw_as_they_happen
     assert "tool_execution_end" in [e.type for e in read_late]
     assert read_late == observed
     assert [e.model_dump(exclude_unset=True) for e in read_late] == [e.model_dump(exclude_unset=True) for e in observed]
+
+
+def test_an_event_stream_hands_over_whatever_a_producer_pushed_tuples_too() -> None:
+    # EventStream is public: a producer of other events may push tuples, which must not be
+    # mistaken for the loop's unbuilt events.
+    from openprogram.agent.events import AgentEventTurnStart, EventStream
+
+    async def main() -> list[Any]:
+        stream: EventStream[Any, None] = EventStream()
+        stream.push((AgentEventTurnStart, {"type": "turn_start"}, ()))
+        stream.push_new(AgentEventTurnStart, {"type": "turn_start"}, ())
+        stream.end(None)
+        return [event async for event in stream]
+
+    pushed, built = asyncio.run(main())
+    assert pushed == (AgentEventTurnStart, {"type": "turn_start"}, ())
+    assert built == AgentEventTurnStart()
