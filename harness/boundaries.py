@@ -71,6 +71,9 @@ BOUNDARIES: dict[str, str] = {
     "several calls in one reply": "a reply with two or more calls",
     "duplicate call ids": "a reply whose calls share an id",
     "second consumer": "a second consumer of the same stream",
+    "consumer left mid-reply": "the consumer left (aclose, async with) while a reply streamed",
+    "consumer left during a tool": "the consumer left while a tool ran (the run cancels it)",
+    "consumer left between events": "the consumer left while the loop polled for steering",
 }
 """Every boundary the table lists, with the label it is printed under (in order)."""
 
@@ -88,6 +91,8 @@ def reached(scenario: Scenario, trace: Trace) -> set[str]:
         out.add("resumed a history")
     if scenario.consumers == 2 and trace.error is None:
         out.add("second consumer")
+    if trace.left is not None and scenario.leave is not None:
+        out.add(_LEFT[scenario.leave.at])
     out |= _results(results, texts)
     out |= _replies(scenario, trace, replies)
     planned = _planned(scenario, trace)
@@ -108,6 +113,13 @@ def reached(scenario: Scenario, trace: Trace) -> set[str]:
     if trace.error is None and trace.reason is not None:
         out |= _rounds(scenario, trace, messages)
     return out
+
+
+_LEFT = {
+    "reply": "consumer left mid-reply",
+    "tool": "consumer left during a tool",
+    "poll": "consumer left between events",
+}
 
 
 def _planned(scenario: Scenario, trace: Trace) -> list[tuple[Any, Any]]:

@@ -46,6 +46,7 @@ __all__ = [
     "check_all",
     "check_deterministic",
     "conservation",
+    "consumer_left",
     "end_reason_consistent",
     "error_feedback",
     "error_ends_run",
@@ -99,12 +100,13 @@ def event_grammar(trace: Trace) -> None:
     ``turn_end`` reports the turn's assistant message and results. The one exception: when the
     iteration cap ends a run, messages already taken from a queue are committed after the last
     ``turn_end``, just before ``agent_end``. A trace whose stream raised (``trace.error``) may stop
-    early, as may a nested run whose stream raised inside its tool.
+    early, as may one whose consumer left (``trace.left``) and a nested run whose stream raised
+    inside its tool.
     """
     # A getter that handed over junk: its valid items are committed (maybe after a turn_end), then it raises.
     refused = (trace.error or "").startswith(("TypeError: get_steering_messages", "TypeError: get_follow_up"))
     for run in run_views(trace):
-        allow_unfinished = trace.error is not None or not run.is_root
+        allow_unfinished = trace.error is not None or trace.left is not None or not run.is_root
         _check_grammar(run, allow_unfinished, refused and run.is_root)
 
 
@@ -353,6 +355,35 @@ def end_reason_consistent(trace: Trace) -> None:
                     )
 
 
+def consumer_left(trace: Trace) -> None:
+    """A consumer that stops early cancels the run: no tool starts after it has gone.
+
+    DESIGN 4, Robustness: ``await stream.aclose()`` and leaving ``async with agent_loop(...) as
+    stream:`` cancel a run that is still going, so its ``stream.result()`` raises
+    ``CancelledError``; no tool body starts after the consumer left (none of its events says one
+    did); the provider's stream is closed, not left open. Read off ``trace.left``, what the
+    harness saw of the run after the consumer left; a trace without it is not checked.
+    """
+    name = "consumer_left"
+    left = trace.left
+    if left is None:
+        return
+    started = [e for e in left.events_after if e == "tool_execution_start"]
+    if left.tools_after or started:
+        names = ", ".join(left.tools_after) or f"{len(started)} tool_execution_start event(s)"
+        raise _fail(name, f"a tool started after the consumer left (after event #{left.after}): {names}")
+    ended = any(e.type == "agent_end" for e in run_views(trace)[0].events) if trace.events else False
+    if not ended and left.outcome != "cancelled":
+        after = ", ".join(left.events_after) or "no event"
+        raise _fail(
+            name,
+            f"the consumer left after event #{left.after} while the run was going, but the run was not "
+            f"cancelled: stream.result() {left.outcome}; pushed after it left: {after}",
+        )
+    if left.provider_open:
+        raise _fail(name, f"the provider's stream was left open after the consumer left (after event #{left.after})")
+
+
 ALL_INVARIANTS: tuple[Callable[[Trace], None], ...] = (
     event_grammar,
     terminates_within_cap,
@@ -363,6 +394,7 @@ ALL_INVARIANTS: tuple[Callable[[Trace], None], ...] = (
     error_feedback,
     skip_semantics,
     cancel_semantics,
+    consumer_left,
 )
 """The trace-only invariants, structural first, so the first violation reported is the root cause."""
 

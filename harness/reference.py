@@ -27,6 +27,7 @@ from harness.contract import (
     invalid_json_text,
     not_found_text,
 )
+from harness.leaving import Left
 from harness.reference_compare import Prediction, differences
 from harness.scenario import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.trace import LedgerEntry, Trace
@@ -78,8 +79,11 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
     )
     reason: str | None = None
     error = None
+    left = None
     try:
         reason = run.play()
+    except _Left:  # the consumer left while the run was held there: cancelled, nothing after
+        left = Left(after=len(run.events))
     except _Killed as killed:  # a BaseException from a tool: the stream raises it to the consumer
         error = f"ToolKilled: {killed}"
     except _GetterFailed:  # a getter handed over junk: the valid items are in, then a TypeError
@@ -88,15 +92,20 @@ def predict(scenario: Scenario, outcomes: Sequence[LedgerEntry] = (), stamps: Se
         events=run.events,
         requests=run.requests,
         ledger=world.ledger,
-        new_messages=run.new_messages if error is None else [],
+        new_messages=run.new_messages if error is None and left is None else [],
         reason=reason,
         loose=world.loose,
         error=error,
+        left=left,
     )
 
 
 class _Killed(Exception):
     """A tool raised ``ToolKilled``: nothing in the loop catches it, so it ends every level."""
+
+
+class _Left(Exception):
+    """The run got to where its consumer leaves (``Scenario.leave``): the run is cancelled there."""
 
 
 class _GetterFailed(Exception):
@@ -116,6 +125,11 @@ class _World:
         self.validators = {t.name: _validator(t) for t in scenario.tools}
         self.stamps: dict[tuple[str, str], list[int]] = {}  # per (call id, tool name): ids may repeat
         self.results: dict[tuple[str, str], int] = {}  # top-level results committed so far, per the same key
+        self.planned_runs = 0  # top-level executions of planned tools so far (a leave point counts them)
+
+    def leaves_at(self, point: str, number: int) -> bool:
+        leave = self.scenario.leave
+        return leave is not None and leave.at == point and leave.number == number
 
     def tick(self) -> int:
         return self.clock()
@@ -265,6 +279,8 @@ class _Run:
         if not self.steering and not polled:
             return []
         self.steering_polls += 1
+        if self.top and self.world.leaves_at("poll", self.steering_polls):
+            raise _Left  # the consumer leaves while the getter is being polled
         if polled and self.steering_polls == cancel_at:
             self.cancelled = True  # the getter presses stop
         messages = [UserMessage(content=text) for text in self.steering.get(self.steering_polls, ())]
@@ -353,6 +369,13 @@ class _Run:
                         model=self.model or "",
                         provider="scripted",
                     )
+        leave = self.world.scenario.leave
+        held = self.top and self.world.leaves_at("reply", number) and number <= len(self.turns)
+        if held and leave is not None and leave.streams(self.turns[number - 1]):
+            self.emit("message_start", "assistant", None)  # the consumer leaves mid-reply
+            for _ in range(min(leave.after, updates)):
+                self.emit("message_update")
+            raise _Left
         reply = reply.model_copy(update={"timestamp": self.world.tick()})
         self.emit("message_start", "assistant", None)
         for _ in range(updates):
@@ -444,6 +467,11 @@ class _Run:
         behaviour = tool.behaviour(index)
         for update in behaviour.updates:
             self.emit("tool_execution_update", call.id, call.name, update)
+        if self.top:
+            self.world.planned_runs += 1
+            if self.world.leaves_at("tool", self.world.planned_runs):  # the consumer leaves: the run cancels the tool
+                self.write_ledger(call, arguments, "raised", "CancelledError", True)
+                raise _Left
         if behaviour.cancel or behaviour.wait:
             self.cancelled = True
         try:

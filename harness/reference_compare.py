@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from harness.leaving import Left
 from harness.trace import LedgerEntry, Trace, render_message, shorten
 from openprogram.types import Message, ToolResultMessage
 
@@ -33,6 +34,8 @@ class Prediction:
     """ids of predicted tool results of real tools: only their text and error flag are known."""
     error: str | None = None
     """What the run raises instead of ending (its type name, then the text when it is known)."""
+    left: Left | None = None
+    """The consumer leaves early: what the run must do after (``Trace.left``); None: it reads to the end."""
 
     @property
     def event_types(self) -> list[str]:
@@ -49,6 +52,7 @@ def differences(expected: Prediction, trace: Trace) -> list[str]:
         out.append(f"expected the run to raise {expected.error}..., got {trace.error or 'no error'}")
     if trace.reason != expected.reason:
         out.append(f"end reason: expected {expected.reason!r}, got {trace.reason!r}")
+    out.extend(_compare_left(expected.left, trace.left))
     out.extend(_compare_events(expected.events, trace.events, same))
     out.extend(_compare_requests(expected.requests, trace, same))
     if trace.ledger is not None:
@@ -157,6 +161,29 @@ def _compare_events(expected: list[tuple[Any, ...]], events: list[Any], same: _M
             f"  actual:   {_show(got)}",
         ]
     return []
+
+
+def _compare_left(expected: Left | None, left: Left | None) -> list[str]:
+    """The consumer leaves where the scenario says (or reads to the end), and after it left the
+    run is cancelled: no event, no tool, no open provider stream."""
+    if expected == left:
+        return []
+    if expected is None:
+        return [f"the consumer left after {left.after} events, though the run should have ended first"]  # type: ignore[union-attr]
+    if left is None:
+        return [f"the consumer should have left after event #{expected.after}, but read the run to its end"]
+    out = []
+    if left.after != expected.after:
+        out.append(f"the consumer left after {left.after} events, expected after {expected.after}")
+    for what, want, got in (
+        ("events pushed after the consumer left", expected.events_after, left.events_after),
+        ("tools started after the consumer left", expected.tools_after, left.tools_after),
+        ("the run's outcome after the consumer left (stream.result())", expected.outcome, left.outcome),
+        ("the provider's stream still open", expected.provider_open, left.provider_open),
+    ):
+        if want != got:
+            out.append(f"{what}: expected {want!r}, got {got!r}")
+    return out
 
 
 def _compare_requests(expected: list[dict[str, Any]], trace: Trace, same: _Matcher) -> list[str]:

@@ -19,7 +19,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
-from harness.scenario import MAX_NESTING, Behaviour, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.leaving import Left
+from harness.scenario import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.script import ScriptedProvider
 from harness.trace import Trace, TraceRecorder
 from openprogram import runtime
@@ -78,6 +79,7 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
     recorder = TraceRecorder()
     world = _World(scenario, recorder)
     provider = ScenarioProvider(scenario.turns)
+    provider.world = world if scenario.leave is not None else None  # holds its reply where the consumer leaves
     plain = [world.tools[t.name] for t in scenario.tools]
     # Planned tools write the ledger themselves (first-hand, as TraceRecorder's wrapper does);
     # real tools get the recorder's wrapper, for the executions the reference can see.
@@ -95,7 +97,9 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
         tool_choice=_plain(scenario.config.tool_choice),
         parallel_tool_calls=scenario.config.parallel_tool_calls,
         max_iterations=scenario.config.max_iterations,
-        get_steering_messages=_Schedule(scenario.steering, scenario.steering_as, poll_cancel, cancel_event).source(),
+        get_steering_messages=_Schedule(
+            scenario.steering, scenario.steering_as, poll_cancel, cancel_event, world
+        ).source(),
         get_follow_up_messages=_Schedule(scenario.follow_ups).source(),
         clock=world.clock,
     )
@@ -117,12 +121,16 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
         _depth.reset(tokens[1])
         _world.reset(tokens[0])
     new_messages = None
+    left: Left | None = None
     second = asyncio.ensure_future(_collect(stream)) if scenario.consumers == 2 else None
     try:
         async with asyncio.timeout(timeout):
-            async for event in stream:
-                recorder.on_event(event)
-            new_messages = await stream.result()
+            if scenario.leave is not None:
+                left = await _leave_early(scenario.leave, stream, recorder, world, provider)
+            if left is None:
+                async for event in stream:  # (after a leave that was never due: already at its end)
+                    recorder.on_event(event)
+                new_messages = await stream.result()
             if second is not None:
                 _judge_second(recorder, await second)
             world.late_updates()  # after the run ended: must be dropped, never raise
@@ -130,7 +138,55 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
         recorder.error = f"TimeoutError: the event stream did not end within {timeout:g}s (a hang)"
     except (Exception, ToolKilled) as exc:  # the stream raised to its consumer: keep what was seen
         recorder.error = f"{type(exc).__name__}: {exc}"
-    return recorder.finish(provider.requests, new_messages=new_messages, max_iterations=scenario.cap)
+    trace = recorder.finish(provider.requests, new_messages=new_messages, max_iterations=scenario.cap)
+    trace.left = left
+    return trace
+
+
+async def _leave_early(leave: Leave, stream: Any, recorder: TraceRecorder, world: _World, provider: Any) -> Left | None:
+    """Read the stream as a user's consumer that stops early does, in the way ``leave.how`` names.
+
+    It leaves once it has read every event the run pushed before the run reached the leave point
+    (where the world holds the run: ``_World.hold``), then waits for ``stream.result()`` and says
+    what the run did meanwhile; ``None`` if the run ended before the point (it was read to its end).
+    """
+    subscribe = getattr(stream, "subscribe", None)
+    if subscribe is not None:
+        subscribe(world.pushed)  # every push, also those nobody reads after the consumer left
+    if leave.how == "with":
+        async with stream:
+            async for event in stream:
+                recorder.on_event(event)
+                if world.due(len(recorder.events)):
+                    break  # leaving the block closes the stream
+    else:
+        async for event in stream:
+            recorder.on_event(event)
+            if world.due(len(recorder.events)):
+                if leave.how == "aclose":
+                    await stream.aclose()
+                break
+        if world.left and leave.how == "break":
+            await stream.aclose()
+    if not world.left:
+        return None
+    outcome = "ended"
+    try:
+        await stream.result()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the harness itself is being cancelled (its timeout): not the run's outcome
+        outcome = "cancelled"
+    except Exception as exc:
+        outcome = f"raised: {type(exc).__name__}: {exc}"
+    return Left(
+        after=len(recorder.events),
+        events_after=world.events_after,
+        tools_after=world.tools_after,
+        outcome=outcome,
+        provider_open=getattr(provider, "_open", None) is not None,
+    )
 
 
 async def _collect(stream: Any) -> list[Any] | BaseException:
@@ -178,10 +234,12 @@ class _Schedule:
         shapes: Mapping[int, str] | None = None,
         cancel_at: int | None = None,
         cancel_event: asyncio.Event | None = None,
+        world: _World | None = None,
     ) -> None:
         self.plan = plan
         self.shapes = shapes or {}
         self.cancel_at, self.cancel_event = cancel_at, cancel_event
+        self.world = world  # the top-level steering getter: a consumer may leave while it is polled
         self.polls = 0
 
     def source(self) -> Callable[[], Any] | None:
@@ -190,6 +248,8 @@ class _Schedule:
 
     async def poll(self) -> Any:
         self.polls += 1
+        if self.world is not None and self.world.holds_at("poll", self.polls):
+            await self.world.hold()
         if self.polls == self.cancel_at and self.cancel_event is not None:
             self.cancel_event.set()  # the user presses stop while the loop polls
         messages = list(self.plan.get(self.polls, ()))
@@ -310,6 +370,48 @@ class _World:
             t.name: (_real_tool(t) if t.is_real else _planned_tool(t)) for t in scenario.tools
         }
         self.stale: list[Callable[[Any], None]] = []
+        # A consumer that leaves early (scenario.leave): where the run is held, and what came after.
+        self.leave = scenario.leave
+        self.counted: dict[str, int] = {}  # per leave point: how often the run got there
+        self.pushes = 0  # events the run pushed to its stream
+        self.held_at: int | None = None  # pushes when the run was held: the consumer leaves once it read them
+        self.left = False
+        self.events_after: list[str] = []
+        self.tools_after: list[str] = []
+
+    # -- the consumer that leaves ----------------------------------------------------------
+    def holds_at(self, point: str, number: int | None = None) -> bool:
+        """Whether the run is to be held here: the ``number``-th time it reaches ``point``
+        (counted here when ``number`` is None)."""
+        leave = self.leave
+        if leave is None or leave.at != point or self.held_at is not None:
+            return False
+        if number is None:
+            number = self.counted[point] = self.counted.get(point, 0) + 1
+        return number == leave.number
+
+    async def hold(self) -> None:
+        """Keep the run here (as a slow network or tool would) until the consumer has left.
+
+        The consumer leaves once it has read what was pushed so far; its leaving cancels the run,
+        which ends the wait with a ``CancelledError`` here. A run the leaving does not cancel goes
+        on after a few turns of the event loop, and the trace shows what it did then.
+        """
+        self.held_at = self.pushes
+        for _ in range(_HOLD_TURNS):
+            await asyncio.sleep(0)
+
+    def due(self, read: int) -> bool:
+        """The consumer, having read ``read`` events: leave now? (Marks it gone when so.)"""
+        if self.left or self.held_at is None or read < self.held_at:
+            return False
+        self.left = True
+        return True
+
+    def pushed(self, event: Any) -> None:
+        self.pushes += 1
+        if self.left:
+            self.events_after.append(event.type)
 
     async def execute(
         self, name: str, tool_call_id: str, args: dict[str, Any], cancel_event: Any, on_update: Any
@@ -318,11 +420,19 @@ class _World:
         self.executions[name] = index + 1
         behaviour = self.defs[name].behaviour(index)
         top = _depth.get() == 0
+        if self.left:
+            self.tools_after.append(name)  # the contract: no tool starts after the consumer has gone
         self.late_updates()  # a finished tool's on_update, called during this one: must be dropped
         seen = copy.deepcopy(args)  # what the tool was given, before it rewrites anything
         for update in behaviour.updates:
             if on_update is not None:
                 on_update(update)
+        if top and self.holds_at("tool"):
+            try:
+                await self.hold()
+            except asyncio.CancelledError as exc:  # the consumer left: the run cancels its tool
+                self.recorder.record_raised(name, tool_call_id, seen, exc)
+                raise
         if behaviour.mutate:
             _mutate(args)
         if behaviour.cancel and cancel_event is not None:
@@ -388,6 +498,11 @@ class _World:
             _depth.reset(token)
 
 
+_HOLD_TURNS = 64
+"""Event-loop turns a held run waits for its consumer to leave (one is enough for a loop that
+suspends nowhere else; the rest is slack)."""
+
+
 class ScenarioProvider(ScriptedProvider):
     """The ScriptedProvider, plus what it cannot script: raising, hanging up, a user pressing stop
     mid-stream; and one piece of hygiene a real HTTP backend needs: a stream must be closed before
@@ -399,6 +514,8 @@ class ScenarioProvider(ScriptedProvider):
         super().__init__(*[t.scripted() for t in turns], strict=False)
         self._manual = {i: t for i, t in enumerate(turns) if t.kind != "reply" or t.cancel}
         self._open: int | None = None
+        self._turns = tuple(turns)
+        self.world: _World | None = None  # set on the top-level provider when the consumer leaves early
 
     async def stream(
         self, request: ModelRequest, cancel_event: asyncio.Event | None = None
@@ -409,8 +526,16 @@ class ScenarioProvider(ScriptedProvider):
         special = self._manual.get(number - 1)
         events = super().stream(request, cancel_event)
         self._open = number
+        world, hold = self.world, None
+        if world is not None and world.leave is not None and number <= len(self._turns):
+            if world.leave.streams(self._turns[number - 1]) and world.holds_at("reply", number):
+                hold = world.leave.after  # held after the start and this many more events
+        sent = 0
         try:
             async for event in events:
+                if hold is not None and event.type in ("done", "error"):
+                    hold = None  # a reply with fewer events: held before it finishes
+                    await world.hold()  # type: ignore[union-attr]
                 if special is not None:
                     if special.cancel and event.type == "start" and cancel_event is not None:
                         cancel_event.set()  # the user presses stop as the reply starts
@@ -437,6 +562,10 @@ class ScenarioProvider(ScriptedProvider):
                             return
                         return  # hang_up: the stream just ends, with no done or error event
                 yield event
+                sent += 1
+                if hold is not None and sent > hold:
+                    hold = None
+                    await world.hold()  # type: ignore[union-attr]
         finally:
             self._open = None
             await events.aclose()

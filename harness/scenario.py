@@ -59,6 +59,7 @@ from harness.scenario_parts import (
     Call,
     Config,
     HistoryMessage,
+    Leave,
     ModelTurn,
     NestedRun,
     ScenarioError,
@@ -92,6 +93,7 @@ __all__ = [
     "Call",
     "Config",
     "HistoryMessage",
+    "Leave",
     "ModelTurn",
     "NestedRun",
     "Scenario",
@@ -134,6 +136,9 @@ class Scenario:
     consumers: int = 1
     """2: a second consumer iterates the stream concurrently with the first (it must get every
     event too, or be refused at once)."""
+    leave: Leave | None = None
+    """The consumer stops reading early, while the run is in the middle of a reply, a tool or a
+    poll (``Leave``): the run must be cancelled and nothing start after it left."""
 
     def __post_init__(self) -> None:
         if (
@@ -149,6 +154,8 @@ class Scenario:
         object.__setattr__(self, "steering_as", {int(k): v for k, v in sorted(shapes.items()) if v != "list"})
         if self.consumers not in (1, 2):
             raise ScenarioError(f"consumers is 1 or 2, got {self.consumers!r:.60}")
+        if self.leave is not None and self.consumers != 1:
+            raise ScenarioError("leave: a consumer that leaves early is the stream's only consumer (consumers: 1)")
         object.__setattr__(self, "prompts", tuple(self.prompts))
         object.__setattr__(self, "history", tuple(self.history))
         if self.resume is not None and self.resume == (bool(self.history) and not self.prompts):
@@ -323,6 +330,43 @@ class BehaviourForm(Form):
         for flag in ("cancel", "mutate", "late_update", "unprintable", "wait"):
             if getattr(b, flag):
                 given[flag] = True
+        return cls.model_construct(**given)
+
+
+class LeaveForm(Form):
+    """``{reply: N, after: K}``, ``{tool: N}`` or ``{poll: N}``, with ``how:``: where the run is
+    when its consumer stops reading (see ``Leave``)."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [k]} for k in ("reply", "tool", "poll")]})
+    shape = "leave is {reply: N, after: K}, {tool: N} or {poll: N}, with how: aclose, break or with"
+    reply: Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
+    """Leave while the N-th top-level model request streams its reply (a plain reply)."""
+    tool: Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
+    """Leave while the N-th top-level execution of a planned tool runs (after its updates)."""
+    poll: Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
+    """Leave while the loop waits on its N-th steering poll."""
+    after: Annotated[int, BeforeValidator(not_bool), Field(ge=0)] = 0
+    """With reply: after this many of its message_update events (fewer when the reply has fewer)."""
+    how: Literal["aclose", "break", "with"] = "aclose"
+    """``aclose``: ``await stream.aclose()`` inside the ``async for``; ``break``: break, then
+    ``aclose()``; ``with``: break out of ``async with agent_loop(...) as stream:``."""
+
+    def build(self) -> Leave:
+        points = [(k, getattr(self, k)) for k in ("reply", "tool", "poll") if getattr(self, k) is not None]
+        if len(points) != 1:
+            raise ScenarioError("give exactly one of reply, tool, poll")
+        if self.after and self.reply is None:
+            raise ScenarioError("after counts a reply's message_update events: give it only with reply")
+        (at, number), how = points[0], self.how
+        return Leave(at, number, self.after, how)  # type: ignore[arg-type]
+
+    @classmethod
+    def of(cls, leave: Leave) -> LeaveForm:
+        given: dict[str, Any] = {leave.at: leave.number}
+        if leave.after:
+            given["after"] = leave.after
+        if leave.how != "aclose":
+            given["how"] = leave.how
         return cls.model_construct(**given)
 
 
@@ -515,6 +559,8 @@ class ScenarioForm(Form):
     """``{poll number: shape}``: how the steering getter returns that poll (str, message, or junk)."""
     consumers: Literal[1, 2] = 1
     """2: a second consumer iterates the stream at the same time."""
+    leave: LeaveForm | None = None
+    """The consumer stops reading early: ``{reply: N, after: K}``, ``{tool: N}`` or ``{poll: N}``, ``how:``."""
 
     def build(self) -> Scenario:
         errors = expectation_errors((self.meta or {}).get("expect"))
@@ -535,6 +581,7 @@ class ScenarioForm(Form):
             cancel_at=self.cancel_at,
             steering_as=self.steering_as or {},
             consumers=self.consumers,
+            leave=self.leave.value if self.leave is not None else None,
         )
 
     @classmethod
@@ -554,6 +601,7 @@ class ScenarioForm(Form):
             "cancel_at": s.cancel_at,
             "steering_as": dict(s.steering_as) or None,
             "consumers": s.consumers if s.consumers != 1 else None,
+            "leave": LeaveForm.of(s.leave) if s.leave is not None else None,
         }
         return cls.model_construct(**{k: v for k, v in given.items() if v is not None})
 
@@ -568,6 +616,7 @@ _ITEMS = {"turns": "turn", "calls": "call", "tools": "tool", "plan": "plan", "hi
 _KEYED = {"steering": "poll", "follow_ups": "poll"}
 _HINTS = {"args": "for argument text that is not an object use raw:"}
 _FORMS = [CallForm, ReplyForm, ErrorForm, AbortedForm, NestedForm, BehaviourForm, ToolForm, UserForm, AssistantForm]
+_FORMS.append(LeaveForm)
 _FIELDS = frozenset(
     f.alias or n for form in [*_FORMS, ToolResultForm, ConfigForm, ScenarioForm] for n, f in form.model_fields.items()
 )

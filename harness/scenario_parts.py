@@ -40,6 +40,9 @@ __all__ = [
     "TURN_KINDS",
     "Config",
     "HistoryMessage",
+    "LEAVE_HOWS",
+    "LEAVE_POINTS",
+    "Leave",
     "ModelTurn",
     "NestedRun",
     "ScenarioError",
@@ -481,6 +484,49 @@ class Config:
             tool_choice_table.normalize(self.tool_choice)
         except ValueError as exc:
             raise ScenarioError(str(exc)) from None
+
+
+LEAVE_POINTS = ("reply", "tool", "poll")
+"""Where the run is when the consumer leaves: streaming a reply, running a tool, polling steering."""
+LEAVE_HOWS = ("aclose", "break", "with")
+"""How the consumer leaves: ``await stream.aclose()`` inside its ``async for``, ``break`` then
+``aclose()``, or ``break`` out of ``async with agent_loop(...) as stream:``."""
+
+
+@dataclass(frozen=True)
+class Leave:
+    """The consumer stops reading before the run ends (DESIGN 4, Robustness: the run is cancelled,
+    no tool starts after the consumer has gone).
+
+    The run is held where the consumer leaves, as a slow network or tool would hold it, so the
+    consumer is gone while the run is in the middle of something: ``reply``: the ``number``-th
+    top-level model request, after ``after`` of its ``message_update`` events (fewer when the
+    reply has fewer; only a plain streamed reply, not a cancelled one or a provider fault);
+    ``tool``: the ``number``-th top-level execution of a planned tool, after its updates;
+    ``poll``: the ``number``-th top-level steering poll. A run that ends before that point is
+    read to its end. ``how``: one of ``LEAVE_HOWS``.
+    """
+
+    at: Literal["reply", "tool", "poll"]
+    number: int = 1
+    after: int = 0
+    how: Literal["aclose", "break", "with"] = "aclose"
+
+    def __post_init__(self) -> None:
+        if self.at not in LEAVE_POINTS:
+            raise ScenarioError(f"the consumer leaves at one of {', '.join(LEAVE_POINTS)}, got {self.at!r:.60}")
+        if self.how not in LEAVE_HOWS:
+            raise ScenarioError(f"how is one of {', '.join(LEAVE_HOWS)}, got {self.how!r:.60}")
+        for name, value, least in (("number", self.number, 1), ("after", self.after, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ScenarioError(f"{name} is an integer >= {least}, got {value!r:.60}")
+        if self.at != "reply":
+            object.__setattr__(self, "after", 0)  # it counts a reply's events: one spelling per scenario
+
+    def streams(self, turn: ModelTurn) -> bool:
+        """Whether a reply leave can happen on ``turn``: a plain streamed reply (runner and
+        reference model both hold the run only there)."""
+        return turn.kind == "reply" and not turn.cancel
 
 
 def schedule(value: Any, where: str) -> dict[int, tuple[str, ...]]:

@@ -28,6 +28,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.scenario import FAULTS, Behaviour, Call, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenario_parts import LEAVE_HOWS, LEAVE_POINTS, Leave
 from harness.schema_strategies import _json, _key, _memoized, arguments, invalid_arguments, schemas
 from openprogram.tools import as_agent_tool
 
@@ -564,7 +565,8 @@ def scenarios(
     ``resume_one_in`` resumes a generated history with ``agent_loop_continue`` (0: never).
     About one scenario in ``fault_one_in`` each (0: never) has the user press stop from outside
     (before the start, or during a steering poll), a steering getter returning an odd value (a
-    bare str, a single message, or junk after the valid items), and a second concurrent consumer.
+    bare str, a single message, or junk after the valid items), and a second concurrent consumer;
+    with ``fault_one_in`` set, one in ten or so has a consumer that leaves early (``Scenario.leave``).
     Your tools' real code runs in ``harness.runner.run(scenario)``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
@@ -614,7 +616,7 @@ def scenarios(
         for poll, messages in steering_plan.items()
         if draw(faults)
     }
-    return Scenario(
+    scenario = Scenario(
         prompts=() if resumes else draw(_prompts),
         history=draw(histories(menu)) if resumes else (),
         resume=True if resumes else None,
@@ -629,6 +631,12 @@ def scenarios(
         steering_as=shapes,
         consumers=2 if draw(faults) else 1,
     )
+    leave = draw(_leaves) if fault_one_in and draw(_leaving) else None  # mid-reply, in a tool or at a poll
+    return scenario.with_(leave=leave) if leave is not None and scenario.consumers == 1 else scenario
+
+
+_leaving, _leave_points = _one_in(4), st.sampled_from((*LEAVE_POINTS, "tool"))  # a tool point is reached less often
+_leaves = st.builds(Leave, _leave_points, st.integers(1, 2), st.integers(0, 3), st.sampled_from(LEAVE_HOWS))
 
 
 _edges = st.sampled_from((None, None, -1, -1, 0, 0, 0, 1))

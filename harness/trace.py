@@ -23,29 +23,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.leaving import Left
 from openprogram.agent.events import AgentEvent, EndReason
 from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, OnUpdate
 from openprogram.types import AssistantMessage, Message, TextContent, ThinkingContent, ToolCall, ToolResultMessage
 
 __all__ = [
-    "Batch",
-    "LedgerEntry",
-    "RunCollector",
-    "RunView",
-    "Trace",
-    "TraceRecorder",
-    "assistant_indices",
-    "batches",
-    "describe_event",
-    "diff",
-    "event_window",
-    "render_message",
-    "run_views",
-    "show_batch",
-    "show_messages",
-    "shorten",
-]
+    "Batch", "LedgerEntry", "RunCollector", "RunView", "Trace", "TraceRecorder", "assistant_indices", "batches",
+    "describe_event", "diff", "event_window", "render_message", "run_views", "show_batch", "show_messages", "shorten",
+]  # fmt: skip
 
 
 def shorten(value: Any, limit: int | None = 120) -> str:
@@ -79,6 +66,7 @@ class Trace(BaseModel):
     reason: EndReason | None = None
     error: str | None = None
     max_iterations: int | None = None
+    left: Left | None = None  # the consumer stopped reading early: what the run did after (harness.leaving)
 
     # -- views ----------------------------------------------------------------------------
     @property

@@ -1,0 +1,52 @@
+"""The campaign's consumers that leave early: generated at a modest rate, each leave point a row
+of the boundary table (``harness.boundaries``), every generated one held to the contract."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from harness.boundaries import BOUNDARIES, reached
+from harness.check import check
+from harness.runner import run
+from harness.scenario import Scenario
+from harness.strategies import scenarios
+from tests.harness.test_leave import HOWS, _scenario
+
+# -- the campaign generates it and reports it in the boundary table ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("leave", "boundary"),
+    [
+        ("{reply: 1}", "consumer left mid-reply"),
+        ("{tool: 2}", "consumer left during a tool"),
+        ("{poll: 1}", "consumer left between events"),
+    ],
+)
+def test_each_leave_point_is_a_row_of_the_boundary_table(leave: str, boundary: str) -> None:
+    scenario = _scenario(leave)
+    assert boundary in BOUNDARIES
+    assert boundary in reached(scenario, run(scenario))
+
+
+@settings(max_examples=150, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(scenarios())
+def test_generated_leaves_hold(scenario: Scenario) -> None:
+    if scenario.leave is not None:
+        result = check(scenario)
+        assert result.ok, "\n".join(map(str, result.problems)) + "\n" + scenario.to_yaml()
+
+
+def test_the_strategies_generate_every_leave_point_and_way() -> None:
+    seen: set[tuple[str, str]] = set()
+
+    @settings(max_examples=300, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(scenarios())
+    def collect(scenario: Scenario) -> None:
+        if scenario.leave is not None:
+            seen.add((scenario.leave.at, scenario.leave.how))
+
+    collect()
+    assert {at for at, _ in seen} == {"reply", "tool", "poll"}
+    assert {how for _, how in seen} == set(HOWS)
