@@ -127,14 +127,6 @@ def behaviours(
     )
 
 
-def _one_in(n: int) -> st.SearchStrategy[bool]:
-    """True about once in ``n`` draws (0: never). The winning value sits mid-range: Hypothesis
-    favours the bounds of a range, and shrinks towards its low end, i.e. towards False."""
-    if n <= 0:
-        return st.just(False)
-    return st.integers(0, n - 1).map((n // 2).__eq__)
-
-
 def _behaviours(
     tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
 ) -> st.SearchStrategy[Behaviour]:
@@ -153,7 +145,7 @@ def _behaviour_parts(
 
 def _flags(nesting: bool, cancel_one_in: int, base_one_in: int) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
     """The kind with its updates and details, then the six rare flags of one behaviour: two
-    choices (``_product``), each flag true at the middle of its digit (as ``_one_in``), so
+    choices (``_product``), each flag true in the middle of its table (``_one_in_table``), so
     shrinking the numbers towards 0 goes to a plain return and clears the flags."""
     kinds = ("return", "return", "error", "raise", *(("exec",) if nesting else ()))
     rare = (cancel_one_in, MUTATE_ONE_IN, 2 * cancel_one_in, LATE_UPDATE_ONE_IN, base_one_in, UNPRINTABLE_ONE_IN)

@@ -103,7 +103,8 @@ def _take(draw: st.DrawFn, groups: tuple[st.SearchStrategy[tuple[Any, ...]], ...
 
 
 def _one_in_table(n: int) -> tuple[bool, ...]:
-    """A table for ``_product`` that is True once in ``n`` (0: never), in the middle (as ``_one_in``)."""
+    """A table for ``_product`` that is True once in ``n`` (0: never). The True entry sits in the
+    middle: Hypothesis favours the ends of a range, and shrinks towards its start, i.e. to False."""
     return tuple(i == n // 2 for i in range(n)) if n > 0 else (False,)
 
 
