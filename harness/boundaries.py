@@ -19,11 +19,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from harness.contract import SKIPPED_CANCELLED, SKIPPED_STEERING, classify_result_text
-from harness.scenario import Scenario
+from harness.scenario import Behaviour, Call, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenario_parts import Leave
 from harness.trace import Trace
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
-__all__ = ["BOUNDARIES", "reached"]
+__all__ = ["BOUNDARIES", "EXAMPLES", "reached"]
 
 BOUNDARIES: dict[str, str] = {
     "cap, tool reply, queues empty": "the cap hit on a tool reply, no steering queued, no follow-up waiting",
@@ -271,3 +272,77 @@ def _split(messages: Sequence[Any], prompts: int) -> Iterator[tuple[Any, list[To
         elif isinstance(message, UserMessage):
             after.append(message)
     yield current, results, after
+
+
+_OPEN = {"type": "object", "properties": {}}
+_COUNT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+_PICK, _TWO_PICKS, _ANSWER = (
+    ModelTurn(calls=(Call("a"),)),
+    ModelTurn(calls=(Call("a"), Call("a"))),
+    ModelTurn(text="done"),
+)
+_A = ToolDef(name="a", parameters=_OPEN)
+_STOPS = ToolDef(name="a", parameters=_OPEN, plan=(Behaviour(cancel=True),))
+_NESTS = ToolDef(
+    name="a",
+    parameters=_OPEN,
+    plan=(
+        Behaviour("exec", nested=NestedRun(tools=(), turns=(ModelTurn(text="inner"),))),
+        Behaviour("exec", nested=NestedRun(tools=(), turns=(ModelTurn(kind="error", message="x"),))),
+    ),
+)
+_MIXED = ToolDef(
+    name="a",
+    parameters=_COUNT,
+    plan=(Behaviour("return", "ok", updates=("half",)), Behaviour("error", "bad"), Behaviour("raise", "boom")),
+)
+_ONE_OF_EACH_CALL = ModelTurn(
+    calls=(
+        Call("a", {"n": 1}, id="dup"),
+        Call("a", {"n": 2}, id="dup"),
+        Call("a", {"n": "x"}),
+        Call("zz"),
+        Call("a", raw="{"),
+    ),
+    stop="length",
+)
+EXAMPLES: tuple[Scenario, ...] = (
+    Scenario(
+        tools=(_MIXED,),
+        turns=(_ONE_OF_EACH_CALL, ModelTurn(calls=(Call("a", {"n": 3}),)), _ANSWER),
+        steering={1: ("first",)},
+    ),
+    Scenario(turns=(_ANSWER, ModelTurn(kind="error_keeps_stop", message="stop")), follow_ups={1: ("more",)}),
+    Scenario(turns=(_ANSWER,), consumers=2),
+    Scenario(
+        tools=(_A,),
+        turns=(ModelTurn(kind="after_done", text="x", calls=(Call("a"),)), _ANSWER),
+        steering={2: ("stop",)},
+        config=Config(max_iterations=1),
+    ),
+    Scenario(tools=(_STOPS,), turns=(_TWO_PICKS, _ANSWER), config=Config(max_iterations=1)),
+    Scenario(tools=(_NESTS,), turns=(_TWO_PICKS, _ANSWER)),
+    Scenario(turns=(_ANSWER, ModelTurn(kind="hang_up", text="part")), steering={2: ("go on",)}),
+    Scenario(prompts=(), history=(HistoryMessage("user", text="hi"),), turns=(ModelTurn(kind="bad_done"),)),
+    Scenario(tools=(_A,), turns=(_TWO_PICKS, ModelTurn(kind="cancelled_error", message="x")), steering={2: ("stop",)}),
+    Scenario(tools=(_A,), turns=(_PICK, _ANSWER), follow_ups={1: ("more",)}, config=Config(max_iterations=-1)),
+    Scenario(turns=(_ANSWER, ModelTurn(kind="aborted")), follow_ups={1: ("more",)}),
+    Scenario(tools=(_A,), turns=(_PICK, ModelTurn(text="x", cancel=True)), steering={1: ("first",)}),
+    Scenario(turns=(_ANSWER, _ANSWER), steering={1: ("x",)}, steering_as={1: "int"}),
+    Scenario(tools=(_A,), turns=(_PICK, _ANSWER), steering={4: ("stop",)}, config=Config(max_iterations=2)),
+    Scenario(tools=(_A,), turns=(_PICK, _ANSWER), follow_ups={1: ("more",)}, config=Config(max_iterations=2)),
+    Scenario(tools=(_A,), turns=(_ANSWER, _PICK, _ANSWER), follow_ups={1: ("more",)}, config=Config(max_iterations=2)),
+    Scenario(turns=(_ANSWER,), cancel_at="start"),
+    Scenario(tools=(_A,), turns=(_PICK, _ANSWER), cancel_at=2),
+    Scenario(turns=(ModelTurn(kind="raise", text="part", message="down"),)),
+    Scenario(turns=(ModelTurn(text="an answer in several deltas"),), leave=Leave("reply", after=1)),
+    Scenario(tools=(_A,), turns=(_PICK, _ANSWER), leave=Leave("tool", how="with")),
+    Scenario(turns=(_ANSWER,), steering={1: ("x",)}, leave=Leave("poll", how="break")),
+)
+"""Small scenarios that between them cross every row of ``BOUNDARIES`` (checked by
+``tests/harness/test_boundaries.py``). ``harness fuzz`` runs them first, inside its budget, so
+the table a default campaign prints is complete whatever the seed draws, and the generated
+scenarios spend the rest of the budget on what no list of examples foresees. What
+``harness.regressions.minimize`` cannot take away (a second consumer, an odd getter, an outside
+cancel) has a scenario of its own, so a violation an example finds (Hypothesis does not shrink
+explicit examples) still ends as a small scenario."""

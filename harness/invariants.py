@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.batch_invariants import InvariantViolation, cancel_semantics, error_feedback, skip_semantics
+from harness.batch_invariants import InvariantViolation, cancel_semantics, error_feedback, run_views, skip_semantics
 from harness.contract import HARD_CAP, effective_cap
 from harness.grammar import first_violation
 from harness.trace import (
@@ -33,7 +33,6 @@ from harness.trace import (
     diff,
     event_window,
     render_message,
-    run_views,
     show_batch,
     show_messages,
 )

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.boundaries import BOUNDARIES, reached
+from harness.boundaries import BOUNDARIES, EXAMPLES, reached
+from harness.check import problems_of
 from harness.cli import main
 from harness.fuzz import DEFAULT_EXAMPLES, run_campaign
 from harness.runner import run
@@ -109,6 +110,31 @@ def test_the_default_campaign_reaches_every_boundary_deeply(tmp_path: Path) -> N
     assert stats.unreached == [], stats.unreached
     assert stats.rounds / stats.scenarios >= 2.5
     assert stats.reasons["error"] < stats.scenarios / 2
+
+
+def test_the_examples_a_campaign_starts_with_cross_every_boundary_and_break_no_rule() -> None:
+    # what makes the table of every campaign of the default budget complete, whatever its seed
+    crossed: set[str] = set()
+    for scenario in EXAMPLES:
+        trace = run(scenario)
+        assert problems_of(scenario, trace) == [], scenario.to_yaml()
+        crossed |= reached(scenario, trace)
+    assert sorted(set(BOUNDARIES) - crossed) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_campaign_under_another_seed_reaches_every_boundary_too(seed: int, tmp_path: Path) -> None:
+    result = run_campaign(seed=seed, save_dir=tmp_path, shrink=False)
+    assert result.ok, str(result.failure)
+    assert result.stats.scenarios == DEFAULT_EXAMPLES
+    assert result.stats.unreached == []
+
+
+def test_a_small_budget_is_spent_on_generated_scenarios_alone(tmp_path: Path) -> None:
+    # below four times the examples' number the budget is the generated scenarios' alone
+    result = run_campaign(len(EXAMPLES), seed=3, save_dir=tmp_path, shrink=False)
+    assert result.stats.scenarios == len(EXAMPLES)
+    assert result.stats.unreached  # a budget that small does not reach everything
 
 
 def test_the_fuzz_command_prints_the_table_and_marks_what_it_missed(tmp_path: Path) -> None:

@@ -237,3 +237,33 @@ def test_the_documented_leave_example_holds() -> None:
     result = check(Scenario.from_yaml(example))
     assert result.ok, result.problems
     assert result.trace.left is not None and result.trace.left.outcome == "cancelled"
+
+
+_SKIPPED_THEN_RUN_UNDER_THE_SAME_ID = """
+prompts: ['']
+tools:
+  - name: fetch
+    parameters: {type: object, properties: {limit: {anyOf: [{type: string}, {type: 'null'}]}}}
+turns:
+  - calls: [{name: fetch, args: {limit: null}}]
+  - calls: [{name: WRITE}, {name: fetch, args: {limit: null}, id: dup}]
+  - calls: [{name: fetch, args: {limit: x}, id: dup}, {name: fetch, id: dup}]
+  - done
+steering: {4: ['wait, use search']}
+leave: {tool: 2, how: break}
+"""
+
+
+def test_a_call_cut_short_by_the_consumer_leaving_is_not_taken_for_an_earlier_skipped_call(tmp_path: Path) -> None:
+    # Found by the merged default campaign (seed 2): a call skipped by steering, then a later call
+    # with the same id and name that was running when the consumer left. Its ledger entry has no
+    # result, so skip_semantics took it for the skipped call having run; error_feedback already
+    # counted such unanswered calls.
+    source = tmp_path / "scenario.yaml"
+    source.write_text(_SKIPPED_THEN_RUN_UNDER_THE_SAME_ID)
+    scenario = Scenario.from_yaml(source)
+    trace = run(scenario)
+    assert trace.left is not None and trace.left.outcome == "cancelled"
+    assert [(e.tool_call_id, e.tool_name) for e in trace.ledger or ()].count(("dup", "fetch")) == 1
+    result = check(scenario)
+    assert result.ok, [str(p) for p in result.problems]

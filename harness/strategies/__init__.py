@@ -27,9 +27,50 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.scenario import FAULTS, Behaviour, Call, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenario import FAULTS, Behaviour, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.scenario_parts import LEAVE_HOWS, LEAVE_POINTS, Leave
-from harness.schema_strategies import _json, _key, _memoized, arguments, invalid_arguments, schemas
+from harness.schema_strategies import _key, _memoized, arguments, invalid_arguments, schemas
+from harness.strategies.parts import (
+    _ANY,
+    _BATCHES,
+    _CALL_COUNTS,
+    _CONFIG_TABLES,
+    _DETAILS,
+    _MAYBE_WORDS,
+    _STOPS,
+    _UPDATES,
+    _WORDS,
+    TOOL_NAMES,
+    _batch,
+    _call_parts,
+    _draw_call,
+    _error_texts,
+    _error_words,
+    _maybe_word,
+    _menu_key,
+    _messages,
+    _one_in_table,
+    _partial,
+    _pick,
+    _product,
+    _prompt_picks,
+    _return_values,
+    _say,
+    _take,
+    _text_words,
+    _tool_schemas,
+    _words,
+    tool_calls,
+)
+from harness.strategies.parts import (
+    DUPLICATE_ID as DUPLICATE_ID,
+)
+from harness.strategies.parts import (
+    NOT_JSON as NOT_JSON,
+)
+from harness.strategies.parts import (
+    UNKNOWN_TOOL as UNKNOWN_TOOL,
+)
 from openprogram.tools import as_agent_tool
 
 __all__ = [
@@ -51,22 +92,6 @@ __all__ = [
     "tools_from",
 ]
 
-TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
-UNKNOWN_TOOL = "no_such_tool"
-NOT_JSON = ("{", "not json", "[1, 2]", '"text"', "null", '{"a": }', "  ", "")
-"""Argument texts a model might send instead of a JSON object (blank text means "no arguments")."""
-DUPLICATE_ID = "dup"
-
-# Short texts from a small alphabet shrink fast and read well; now and then anything printable.
-_words = st.sampled_from(["ok", "done", "wait", "stop", "the answer is 42", "hmm", ""])
-_texts = st.one_of(_words, st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24))
-_messages = st.one_of(st.sampled_from(["stop", "wait, use search", "also check x", "thanks"]), _words, _texts)
-
-
-@st.composite
-def _pick(draw: st.DrawFn, indices: Any, branches: tuple[Any, ...]) -> Any:
-    return draw(branches[draw(indices)])
-
 
 def _weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
     """``one_of`` with weights. (``st.one_of`` drops repeated branches, so repeating a branch
@@ -79,29 +104,14 @@ def _weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy
 # Tools
 # ---------------------------------------------------------------------------------------------
 
-_return_values = st.one_of(_words, st.none(), st.integers(-3, 100), _json, _texts)
-_error_texts = st.one_of(st.just(""), _words, _texts)
-_details = _weighted((3, st.none()), (1, st.fixed_dictionaries({"status": st.integers(200, 503)})))
-_some_updates = st.lists(st.one_of(_words, st.integers(0, 100)), min_size=1, max_size=2).map(tuple)
-_updates = _weighted((3, st.just(())), (1, _some_updates))  # mostly none
 CANCEL_ONE_IN = 16
 """By default one behaviour in 16 also sets the run's cancel_event (a user pressing stop)."""
 BASE_ONE_IN = 12
 """One ``raise`` in 12 raises a BaseException (``ToolKilled``) instead of an Exception."""
-_plain_kinds = st.sampled_from(("return", "return", "error", "raise"))
-_all_kinds = st.sampled_from(("return", "return", "error", "raise", "exec"))
 
 
 def _name_of(tool: ToolDef) -> str:
     return tool.name
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _menu_key(tools: Sequence[ToolDef]) -> str:
-    return _key([[t.name, t.parameters, t.is_real] for t in tools])
 
 
 def behaviours(
@@ -118,14 +128,6 @@ def behaviours(
     )
 
 
-def _one_in(n: int) -> st.SearchStrategy[bool]:
-    """True about once in ``n`` draws (0: never). The winning value sits mid-range: Hypothesis
-    favours the bounds of a range, and shrinks towards its low end, i.e. towards False."""
-    if n <= 0:
-        return st.just(False)
-    return st.integers(0, n - 1).map((n // 2).__eq__)
-
-
 def _behaviours(
     tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
 ) -> st.SearchStrategy[Behaviour]:
@@ -138,54 +140,35 @@ def _behaviour_parts(
     """The leaf strategies of one behaviour, built once per menu (drawing them is what is cheap)."""
     return _memoized(
         ("behaviour parts", _menu_key(tools), nesting, cancel_one_in, base_one_in),
-        lambda: (
-            _all_kinds if nesting else _plain_kinds,
-            _flags(cancel_one_in, base_one_in),
-            nested_runs(tools) if nesting else st.nothing(),
-        ),
+        lambda: (_flags(nesting, cancel_one_in, base_one_in), nested_runs(tools) if nesting else st.nothing()),
     )
 
 
-def _flags(cancel_one_in: int, base_one_in: int) -> tuple[st.SearchStrategy[tuple[bool, ...]], ...]:
-    """(cancel, mutate), (wait, late_update) and (base, unprintable), two flags per drawn integer.
-
-    Each flag is one digit of a small mixed-radix number, true at the middle value of its digit
-    (as ``_one_in``): fewer choices to draw, and shrinking a number towards 0 clears its flags.
-    The ranges stay small: Hypothesis draws large ranges skewed towards their low end."""
-    pairs = ((cancel_one_in, MUTATE_ONE_IN), (2 * cancel_one_in, LATE_UPDATE_ONE_IN), (base_one_in, UNPRINTABLE_ONE_IN))
-    return tuple(_memoized(("flags", pair), lambda pair=pair: _mixed_radix(pair)) for pair in pairs)
-
-
-def _mixed_radix(radices: tuple[int, ...]) -> st.SearchStrategy[tuple[bool, ...]]:
-    sizes = tuple(max(1, n) for n in radices)
-    total = 1
-    for size in sizes:
-        total *= size
-
-    def decode(value: int) -> tuple[bool, ...]:
-        out = []
-        for n, size in zip(radices, sizes, strict=True):
-            value, digit = divmod(value, size)
-            out.append(n > 0 and digit == n // 2)
-        return tuple(out)
-
-    return st.integers(0, total - 1).map(decode)
+def _flags(nesting: bool, cancel_one_in: int, base_one_in: int) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
+    """The kind with its updates and details, then the six rare flags of one behaviour: two
+    choices (``_product``), each flag true in the middle of its table (``_one_in_table``), so
+    shrinking the numbers towards 0 goes to a plain return and clears the flags."""
+    kinds = ("return", "return", "error", "raise", *(("exec",) if nesting else ()))
+    rare = (cancel_one_in, MUTATE_ONE_IN, 2 * cancel_one_in, LATE_UPDATE_ONE_IN, base_one_in, UNPRINTABLE_ONE_IN)
+    return _memoized(
+        ("flags", nesting, cancel_one_in, base_one_in),
+        lambda: (_product(kinds, _UPDATES, _DETAILS), _product(*map(_one_in_table, rare))),
+    )
 
 
 @st.composite
 def _behaviour(draw: st.DrawFn, parts: tuple[Any, ...]) -> Behaviour:
-    kinds, (cancels, waits, bases), nested = parts
-    kind = draw(kinds)
-    cancel, mutate = draw(cancels)
-    wait, late_update = draw(waits)
-    updates = draw(_updates)
+    (what, flags), nested = parts
+    kind, updates, details = _take(draw, what)
+    cancel, mutate, wait, late_update, base, unprintable = _take(draw, flags)
     if kind == "return":
-        drawn = Behaviour("return", draw(_return_values), updates, cancel, details=draw(_details))
+        drawn = Behaviour("return", draw(_return_values), updates, cancel, details=details)
     elif kind == "error":
-        drawn = Behaviour(kind, draw(_error_texts), updates, cancel, details=draw(_details))
+        drawn = Behaviour(kind, _say(draw, _error_words), updates, cancel, details=details)
     elif kind == "raise":
-        base, unprintable = draw(bases)
-        drawn = Behaviour(kind, draw(_error_texts), updates, cancel, base=base, unprintable=unprintable and not base)
+        drawn = Behaviour(
+            kind, _say(draw, _error_words), updates, cancel, base=base, unprintable=unprintable and not base
+        )
     else:
         drawn = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
     if mutate or late_update or wait:  # misbehaving tools (DESIGN 4, Robustness)
@@ -211,27 +194,26 @@ def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
     planned = tuple(t for t in tools if not t.is_real)
     can_inherit = len(planned) == len(tools)
     subsets = st.lists(st.sampled_from(planned), unique_by=_name_of, max_size=2) if planned else st.just([])
-    inherit = st.integers(0, 3).map((3).__eq__) if can_inherit else st.just(False)
-    return _nested(tools, subsets, inherit)
-
-
-_nested_caps = st.one_of(st.none(), st.integers(0, 3))
-_nested_sync = st.integers(0, 7).map((7).__eq__)
+    # one choice: whether it inherits the menu (one in four), its cap, whether it runs sync, its prompt
+    inherit = (False, False, False, can_inherit)
+    return _nested(tools, subsets, _product(inherit, (None,) * 4 + (0, 1, 2, 3), (False,) * 7 + (True,), _WORDS))
 
 
 @st.composite
-def _nested(draw: st.DrawFn, tools: tuple[ToolDef, ...], subsets: Any, inherit: Any) -> NestedRun:
-    inherits = draw(inherit)
+def _nested(draw: st.DrawFn, tools: tuple[ToolDef, ...], subsets: Any, settings: Any) -> NestedRun:
+    inherits, cap, sync, prompt = _take(draw, settings)
     chosen = [] if inherits else draw(subsets)
     visible = tools if inherits else tuple(chosen)
-    turns = model_turns(visible)
+    turns = _memoized(
+        ("nested turns", _menu_key(visible)), lambda: st.lists(model_turns(visible), min_size=1, max_size=3)
+    )
     return NestedRun(
-        prompt=draw(_words),
+        prompt=prompt,
         tools=None if inherits else tuple(t.name for t in chosen),
-        turns=tuple(draw(st.lists(turns, min_size=1, max_size=3))),
+        turns=tuple(draw(turns)),
         steering=draw(steering_schedules(max_poll=4)),
-        max_iterations=draw(_nested_caps),
-        sync=draw(_nested_sync),
+        max_iterations=cap,
+        sync=sync,
     )
 
 
@@ -257,8 +239,11 @@ def tools(
 ) -> list[ToolDef]:
     """A menu of planned tools with distinct names; nested runs may use any of them."""
     names = draw(st.lists(_names, min_size=min_size, max_size=max_size, unique=True))
-    shells = tuple(ToolDef(name=n, parameters=draw(schemas())) for n in names)
-    plans = st.lists(behaviours(shells, nesting, cancel_one_in, base_one_in), max_size=3)
+    shells = tuple(ToolDef(name=n, parameters=draw(_tool_schemas)) for n in names)
+    plans = _memoized(
+        ("plans", _menu_key(shells), nesting, cancel_one_in, base_one_in),
+        lambda: st.lists(behaviours(shells, nesting, cancel_one_in, base_one_in), max_size=3),
+    )
     return [ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw(plans))) for shell in shells]
 
 
@@ -295,41 +280,6 @@ def _import_path(entry: Any) -> str | None:
 # Model behaviour
 # ---------------------------------------------------------------------------------------------
 
-_ids = st.sampled_from((None, None, None, None, DUPLICATE_ID))
-_not_json = st.sampled_from(NOT_JSON)
-
-
-def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
-    """A pick: mostly valid arguments for a menu tool; else broken arguments, non-JSON text or an unknown name."""
-    tools = tuple(tools)
-    return _memoized(("calls", _menu_key(tools)), lambda: _tool_calls(tools))
-
-
-_CALL_FORMS = ("valid", "valid", "valid", "valid", "invalid", "raw")
-
-
-def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
-    # One choice picks the tool and the form of its arguments (valid, broken, not JSON) or an
-    # unknown name: mostly menu tools. The first pick, valid arguments for the first tool, is
-    # where shrinking goes.
-    known = tuple((index, form) for index in range(len(tools)) for form in _CALL_FORMS)
-    picks = st.sampled_from(known * 3 + (("unknown", ""),) * len(known) if known else (("unknown", ""),))
-    unknown = st.sampled_from((UNKNOWN_TOOL, *(t.name.upper() for t in tools)))
-    forms = tuple((t.name, arguments(t.parameters).map(_as_dict), invalid_arguments(t.parameters)) for t in tools)
-    return _call(picks, unknown, forms)
-
-
-@st.composite
-def _call(draw: st.DrawFn, picks: Any, unknown: Any, forms: tuple[Any, ...]) -> Call:
-    index, form = draw(picks)
-    if index == "unknown":
-        return Call(draw(unknown), id=draw(_ids))
-    name, valid, invalid = forms[index]
-    if form == "raw":
-        return Call(name, raw=draw(_not_json), id=draw(_ids))
-    return Call(name, args=draw(valid if form == "valid" else invalid), id=draw(_ids))
-
-
 TURN_WEIGHTS: Mapping[str, int] = {
     "calls": 60,
     "text": 2,
@@ -360,11 +310,6 @@ CANCEL_TURN_ONE_IN = 25
 """About one reply in 25 is cancelled by the user as it starts streaming."""
 
 
-_stops = st.sampled_from(("stop", "stop", "stop", "length"))
-_partial = st.sampled_from(("nothing", "text", "calls"))
-_maybe_word = st.one_of(st.none(), _words)
-
-
 def _uncancelled(turn: ModelTurn) -> ModelTurn:
     return dataclasses.replace(turn, cancel=False) if turn.cancel else turn
 
@@ -393,7 +338,7 @@ _REPLY_KINDS = ("calls", "text", "empty")
 def _model_turns(
     tools: tuple[ToolDef, ...], weights: Mapping[str, int], answer: bool = False
 ) -> st.SearchStrategy[ModelTurn]:
-    calls = st.lists(tool_calls(tools), min_size=1, max_size=3).map(tuple)
+    calls = _call_parts(tools)
     # One choice: the kind, and whether the user cancels the reply as it streams (about one
     # reply in CANCEL_TURN_ONE_IN; a short list: Hypothesis skews long index ranges to the front).
     # The first kind, not cancelled, is where shrinking goes.
@@ -401,7 +346,9 @@ def _model_turns(
     scale = max(1, round((CANCEL_TURN_ONE_IN - 1) * len(cancellable) / sum(weights.values())))
     kinds = [(kind, False) for kind, weight in weights.items() for _ in range(weight * scale)]
     kinds += [(kind, True) for kind in cancellable]
-    return (_answer if answer else _model_turn)(st.sampled_from(tuple(kinds)), calls)
+    # with the stop reason, the text beside the calls and how many calls (a count, not a list:
+    # one choice, and ``harness.regressions.minimize`` still deletes any call a failure does not need)
+    return (_answer if answer else _model_turn)(_product(kinds, _STOPS, _MAYBE_WORDS, _CALL_COUNTS), calls)
 
 
 _turn_messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": _error_texts}
@@ -420,17 +367,16 @@ def _answer(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
 
 
 def _turn(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
-    kind, cancel = draw(kinds)
+    (kind, cancel), stop, text, count = _take(draw, kinds)
     if kind == "text":
-        return ModelTurn(text=draw(_texts), thinking=draw(_maybe_word), cancel=cancel)
+        return ModelTurn(text=_say(draw, _text_words), thinking=text, cancel=cancel)
     if kind == "empty":
-        return ModelTurn(stop=draw(_stops), cancel=cancel)
+        return ModelTurn(stop=stop, cancel=cancel)
     if kind in ("error", "aborted"):
-        return ModelTurn(kind=kind, message=draw(_error_texts))
-    picks = draw(calls)
-    text = draw(_maybe_word)
+        return ModelTurn(kind=kind, message=_say(draw, _error_words))
+    picks = tuple(_draw_call(draw, *calls) for _ in range(count))
     if kind == "calls":
-        return ModelTurn(text=text, calls=picks, stop=draw(_stops), cancel=cancel)
+        return ModelTurn(text=text, calls=picks, stop=stop, cancel=cancel)
     partial = draw(_partial)
     return ModelTurn(
         kind=kind,
@@ -446,12 +392,18 @@ def _schedules(max_poll: int, max_entries: int, one_in: int) -> st.SearchStrateg
     # its first messages. The larger ``one_in``, the more often a schedule is empty (1: never).
     if max_poll < 1 or max_entries < 1:
         return st.just({})
-    batch = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-    entries = st.lists(st.tuples(st.integers(1, max_poll), batch), min_size=1, max_size=max_entries)
+    entry = _entry(_product(range(1, max_poll + 1), _BATCHES))  # one choice
+    entries = st.lists(entry, min_size=1, max_size=max_entries)
     filled = entries.map(lambda picked: _schedule_of(picked, max_entries))
     if one_in <= 1:
         return filled
     return _weighted((1, st.just({})), (min(3, max(1, 12 // one_in)), filled))
+
+
+@st.composite
+def _entry(draw: st.DrawFn, picks: Any) -> tuple[int, tuple[str, ...]]:
+    poll, batch = _take(draw, picks)
+    return poll, draw(_batch) if batch is _ANY else batch
 
 
 def _schedule_of(entries: list[tuple[int, tuple[str, ...]]], max_entries: int) -> dict[int, tuple[str, ...]]:
@@ -478,30 +430,21 @@ def follow_up_schedules(
     return _memoized(("follow_ups", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
-_caps = st.sampled_from(  # unset mostly; else small, 0, negative or above 50: one choice
-    (None,) * 36 + (1, 2, 3, 4, 5, 6) * 2 + (0, -1, -2, -3) * 2 + (51, 55, 60)
-)
-_parallel = st.sampled_from((None, False, True))
-_models = st.sampled_from((None, "model-x"))
-_system_prompts = st.sampled_from(("", "You are terse."))
-
-
 def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
     """max_iterations mostly unset, else small, 0, negative or above the hard cap of 50."""
     choices: tuple[Any, ...] = (None, "auto", "required", "none")
     if tools:
         choices += ({"type": "function", "name": tools[0].name},)
-    return st.builds(
-        Config,
-        max_iterations=_caps,
-        tool_choice=st.sampled_from(choices),
-        parallel_tool_calls=_parallel,
-        model=_models,
-        system_prompt=_system_prompts,
+    return _memoized(
+        ("configs", _key(choices)), lambda: _config(_product(*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:]))
     )
 
 
-_prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
+@st.composite
+def _config(draw: st.DrawFn, fields: Any) -> Config:
+    return Config(*_take(draw, fields))
+
+
 _history_shapes = st.sampled_from(
     # the two the loop must refuse are rarer, and away from the ends Hypothesis favours
     ("user", "tool round", "answered, then user", "ends with the assistant", "tool round", "nothing", "user")
@@ -588,36 +531,42 @@ def scenarios(
             for t in menu
         ]
     else:
-        menu = draw(_tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in))
+        menu = draw(
+            _memoized(
+                ("menus", max_tools, nesting, cancel_one_in, base_one_in),
+                lambda: _tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in),
+            )
+        )
     # lists (not a drawn count), so the shrinker can delete any turn or tool that is not needed
     middle: list[ModelTurn] = []
     if default_mix:
         # picks for a few rounds, then (mostly) an answer: deep runs that end normally
-        middle = draw(st.lists(model_turns(menu, turn_weights), min_size=min(2, max_turns - 1), max_size=max_turns - 1))
+        middle = draw(_turn_lists(menu, turn_weights, min(2, max_turns - 1), max_turns - 1))
         turns = [*middle, draw(model_turns(menu, FINAL_TURN_WEIGHTS))]
         answer_at = len(turns)
     else:
-        turns = draw(st.lists(model_turns(menu, turn_weights), min_size=1, max_size=max_turns))
-    edge = draw(_edges) if default_mix and config is None else None
-    resumes = draw(_one_in(resume_one_in))
+        turns = draw(_turn_lists(menu, turn_weights, 1, max_turns))
+    # one choice for the scenario's rare settings: the cap at the script's edge (and what meets
+    # it there), a resumed history, the three faults from outside, and a consumer that leaves
+    faults = _one_in_table(fault_one_in)
+    leaving = _LEAVING if fault_one_in else _NEVER
+    edge, resumes, cancels, how, odd_getter, second, leaves = _take(
+        draw, _product(_EDGES, _one_in_table(resume_one_in), faults, (0, 1), faults, faults, leaving)
+    )
+    edge = edge if default_mix and config is None else None
     steering_plan = draw(steering if steering is not None else steering_schedules())
     follow_up_plan = draw(follow_ups if follow_ups is not None else follow_up_schedules())
-    faults = _one_in(fault_one_in)
-    cancel_at = draw(_cancel_points) if draw(faults) else None
-    how = draw(_meetings) if edge is not None and steering is None and follow_ups is None else None
+    cancel_at = draw(_cancel_points) if cancels else None
+    how = how if edge is not None and steering is None and follow_ups is None else None
     if edge is not None and how is not None:
         steering_plan, follow_up_plan, cancel_at = _meet_the_cap(
             edge, how, middle, steering_plan, follow_up_plan, cancel_at
         )
     if default_mix:  # a reply for each round a follow-up opens, so those runs end normally too
         turns += [draw(model_turns(menu, FINAL_TURN_WEIGHTS)) for _ in follow_up_plan]
-    shapes = {
-        poll: draw(_shapes if len(messages) == 1 else _junk_shapes)
-        for poll, messages in steering_plan.items()
-        if draw(faults)
-    }
+    shapes = {poll: draw(_shapes if len(m) == 1 else _junk_shapes) for poll, m in steering_plan.items() if odd_getter}
     scenario = Scenario(
-        prompts=() if resumes else draw(_prompts),
+        prompts=() if resumes else _say(draw, _prompt_picks),
         history=draw(histories(menu)) if resumes else (),
         resume=True if resumes else None,
         tools=tuple(menu),
@@ -629,23 +578,29 @@ def scenarios(
         else draw(config if config is not None else configs(menu)),
         cancel_at=cancel_at,
         steering_as=shapes,
-        consumers=2 if draw(faults) else 1,
+        consumers=2 if second else 1,
     )
-    leave = draw(_leaves) if fault_one_in and draw(_leaving) else None  # mid-reply, in a tool or at a poll
+    leave = draw(_leaves) if leaves else None  # mid-reply, in a tool or at a poll
     return scenario.with_(leave=leave) if leave is not None and scenario.consumers == 1 else scenario
 
 
-_leaving, _leave_points = _one_in(4), st.sampled_from((*LEAVE_POINTS, "tool"))  # a tool point is reached less often
+_NEVER = (False,)
+_LEAVING = _one_in_table(8)
+_leave_points = st.sampled_from((*LEAVE_POINTS, "tool"))  # a tool point is reached less often
 _leaves = st.builds(Leave, _leave_points, st.integers(1, 2), st.integers(0, 3), st.sampled_from(LEAVE_HOWS))
 
 
-_edges = st.sampled_from((None, None, -1, -1, 0, 0, 0, 1))
+def _turn_lists(
+    menu: Sequence[ToolDef], weights: Mapping[str, int] | None, low: int, high: int
+) -> st.SearchStrategy[list[ModelTurn]]:
+    key = ("turn lists", _menu_key(menu), _key(weights), low, high)
+    return _memoized(key, lambda: st.lists(model_turns(menu, weights), min_size=low, max_size=high))
+
+
+_EDGES = (None, None, -1, -1, 0, 0, 0, 1)
 """Now and then the cap sits at the script's edge: on the last pick (-1), on the answer (0), or
 on the round after it (1, a follow-up's): where the cap meets a text reply, a tool reply and the
 queues. (A cap drawn on its own seldom lands there.)"""
-
-
-_meetings = st.sampled_from((0, 1))
 
 
 def _meet_the_cap(

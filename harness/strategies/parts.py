@@ -1,0 +1,308 @@
+"""The one-choice parts of ``harness.strategies``: vocabularies, tables and products.
+
+Hypothesis' cost is per choice and per draw, so what the scenarios draw comes, wherever the
+content matters little, from small vocabularies and fixed tables, one choice each; a product of
+tables (``_product``) draws several decisions as one. Shrinking still works: every table's first
+entry is its simplest, and an index shrinks towards 0. The tool calls live here too, since their
+arguments are tables of the schema vocabulary's values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.scenario import Call, ToolDef
+from harness.schema_strategies import _ALIENS, _json, _key, _memoized, arguments, invalid_arguments
+
+__all__ = ["DUPLICATE_ID", "NOT_JSON", "TOOL_NAMES", "UNKNOWN_TOOL", "tool_calls"]
+
+TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
+UNKNOWN_TOOL = "no_such_tool"
+NOT_JSON = ("{", "not json", "[1, 2]", '"text"', "null", '{"a": }', "  ", "")
+"""Argument texts a model might send instead of a JSON object (blank text means "no arguments")."""
+DUPLICATE_ID = "dup"
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _menu_key(tools: Sequence[ToolDef]) -> str:
+    return _key([[t.name, t.parameters, t.is_real] for t in tools])
+
+
+# Texts come from small vocabularies: one choice each (Hypothesis' cost is per choice, and what a
+# text says seldom matters to the loop), shrinking to the first word. The odd ones are the texts
+# that break naive code (multi-byte, combining, zero-width, blank, long, JSON-looking), and one
+# draw in about twenty is any printable text at all.
+_WORDS = ("ok", "done", "wait", "stop", "the answer is 42", "hmm", "")
+_ODD = ("héllo wörld ✓", "🙂🙃", "日本語", "line one\nline two", "  ", "a\u0301", "\u200b", '{"a": 1}', "x" * 30)
+_ANY = object()
+_any_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24)
+
+
+@st.composite
+def _pick(draw: st.DrawFn, indices: Any, branches: tuple[Any, ...]) -> Any:
+    return draw(branches[draw(indices)])
+
+
+@st.composite
+def _word_or_any(draw: st.DrawFn, vocabulary: Any) -> Any:
+    picked = draw(vocabulary)
+    return draw(_any_text) if picked is _ANY else picked
+
+
+def _say(draw: st.DrawFn, vocabulary: st.SearchStrategy[Any]) -> Any:
+    """``_word_or_any`` inside a composite: one draw fewer (Hypothesis' cost is per draw too)."""
+    picked = draw(vocabulary)
+    if picked is _ANY:
+        return draw(_prompts if vocabulary is _prompt_picks else _any_text)
+    return picked
+
+
+_products: dict[str, tuple[st.SearchStrategy[tuple[Any, ...]], ...]] = {}
+UNIFORM_UP_TO = 1000
+"""Hypothesis draws an index below about a thousand uniformly, and skews larger ranges towards
+their low end (an entry of a big product would then mostly be its tables' first entries)."""
+
+
+def _product(*tables: Sequence[Any]) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
+    """One entry of each table in as few choices as Hypothesis still draws uniformly: the tables,
+    in order, are grouped into products of at most ``UNIFORM_UP_TO`` entries, each group one
+    ``sampled_from`` (one draw, one choice) over its precomputed product, first table fastest.
+    Shrinking an index towards 0 moves every entry of its group towards its table's first.
+    Draw it with ``_take``."""
+    key = repr(tables)
+    found = _products.get(key)
+    if found is None:
+        groups: list[list[Sequence[Any]]] = [[]]
+        size = 1
+        for table in tables:
+            if groups[-1] and size * len(table) > UNIFORM_UP_TO:
+                groups.append([])
+                size = 1
+            groups[-1].append(table)
+            size *= len(table)
+        found = _products[key] = tuple(
+            st.sampled_from(tuple(tuple(reversed(e)) for e in itertools.product(*reversed(group)))) for group in groups
+        )
+    return found
+
+
+def _take(draw: st.DrawFn, groups: tuple[st.SearchStrategy[tuple[Any, ...]], ...]) -> tuple[Any, ...]:
+    """An entry of each table of a ``_product``."""
+    out: tuple[Any, ...] = ()
+    for group in groups:
+        out += draw(group)
+    return out
+
+
+def _one_in_table(n: int) -> tuple[bool, ...]:
+    """A table for ``_product`` that is True once in ``n`` (0: never). The True entry sits in the
+    middle: Hypothesis favours the ends of a range, and shrinks towards its start, i.e. to False."""
+    return tuple(i == n // 2 for i in range(n)) if n > 0 else (False,)
+
+
+_words = st.sampled_from(_WORDS)
+_text_words = st.sampled_from((*_WORDS, *_ODD, _ANY))
+_message_words = st.sampled_from(("stop", "wait, use search", "also check x", "thanks", *_WORDS, *_ODD, _ANY))
+_error_words = st.sampled_from(("", *_WORDS, *_ODD, _ANY))
+_texts = _word_or_any(_text_words)
+_messages = _word_or_any(_message_words)
+
+
+_JSON_RESULTS = (None, 0, 42, -3, 100, True, [], {}, [1, "two", None], {"a": {"b": [1, 2]}}, 1.5)
+_return_values = _pick(  # one choice; now and then any JSON value (a Hypothesis recursive value)
+    st.sampled_from((0,) * 24 + (1,)), (st.sampled_from((*_WORDS, *_JSON_RESULTS, *_ODD)), _json)
+)
+_error_texts = _word_or_any(_error_words)
+_DETAILS = (None, None, None, None, None, None, {"status": 200}, {"status": 404}, {"status": 503})
+_UPDATES = ((),) * 18 + (("ok",), (0,), (50,), ("ok", 100), ("wait", "done"), (1, 2))  # mostly none
+
+
+_PROPERTY_SCHEMAS = (
+    {"type": "integer"},
+    {"type": "string"},
+    {"type": "boolean"},
+    {"type": "number"},
+    {"type": "integer", "minimum": 0, "maximum": 10},
+    {"type": "string", "enum": ["asc", "desc"]},
+    {"type": "array", "items": {"type": "integer"}},
+    {"type": ["integer", "null"]},
+    {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+)
+
+
+def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
+    """Object schemas of zero to three typed properties, some required, some closed, fixed once
+    (the first is the empty open schema, where shrinking goes): a tool's schema is then one
+    choice instead of ten, and the campaign meets each schema often enough to cache its
+    validators and argument strategies. ``schemas()`` stays the open-ended strategy."""
+    chooser = random.Random(11)
+    found = [{"type": "object", "properties": {}}]
+    while len(found) < size:
+        names = chooser.sample(("a", "b", "query", "limit", "flag"), chooser.randint(0, 3))
+        schema: dict[str, Any] = {"type": "object", "properties": {n: chooser.choice(_PROPERTY_SCHEMAS) for n in names}}
+        required = [n for n in names if chooser.random() < 0.5]
+        if required:
+            schema["required"] = required
+        if chooser.random() < 0.5:
+            schema["additionalProperties"] = False
+        if schema not in found:
+            found.append(schema)
+    return tuple(found)
+
+
+_tool_schemas = st.sampled_from(_schema_vocabulary())
+
+
+_IDS = (None, None, None, None, DUPLICATE_ID)
+_ids = st.sampled_from(_IDS)
+_not_json = st.sampled_from(NOT_JSON)
+
+
+def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
+    """A pick: mostly valid arguments for a menu tool; else broken arguments, non-JSON text or an unknown name."""
+    tools = tuple(tools)
+    return _memoized(("calls", _menu_key(tools)), lambda: _tool_calls(tools))
+
+
+_CALL_FORMS = ("valid", "valid", "valid", "valid", "invalid", "raw")
+_ABSENT = object()
+_VALUES = {
+    _key(schema): values
+    for schema, values in zip(
+        _PROPERTY_SCHEMAS,
+        (
+            (0, 1, -1, 7, 100, 2**31 - 1, -(2**31)),
+            ("", "x", "5", "héllo wörld", "null", "two words"),
+            (False, True),
+            (0, 1.5, -2.25, 1e10, 3),
+            (0, 10, 5, 1),
+            ("asc", "desc"),
+            ([], [1], [0, -1, 2]),
+            (None, 0, 3),
+            (None, "", "x"),
+            ({"x": 0}, {"x": 5}),
+        ),
+        strict=True,
+    )
+}
+"""Argument values per property schema of ``_schema_vocabulary``: the edges the loop's validation
+and coercion meet (0, the int32 bounds, empty, numeric and JSON-looking strings, null)."""
+_NOW_AND_THEN = (False,) * 15 + (True,)
+
+
+def _argument_tables(schema: Mapping[str, Any]) -> tuple[tuple[str, tuple[Any, ...]], ...] | None:
+    """Per property, the values a call may give it (``_ABSENT`` first when it is optional); None
+    for a schema outside the vocabulary (your tools' schemas), drawn with ``arguments`` instead."""
+    if schema.get("type") != "object" or set(schema) - {"type", "properties", "required", "additionalProperties"}:
+        return None
+    properties, required = schema.get("properties") or {}, set(schema.get("required") or ())
+    tables = []
+    for name, prop in properties.items():
+        values = _VALUES.get(_key(prop))
+        if values is None:
+            return None
+        tables.append((name, values if name in required else (_ABSENT, *values)))
+    return tuple(tables) if required <= set(properties) else None
+
+
+def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
+    return _call(*_call_parts(tools))
+
+
+def _call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
+    return _memoized(("call parts", _menu_key(tools)), lambda: _build_call_parts(tools))
+
+
+def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
+    # One choice picks the tool, the form of its arguments (valid, broken, not JSON) or an
+    # unknown name, and the call's id; one more its arguments. Mostly menu tools. The first
+    # pick, valid arguments for the first tool, is where shrinking goes.
+    known = tuple((index, form) for index in range(len(tools)) for form in _CALL_FORMS)
+    unknown = tuple(("unknown", name) for name in (UNKNOWN_TOOL, *(t.name.upper() for t in tools)))
+    weighted = known * 3 * len(unknown) + unknown * len(known) if known else unknown
+    picks = st.sampled_from(tuple((*pick, id) for pick in weighted for id in _IDS))
+    return picks, tuple(_argument_forms(t) for t in tools)
+
+
+def _argument_forms(tool: ToolDef) -> tuple[Any, ...]:
+    schema = tool.parameters
+    tables = _argument_tables(schema)
+    if tables is None:
+        return tool.name, None, arguments(schema).map(_as_dict), invalid_arguments(schema)
+    properties = tuple(sorted(schema.get("properties") or {}))
+    required = tuple(sorted(schema.get("required") or ()))
+    ways = ("wrong type",) * bool(properties) + ("missing required",) * bool(required)
+    ways += ("extra key",) * (schema.get("additionalProperties") is False or not ways)
+    values = tuple(table for _, table in tables)
+    valid = _product(*values, _NOW_AND_THEN) if not values else _product((*values[0], _ANY), *values[1:])
+    invalid = _product(*values, ways, properties or ("",), required or ("",), _ALIENS)
+    return tool.name, tuple(name for name, _ in tables), valid, invalid, arguments(schema).map(_as_dict)
+
+
+@st.composite
+def _call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
+    return _draw_call(draw, picks, forms)
+
+
+def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
+    index, form, id = draw(picks)
+    if index == "unknown":
+        return Call(form, id=id)
+    name, names, valid, invalid, *anything = forms[index]
+    if form == "raw":
+        return Call(name, raw=draw(_not_json), id=id)
+    if names is None:  # a schema outside the vocabulary: Hypothesis' own strategies
+        return Call(name, args=draw(valid if form == "valid" else invalid), id=id)
+    drawn = _take(draw, valid if form == "valid" else invalid)
+    args = {n: v for n, v in zip(names, drawn, strict=False) if v is not _ABSENT}
+    if form == "valid":  # now and then (the first property's _ANY, or the empty schema's one in 16) anything
+        return Call(name, args=draw(anything[0]) if _ANY in drawn or drawn == (True,) else args, id=id)
+    way, prop, needed, alien = drawn[-4:]
+    if way == "wrong type":
+        args[prop] = alien
+    elif way == "missing required":
+        args.pop(needed, None)
+    else:
+        args["unexpected"] = alien
+    return Call(name, args=args, id=id)
+
+
+_STOPS = ("stop", "stop", "stop", "length")
+_partial = st.sampled_from(("nothing", "text", "calls"))
+_CALL_COUNTS = (1, 1, 1, 2, 2, 3)
+_MAYBE_WORDS = (None,) * len(_WORDS) + _WORDS
+_maybe_word = st.sampled_from(_MAYBE_WORDS)
+
+
+_BATCHES = (
+    *((word,) for word in ("stop", "wait, use search", "also check x", "thanks", "ok", "")),
+    ("stop", "thanks"),
+    ("also check x", "ok"),
+    *((word,) for word in _ODD[:3]),
+    _ANY,  # now and then one or two messages of any text
+)
+_batch = st.lists(_messages, min_size=1, max_size=2).map(tuple)
+
+
+_CONFIG_TABLES: tuple[tuple[Any, ...], ...] = (
+    (None,) * 36 + (1, 2, 3, 4, 5, 6) * 2 + (0, -1, -2, -3) * 2 + (51, 55, 60),  # the cap: unset mostly, else
+    # small, 0, negative or above 50; then parallel_tool_calls, model, system_prompt (tool_choice between)
+    (None, False, True),
+    (None, "model-x"),
+    ("", "You are terse."),
+)
+
+
+_prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
+_prompt_picks = st.sampled_from(
+    (*((m,) for m in _message_words.elements[:-1]), ("stop", "thanks"), ("ok", "hmm"), _ANY)
+)
