@@ -509,7 +509,7 @@ def scenarios(
     About one scenario in ``fault_one_in`` each (0: never) has the user press stop from outside
     (before the start, or during a steering poll), a steering getter returning an odd value (a
     bare str, a single message, or junk after the valid items), and a second concurrent consumer;
-    with ``fault_one_in`` set, one in ten or so has a consumer that leaves early (``Scenario.leave``).
+    with ``fault_one_in`` set, one in eight has a consumer that leaves early (``Scenario.leave``).
     Your tools' real code runs in ``harness.runner.run(scenario)``: keep them side-effect free (or point them
     at a sandbox) and deterministic, or the determinism check will say so.
     """
