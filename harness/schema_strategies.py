@@ -18,26 +18,27 @@ from typing import Any
 from hypothesis import strategies as st
 
 __all__ = [
+    "PROPERTY_SCHEMAS",
     "arguments",
     "invalid_arguments",
     "schemas",
 ]
 
 
-_property_schemas = st.sampled_from(
-    [
-        {"type": "integer"},
-        {"type": "string"},
-        {"type": "boolean"},
-        {"type": "number"},
-        {"type": "integer", "minimum": 0, "maximum": 10},
-        {"type": "string", "enum": ["asc", "desc"]},
-        {"type": "array", "items": {"type": "integer"}},
-        {"type": ["integer", "null"]},
-        {"anyOf": [{"type": "string"}, {"type": "null"}]},
-        {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
-    ]
+PROPERTY_SCHEMAS: tuple[dict[str, Any], ...] = (
+    {"type": "integer"},
+    {"type": "string"},
+    {"type": "boolean"},
+    {"type": "number"},
+    {"type": "integer", "minimum": 0, "maximum": 10},
+    {"type": "string", "enum": ["asc", "desc"]},
+    {"type": "array", "items": {"type": "integer"}},
+    {"type": ["integer", "null"]},
+    {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
 )
+"""The property schemas a generated tool's parameters are made of (the strategies' fixed menus too)."""
+_property_schemas = st.sampled_from(PROPERTY_SCHEMAS)
 
 
 _property_names = st.sampled_from(("a", "b", "query", "limit", "flag"))

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.scenario import Call, ToolDef
-from harness.schema_strategies import _ALIENS, _json, _key, _memoized, arguments, invalid_arguments
+from harness.schema_strategies import _ALIENS, PROPERTY_SCHEMAS, _json, _key, _memoized, arguments, invalid_arguments
 
 __all__ = ["DUPLICATE_ID", "NOT_JSON", "TOOL_NAMES", "UNKNOWN_TOOL", "tool_calls"]
 
@@ -125,18 +125,6 @@ _DETAILS = (None, None, None, None, None, None, {"status": 200}, {"status": 404}
 _UPDATES = ((),) * 18 + (("ok",), (0,), (50,), ("ok", 100), ("wait", "done"), (1, 2))  # mostly none
 
 
-_PROPERTY_SCHEMAS = (
-    {"type": "integer"},
-    {"type": "string"},
-    {"type": "boolean"},
-    {"type": "number"},
-    {"type": "integer", "minimum": 0, "maximum": 10},
-    {"type": "string", "enum": ["asc", "desc"]},
-    {"type": "array", "items": {"type": "integer"}},
-    {"type": ["integer", "null"]},
-    {"anyOf": [{"type": "string"}, {"type": "null"}]},
-    {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
-)
 
 
 def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
@@ -148,7 +136,7 @@ def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
     found = [{"type": "object", "properties": {}}]
     while len(found) < size:
         names = chooser.sample(("a", "b", "query", "limit", "flag"), chooser.randint(0, 3))
-        schema: dict[str, Any] = {"type": "object", "properties": {n: chooser.choice(_PROPERTY_SCHEMAS) for n in names}}
+        schema: dict[str, Any] = {"type": "object", "properties": {n: chooser.choice(PROPERTY_SCHEMAS) for n in names}}
         required = [n for n in names if chooser.random() < 0.5]
         if required:
             schema["required"] = required
@@ -178,7 +166,7 @@ _ABSENT = object()
 _VALUES = {
     _key(schema): values
     for schema, values in zip(
-        _PROPERTY_SCHEMAS,
+        PROPERTY_SCHEMAS,
         (
             (0, 1, -1, 7, 100, 2**31 - 1, -(2**31)),
             ("", "x", "5", "héllo wörld", "null", "two words"),
