@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from harness.emulator import Emulator, fault
 from harness.emulator import openai as emulated_openai
 from harness.emulator.wire import IdSource
 from harness.script import turn
-from openprogram import ExecError, function, registry, runtime
+from openprogram import ExecError, runtime
 from openprogram.providers import tool_choice as tool_choice_table
 from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.openai import OpenAIChatProvider
@@ -32,23 +31,6 @@ BACKENDS = [
 IDS = [f"{p}-{e}-{'stream' if s else 'whole'}" for p, e, s in BACKENDS]
 STREAMING = [b for b in BACKENDS if b[2]]
 STREAMING_IDS = [f"{p}-{e}" for p, e, _ in STREAMING]
-
-
-@pytest.fixture
-def reg() -> Iterator[dict[str, Any]]:
-    with registry.isolated():
-
-        @function
-        def weather(city: str) -> str:
-            """The weather in a city."""
-            return f"sunny in {city}"
-
-        @function
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
-
-        yield {"weather": weather, "add": add}
 
 
 def _exec(emu: Emulator, provider: str, endpoint: str, stream: bool, **kwargs: Any) -> Any:

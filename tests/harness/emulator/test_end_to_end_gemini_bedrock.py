@@ -6,22 +6,18 @@ delivery faults are in ``test_faults_gemini_bedrock``, the tool_choice cells in 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.config import Config
 
-from harness.backends import Connection, backend, client_kwargs
+from harness.backends import backend, client_kwargs
 from harness.emulator import Emulator, fault
 from harness.script import turn
-from openprogram import ExecError, function, registry, runtime
+from openprogram import ExecError, runtime
 from openprogram.providers.bedrock import BedrockProvider
 from openprogram.providers.gemini import GeminiProvider
-
-GEMINI = "gemini-2.5-flash"
-CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-NOVA = "us.amazon.nova-micro-v1:0"
+from tests.harness.emulator.wirecheck import CLAUDE, GEMINI, NOVA, connection
 
 # (provider, endpoint, model, API): the Gemini API is chosen by the connection.
 BACKENDS = [
@@ -34,29 +30,6 @@ BACKENDS = [
 ]
 IDS = [f"{p}-{api}-{e}" for p, e, _, api in BACKENDS]
 VERTEX_PATH = "/v1/projects/proj-1/locations/europe-west4/publishers/google/models/"
-
-
-def connection(base_url: str, api: str) -> Connection:
-    if api == "vertex":
-        return Connection.at(base_url, vertex=True, project="proj-1", region="europe-west4")
-    return Connection.at(base_url)
-
-
-@pytest.fixture
-def reg() -> Iterator[dict[str, Any]]:
-    with registry.isolated():
-
-        @function
-        def weather(city: str) -> str:
-            """The weather in a city."""
-            return f"sunny in {city}"
-
-        @function
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
-
-        yield {"weather": weather, "add": add}
 
 
 def _exec(emu: Emulator, provider: str, endpoint: str, model: str, api: str, **kwargs: Any) -> str:

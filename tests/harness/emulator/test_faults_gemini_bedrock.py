@@ -20,12 +20,9 @@ from harness.emulator import Emulator, fault
 from harness.emulator.faults import Delivery
 from harness.script import turn
 from openprogram import ExecError, function, registry, runtime
-from tests.harness.emulator.test_end_to_end_gemini_bedrock import connection
+from tests.harness.emulator.wirecheck import CLAUDE, GEMINI, NOVA, connection
 
-GEMINI = "gemini-2.5-flash"
 GEMINI_LEGACY = "gemini-2.0-flash"
-CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-NOVA = "us.amazon.nova-micro-v1:0"
 
 # (provider, endpoint, model, API): the Gemini API is chosen by the connection.
 STREAMS = [

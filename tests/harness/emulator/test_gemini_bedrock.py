@@ -37,6 +37,7 @@ from openprogram.types import (
     ToolSpec,
     Usage,
 )
+from tests.harness.emulator.wirecheck import CLAUDE, NOVA
 from tests.harness.emulator.wiring import (
     Emulated,
     Session,
@@ -58,8 +59,6 @@ WEATHER = ToolSpec(
 )
 GEMINI_3 = "gemini-3-pro-preview"
 GEMINI_2 = "gemini-2.0-flash"
-CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-NOVA = "us.amazon.nova-micro-v1:0"
 GEMINI_ENDPOINTS = ("generateContent", "streamGenerateContent")
 BEDROCK_ENDPOINTS = ("converse", "converse-stream")
 

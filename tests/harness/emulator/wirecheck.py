@@ -10,13 +10,24 @@ from typing import Any
 import anthropic
 import openai
 
-from harness.backends import SDKClient, backend
+from harness.backends import Connection, SDKClient, backend
 from harness.emulator import Emulator
 from openprogram.providers import ModelRequest
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
 REPO = Path(__file__).resolve().parents[3]
 CASSETTES = REPO.parent / "shared" / "provider-cassettes"
+
+GEMINI = "gemini-2.5-flash"
+CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # on Bedrock
+NOVA = "us.amazon.nova-micro-v1:0"
+
+
+def connection(base_url: str, api: str) -> Connection:
+    """The emulator at ``base_url`` as Gemini's ``developer`` / ``vertex`` API or Bedrock's (``aws``) sees it."""
+    if api == "vertex":
+        return Connection.at(base_url, vertex=True, project="proj-1", region="europe-west4")
+    return Connection.at(base_url)
 
 
 def sse_events(text: str) -> list[tuple[str | None, Any]]:
