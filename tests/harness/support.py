@@ -1,10 +1,46 @@
-"""Pieces several harness test files build a user's world from: a recorded chat completion, and
-the conftest fixture that notes (and refuses) every public host a user's test tries to reach."""
+"""Pieces several harness test files build a user's world from: a recorded chat completion, the
+conftest fixture that notes (and refuses) every public host a user's test tries to reach, and the
+installed ``harness`` command (run, or serving ``harness emulate`` in a process of its own)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+
+def console_script() -> str:
+    """This venv's installed ``harness`` (next to this Python), not whatever PATH finds first."""
+    found = shutil.which("harness", path=str(Path(sys.executable).parent))
+    assert found is not None, "the harness console script is not installed next to this Python"
+    return found
+
+
+def start_emulate(script: Path) -> subprocess.Popen[str]:
+    """``harness emulate --script SCRIPT --port 0`` in a process of its own, its output piped."""
+    command = [console_script(), "emulate", "--script", str(script), "--port", "0"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@contextmanager
+def emulate_process(script: Path) -> Iterator[str]:
+    """:func:`start_emulate`, yielding the base URL it prints first; once the test is done it
+    stops the process and checks it ended without a traceback."""
+    process = start_emulate(script)
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().strip()
+        assert base.startswith("http://127.0.0.1:"), base
+        yield base
+    finally:
+        process.terminate()
+        _, errors = process.communicate(timeout=20)
+    assert "Traceback" not in errors, errors
 
 
 def chat_completion(content: str | None, calls: list[dict[str, Any]] | None = None, finish: str = "stop") -> str:

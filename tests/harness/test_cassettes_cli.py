@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from harness.check import check
 from harness.cli import main
 from harness.conformance import default_cassette_dir
 from harness.scenario import Scenario
-from tests.harness.support import chat_completion
+from tests.harness.support import chat_completion, console_script
 
 CASSETTES = default_cassette_dir()
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
@@ -209,7 +208,7 @@ def test_a_recording_that_stops_after_tool_calls_ends_the_scripted_run_at_the_ca
 
 def test_to_scenario_writes_a_file_that_harness_run_replays(conversation: Path, tmp_path: Path) -> None:
     out = tmp_path / "replay.yaml"
-    harness = str(Path(sys.executable).with_name("harness"))  # the installed console script, this venv's
+    harness = console_script()
     converted = subprocess.run(
         [harness, "cassettes", "to-scenario", str(conversation), "-o", str(out)],
         capture_output=True,

@@ -10,7 +10,6 @@ exit status and that no traceback reaches the output.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ from click.testing import CliRunner, Result
 
 from harness.cli import main
 from harness.fuzz import load_tools, run_campaign
+from tests.harness.support import console_script, emulate_process
 
 TOOLS = '''
 from openprogram import agentic_function, function, runtime
@@ -144,12 +144,6 @@ def shell(project: Path, *command: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(command, cwd=project, capture_output=True, text=True, env=env, timeout=120)
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     return done
-
-
-def console_script() -> str:
-    found = shutil.which("harness", path=str(Path(sys.executable).parent))
-    assert found is not None, "the harness console script is not installed next to this Python"
-    return found
 
 
 # -- through the installed console script and python -m (what a user types) -------------------------
@@ -584,18 +578,7 @@ def test_emulate_serves_a_scenario_to_unmodified_clients_of_another_process(tmp_
 
     script = tmp_path / "script.yaml"
     script.write_text("turns:\n  - first answer\n  - second answer\n")
-    harness = shutil.which("harness")
-    assert harness is not None, "the harness console script is not installed"
-    process = subprocess.Popen(
-        [harness, "emulate", "--script", str(script), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().strip()  # the base URL comes first
-        assert base.startswith("http://127.0.0.1:"), base
+    with emulate_process(script) as base:
         chat = openai.OpenAI(base_url=f"{base}/v1", api_key="sk-test", max_retries=0)
         reply = chat.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "first answer"
@@ -604,7 +587,3 @@ def test_emulate_serves_a_scenario_to_unmodified_clients_of_another_process(tmp_
             model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
         )
         assert [block.text for block in message.content] == ["second answer"]
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=20)
-    assert "Traceback" not in errors, errors

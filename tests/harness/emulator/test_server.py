@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from harness.script import ScriptedCall, turn
 from openprogram.providers import ModelRequest
 from openprogram.types import ToolSpec, UserMessage
 from tests.harness.emulator.wirecheck import one_reply, sdk_client, sse_events
+from tests.harness.support import emulate_process, start_emulate
 
 CHAT = "/v1/chat/completions"
 
@@ -300,18 +300,7 @@ def test_harness_emulate_in_another_process_answers_unmodified_clients_of_all_fo
 
     script = tmp_path / "scenario.yaml"
     script.write_text(ALL_SDKS_SCENARIO)
-    harness = shutil.which("harness")
-    assert harness is not None, "the harness console script is not installed"
-    process = subprocess.Popen(
-        [harness, "emulate", "--script", str(script), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().strip()
-        assert base.startswith("http://127.0.0.1:"), base
+    with emulate_process(script) as base:
         chat = openai.OpenAI(api_key="sk-test", base_url=f"{base}/v1", max_retries=0)
         reply = chat.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "hello openai"
@@ -351,10 +340,6 @@ def test_harness_emulate_in_another_process_answers_unmodified_clients_of_all_fo
         start = next(e["contentBlockStart"]["start"]["toolUse"] for e in events if "contentBlockStart" in e)
         assert (start["name"], json.loads(inputs)) == ("lookup", {"key": "b1"})
         assert events[-2] == {"messageStop": {"stopReason": "tool_use"}}
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=20)
-    assert "Traceback" not in errors, errors
 
 
 FAULTS_SCENARIO = """\
@@ -373,27 +358,13 @@ turns:
 """
 
 
-def _emulate(script: Path) -> subprocess.Popen[str]:
-    harness = shutil.which("harness")
-    assert harness is not None, "the harness console script is not installed"
-    return subprocess.Popen(
-        [harness, "emulate", "--script", str(script), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_harness_emulate_serves_the_fault_forms_of_a_scenario_file(tmp_path: Path) -> None:
     from harness.backends import Connection, backend
     from openprogram import ExecError, runtime
 
     script = tmp_path / "faults.yaml"
     script.write_text(FAULTS_SCENARIO)
-    process = _emulate(script)
-    try:
-        assert process.stdout is not None
-        base = process.stdout.readline().strip()
+    with emulate_process(script) as base:
         chat = openai.OpenAI(api_key="sk-test", base_url=f"{base}/v1", max_retries=0)
         with pytest.raises(openai.RateLimitError) as limited:
             chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
@@ -419,10 +390,6 @@ def test_harness_emulate_serves_the_fault_forms_of_a_scenario_file(tmp_path: Pat
         assert run("bedrock", "converse", "us.amazon.nova-micro-v1:0") == (
             "error: HTTP 503 ServiceUnavailableException: Service unavailable."
         )
-    finally:
-        process.terminate()
-        _, errors = process.communicate(timeout=20)
-    assert "Traceback" not in errors, errors
 
 
 @pytest.mark.parametrize(
@@ -441,7 +408,7 @@ def test_harness_emulate_refuses_a_fault_it_cannot_serve_in_one_line_with_exit_2
 ) -> None:
     script = tmp_path / "bad.yaml"
     script.write_text(f"turns: {turns}\n")
-    process = _emulate(script)
+    process = start_emulate(script)
     out, errors = process.communicate(timeout=30)
     assert process.returncode == 2 and out == ""
     (line,) = [line for line in errors.splitlines() if line.startswith("Error:")]
