@@ -279,10 +279,8 @@ def test_a_recording_killed_mid_write_leaves_the_old_cassette_whole(pytester: py
     assert len(cassettes.load(cassette)) == 2
 
 
-def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pytester, sentinel_env: dict) -> None:
-    pytester.makepyfile(
-        test_marked=textwrap.dedent(
-            """
+MARKED_TEST = textwrap.dedent(  # a user's test under @pytest.mark.vcr; PROMPT and FAIL change it between runs
+    """
             import asyncio, os
             import openai, pytest
             from harness.emulator import Emulator
@@ -292,16 +290,21 @@ def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pyte
             @pytest.mark.allow_model_requests
             def test_marked():
                 async def ask(base_url):
-                    client = openai.AsyncOpenAI(base_url=base_url + "/v1", max_retries=0)
-                    messages = [{"role": "user", "content": "hi"}]
+                    key = os.environ.get("OPENAI_API_KEY", "k")
+                    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=key, max_retries=0)
+                    messages = [{"role": "user", "content": os.environ.get("PROMPT", "hi")}]
                     reply = await client.chat.completions.create(model="m", messages=messages)
                     await client.close()
                     return reply.choices[0].message.content
                 with Emulator(turn.text("hello")) as emulator:
                     assert asyncio.run(ask(emulator.base_url)) == "hello"
-            """
-        )
-    )
+                assert os.environ.get("FAIL") != "1"
+    """
+)
+
+
+def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pytester, sentinel_env: dict) -> None:
+    pytester.makepyfile(test_marked=MARKED_TEST)
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     text = (pytester.path / "cassettes" / "test_marked" / "test_marked.yaml").read_text(encoding="utf-8")
     assert sentinel_env["OPENAI_API_KEY"] not in text
@@ -310,29 +313,7 @@ def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pyte
 
 
 def test_a_failing_vcr_marker_test_keeps_its_old_cassette(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_marked=textwrap.dedent(
-            """
-            import asyncio, os
-            import openai, pytest
-            from harness.emulator import Emulator
-            from harness.script import turn
-
-            @pytest.mark.vcr
-            @pytest.mark.allow_model_requests
-            def test_marked():
-                async def ask(base_url):
-                    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0)
-                    messages = [{"role": "user", "content": os.environ.get("PROMPT", "hi")}]
-                    reply = await client.chat.completions.create(model="m", messages=messages)
-                    await client.close()
-                    return reply.choices[0].message.content
-                with Emulator(turn.text("hello")) as emulator:
-                    assert asyncio.run(ask(emulator.base_url)) == "hello"
-                assert os.environ.get("FAIL") != "1"
-            """
-        )
-    )
+    pytester.makepyfile(test_marked=MARKED_TEST)
     cassette = pytester.path / "cassettes" / "test_marked" / "test_marked.yaml"
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     before = cassette.read_bytes()
