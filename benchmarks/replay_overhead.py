@@ -57,6 +57,16 @@ async def _consume(backend: Any, request: ModelRequest) -> Any:
     return message
 
 
+async def _ask_all(backend: Any, client: Any, interactions: int) -> None:
+    """Send the benchmark's requests in order through ``backend``, then close its SDK client."""
+    try:
+        for number in range(interactions):
+            message = await _consume(backend, _request(number))
+            assert message.stop_reason == "stop", message.error_message
+    finally:
+        await client.aclose()
+
+
 async def _record(path: Path, interactions: int, stream: bool) -> None:
     from harness.recorded import open_recording, recorded_backend
 
@@ -66,12 +76,7 @@ async def _record(path: Path, interactions: int, stream: bool) -> None:
         backend, client = recorded_backend(
             "openai", recording, "chat.completions", model=MODEL, stream=stream, upstream=emulator.base_url
         )
-        try:
-            for number in range(interactions):
-                message = await _consume(backend, _request(number))
-                assert message.stop_reason == "stop", message.error_message
-        finally:
-            await client.aclose()
+        await _ask_all(backend, client, interactions)
         recording.save()
 
 
@@ -81,12 +86,7 @@ async def _replay_recorded(path: Path, interactions: int, stream: bool) -> float
     started = time.process_time()
     recording = open_recording(path, "none")
     backend, client = recorded_backend("openai", recording, "chat.completions", model=MODEL, stream=stream)
-    try:
-        for number in range(interactions):
-            message = await _consume(backend, _request(number))
-            assert message.stop_reason == "stop", message.error_message
-    finally:
-        await client.aclose()
+    await _ask_all(backend, client, interactions)
     return time.process_time() - started
 
 
