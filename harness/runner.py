@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import dataclasses
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -322,9 +323,7 @@ def _real_tool(tool: ToolDef) -> AgentTool:
                 raise  # the run itself is being cancelled: not the tool's doing
             raise ToolEscaped(name, exc) from exc
 
-    return AgentTool(
-        name=real.name, description=real.description, parameters=real.parameters, execute=execute, source=real.source
-    )
+    return dataclasses.replace(real, execute=execute)
 
 
 _INSIDE_REAL_TOOL: contextvars.ContextVar[bool] = contextvars.ContextVar("harness_inside_real_tool", default=False)
@@ -348,13 +347,7 @@ def _seen_by_reference(plain: AgentTool, recorded: AgentTool) -> AgentTool:
         finally:
             _INSIDE_REAL_TOOL.reset(token)
 
-    return AgentTool(
-        name=plain.name,
-        description=plain.description,
-        parameters=plain.parameters,
-        execute=execute,
-        source=plain.source,
-    )
+    return dataclasses.replace(plain, execute=execute)
 
 
 class _World:

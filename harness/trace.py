@@ -15,6 +15,7 @@ oracle, and ``shorten`` is the one way long values are cut down for people to re
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -463,13 +464,7 @@ class TraceRecorder:
             self.record_returned(tool.name, tool_call_id, args, result)
             return result
 
-        return AgentTool(
-            name=tool.name,
-            description=tool.description,
-            parameters=tool.parameters,
-            execute=execute,
-            source=tool.source,
-        )
+        return dataclasses.replace(tool, execute=execute)
 
     def wrap_tools(self, tools: Iterable[AgentTool]) -> list[AgentTool]:
         return [self.wrap_tool(tool) for tool in tools]
