@@ -128,9 +128,7 @@ def error_feedback(trace: Trace) -> None:
     runs = run_views(trace)
     calls = _classify(runs)
     ledger = trace.ledger_by_call()
-    executed = Counter(c.key for c in calls if c.kind == "executed")
-    # A call whose run died while it executed (a BaseException) has a ledger entry but no result.
-    executed.update(_unanswered_keys(runs))
+    executed = _may_have_run(calls, runs)
     skipped_keys = {c.key for c in calls if c.kind == "skipped"}
     consumed: Counter[tuple[str, str]] = Counter()
     for item in calls:
@@ -212,13 +210,19 @@ def error_feedback(trace: Trace) -> None:
                     )
 
 
-def _unanswered_keys(runs: list[RunView]) -> Counter[tuple[str, str]]:
-    unanswered: Counter[tuple[str, str]] = Counter()
+def _may_have_run(calls: list[_Call], runs: list[RunView]) -> Counter[tuple[str, str]]:
+    """How many executions of each (call id, tool name) the trace allows the ledger to show.
+
+    The calls whose results say they ran, plus the calls with no result at all: a run that
+    stopped while one executed (a BaseException, a consumer that left) leaves its ledger entry
+    without a result, and that call may share its id and name with one that was skipped earlier.
+    """
+    allowed = Counter(c.key for c in calls if c.kind == "executed")
     for run in runs:
         for batch in batches(run):
             if batch.message.stop_reason not in ("error", "aborted"):
-                unanswered.update((call.id, call.name) for call in batch.calls[len(batch.results) :])
-    return unanswered
+                allowed.update((call.id, call.name) for call in batch.calls[len(batch.results) :])
+    return allowed
 
 
 def _ledger_shows_valid_run(trace: Trace, item: _Call) -> bool:
@@ -275,10 +279,7 @@ def skip_semantics(trace: Trace) -> None:
     runs = run_views(trace)
     calls = _classify(runs)
     ledger = trace.ledger_by_call()
-    executed = Counter(c.key for c in calls if c.kind == "executed")
-    # A call whose run stopped while it executed (a BaseException, a consumer that left) has a
-    # ledger entry but no result: it may share its id and name with a call skipped earlier.
-    executed.update(_unanswered_keys(runs))
+    executed = _may_have_run(calls, runs)
     for run in runs:
         for batch in batches(run):
             if batch.message.stop_reason in ("error", "aborted"):
@@ -359,7 +360,7 @@ def cancel_semantics(trace: Trace) -> None:
     runs = run_views(trace)
     calls = _classify(runs)
     ledger = trace.ledger_by_call()
-    executed = Counter(c.key for c in calls if c.kind == "executed")
+    executed = _may_have_run(calls, runs)
     for run in runs:
         run_batches = batches(run)
         for k, batch in enumerate(run_batches):
