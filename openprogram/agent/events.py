@@ -203,15 +203,7 @@ class EventStream(Generic[E, R]):
         dozen models a round for nobody was a tenth of a round. An observer sees every event at
         once, so with one subscribed the event is built here.
         """
-        if self._on_push:
-            self.push(trusted(cls, values, fields_set))
-            return
-        if self._finished:
-            raise RuntimeError("EventStream.push after the stream ended")
-        self._queue.append(_Unbuilt((cls, values, fields_set)))
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self.push(trusted(cls, values, fields_set) if self._on_push else _Unbuilt((cls, values, fields_set)))
 
     def end(self, result: R) -> None:
         if self._finished:
