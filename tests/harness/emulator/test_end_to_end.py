@@ -19,6 +19,7 @@ from openprogram import ExecError, runtime
 from openprogram.providers import tool_choice as tool_choice_table
 from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.openai import OpenAIChatProvider
+from tests.harness.emulator.wirecheck import PARALLEL_ANSWER, parallel_tool_loop
 
 BACKENDS = [
     ("openai", "chat.completions", True),
@@ -61,16 +62,10 @@ def _tool_results(provider: str, endpoint: str, body: dict[str, Any]) -> list[tu
 def test_a_multi_turn_tool_loop_with_parallel_calls_runs_over_http(
     reg: dict[str, Any], provider: str, endpoint: str, stream: bool
 ) -> None:
-    script = [
-        turn.tool_calls(
-            turn.tool_call("weather", city="Paris"), turn.tool_call("weather", city="Oslo"), text="Let me look."
-        ),
-        turn.tool_call("add", a=2, b=3),
-        turn.text("Paris and Oslo are sunny; 2+3=5.", thinking="All done."),
-    ]
+    script = parallel_tool_loop()
     with Emulator(script) as emu:
         text = _exec(emu, provider, endpoint, stream, tools=[reg["weather"], reg["add"]])
-    assert text == "Paris and Oslo are sunny; 2+3=5."
+    assert text == PARALLEL_ANSWER
     bodies = _bodies(emu)
     assert len(bodies) == 3
     first = _tool_results(provider, endpoint, bodies[1])

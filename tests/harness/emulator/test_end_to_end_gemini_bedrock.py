@@ -17,7 +17,7 @@ from harness.script import turn
 from openprogram import ExecError, runtime
 from openprogram.providers.bedrock import BedrockProvider
 from openprogram.providers.gemini import GeminiProvider
-from tests.harness.emulator.wirecheck import CLAUDE, GEMINI, NOVA, connection
+from tests.harness.emulator.wirecheck import CLAUDE, GEMINI, NOVA, PARALLEL_ANSWER, connection, parallel_tool_loop
 
 # (provider, endpoint, model, API): the Gemini API is chosen by the connection.
 BACKENDS = [
@@ -60,16 +60,10 @@ def tool_results(provider: str, body: dict[str, Any]) -> list[tuple[str, str, st
 def test_a_multi_turn_tool_loop_with_parallel_calls_runs_over_http(
     reg: dict[str, Any], provider: str, endpoint: str, model: str, api: str
 ) -> None:
-    script = [
-        turn.tool_calls(
-            turn.tool_call("weather", city="Paris"), turn.tool_call("weather", city="Oslo"), text="Let me look."
-        ),
-        turn.tool_call("add", a=2, b=3),
-        turn.text("Paris and Oslo are sunny; 2+3=5.", thinking="All done."),
-    ]
+    script = parallel_tool_loop()
     with Emulator(script) as emu:
         text = _exec(emu, provider, endpoint, model, api, tools=[reg["weather"], reg["add"]])
-    assert text == "Paris and Oslo are sunny; 2+3=5."
+    assert text == PARALLEL_ANSWER
     assert len(emu.requests) == 3
     if api == "vertex":
         assert all(r.path.startswith(VERTEX_PATH + model) for r in emu.requests)

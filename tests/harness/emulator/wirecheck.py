@@ -12,6 +12,7 @@ import openai
 
 from harness.backends import Connection, SDKClient, backend
 from harness.emulator import Emulator
+from harness.script import Turn, turn
 from openprogram.providers import ModelRequest
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
@@ -21,6 +22,21 @@ CASSETTES = REPO.parent / "shared" / "provider-cassettes"
 GEMINI = "gemini-2.5-flash"
 CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # on Bedrock
 NOVA = "us.amazon.nova-micro-v1:0"
+
+
+PARALLEL_ANSWER = "Paris and Oslo are sunny; 2+3=5."
+
+
+def parallel_tool_loop() -> list[Turn]:
+    """Two parallel ``weather`` calls with text, then an ``add`` call, then the answer (with thinking):
+    the tool loop every backend's end-to-end test runs over HTTP (tools: the ``reg`` fixture's)."""
+    return [
+        turn.tool_calls(
+            turn.tool_call("weather", city="Paris"), turn.tool_call("weather", city="Oslo"), text="Let me look."
+        ),
+        turn.tool_call("add", a=2, b=3),
+        turn.text(PARALLEL_ANSWER, thinking="All done."),
+    ]
 
 
 def connection(base_url: str, api: str) -> Connection:
