@@ -217,43 +217,41 @@ def test_two(recorded):
 """
 
 
-def test_unused_interactions_fail_at_teardown_unless_allowed(pytester: pytest.Pytester) -> None:
+def test_unused_interactions_fail_at_teardown_unless_allowed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_two=TWO_CALLS)
     pytester.makeconftest("")
     assert pytester.runpytest("--record-mode=once").ret == 0
-    os.environ["CALLS"] = "1"
-    try:
-        result = _run(pytester, "--block-network")
-        result.assert_outcomes(passed=1, errors=1)
-        assert "1 of 2 recorded interaction(s) were never requested" in result.stdout.str()
-        assert "interaction 1 (POST https://api.anthropic.com/v1/messages)" in result.stdout.str()
-        pytester.makeconftest("import pytest\n@pytest.fixture\ndef vcr_config():\n    return {'allow_unused': True}\n")
-        _run(pytester, "--block-network").assert_outcomes(passed=1)
-    finally:
-        os.environ.pop("CALLS", None)
+    monkeypatch.setenv("CALLS", "1")
+    result = _run(pytester, "--block-network")
+    result.assert_outcomes(passed=1, errors=1)
+    assert "1 of 2 recorded interaction(s) were never requested" in result.stdout.str()
+    assert "interaction 1 (POST https://api.anthropic.com/v1/messages)" in result.stdout.str()
+    pytester.makeconftest("import pytest\n@pytest.fixture\ndef vcr_config():\n    return {'allow_unused': True}\n")
+    _run(pytester, "--block-network").assert_outcomes(passed=1)
 
 
-def test_rewrite_replaces_the_cassette_only_when_the_test_passes(pytester: pytest.Pytester) -> None:
+def test_rewrite_replaces_the_cassette_only_when_the_test_passes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_two=TWO_CALLS)
     cassette = pytester.path / "cassettes" / "test_two" / "test_two.yaml"
     assert pytester.runpytest("--record-mode=once").ret == 0
     before = cassette.read_bytes()
-    os.environ.update(CALLS="1", FAIL="1")
-    try:
-        failed = pytester.runpytest("--record-mode=rewrite")
-        failed.assert_outcomes(failed=1)
-        assert cassette.read_bytes() == before
-        assert "the new recording was not saved because the test failed" in failed.stdout.str()
-        kept = pytester.runpytest("--record-mode=rewrite", "--harness-keep-failed-recordings")
-        kept.assert_outcomes(failed=1)
-        assert len(cassettes.load(cassette)) == 1
-        os.environ["FAIL"] = "0"
-        cassette.write_bytes(before)
-        pytester.runpytest("--record-mode=rewrite").assert_outcomes(passed=1)
-        assert len(cassettes.load(cassette)) == 1  # the unused second exchange is gone with the rewrite
-    finally:
-        os.environ.pop("CALLS", None)
-        os.environ.pop("FAIL", None)
+    monkeypatch.setenv("CALLS", "1")
+    monkeypatch.setenv("FAIL", "1")
+    failed = pytester.runpytest("--record-mode=rewrite")
+    failed.assert_outcomes(failed=1)
+    assert cassette.read_bytes() == before
+    assert "the new recording was not saved because the test failed" in failed.stdout.str()
+    kept = pytester.runpytest("--record-mode=rewrite", "--harness-keep-failed-recordings")
+    kept.assert_outcomes(failed=1)
+    assert len(cassettes.load(cassette)) == 1
+    monkeypatch.setenv("FAIL", "0")
+    cassette.write_bytes(before)
+    pytester.runpytest("--record-mode=rewrite").assert_outcomes(passed=1)
+    assert len(cassettes.load(cassette)) == 1  # the unused second exchange is gone with the rewrite
 
 
 def test_a_recording_killed_mid_write_leaves_the_old_cassette_whole(pytester: pytest.Pytester) -> None:
@@ -312,15 +310,14 @@ def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pyte
     assert '"content": "hi"' in text  # the JSON body pretty-printed
 
 
-def test_a_failing_vcr_marker_test_keeps_its_old_cassette(pytester: pytest.Pytester) -> None:
+def test_a_failing_vcr_marker_test_keeps_its_old_cassette(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_marked=MARKED_TEST)
     cassette = pytester.path / "cassettes" / "test_marked" / "test_marked.yaml"
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     before = cassette.read_bytes()
-    os.environ.update(FAIL="1", PROMPT="changed")
-    try:
-        _run(pytester, "--record-mode=new_episodes").assert_outcomes(failed=1)
-    finally:
-        os.environ.pop("FAIL", None)
-        os.environ.pop("PROMPT", None)
+    monkeypatch.setenv("FAIL", "1")
+    monkeypatch.setenv("PROMPT", "changed")
+    _run(pytester, "--record-mode=new_episodes").assert_outcomes(failed=1)
     assert cassette.read_bytes() == before
