@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
@@ -206,3 +207,53 @@ def test_validated_tool_arguments_are_a_copy_of_what_the_model_sent() -> None:
     got = validate_tool_arguments(tool, ToolCall(id="c", name="f", arguments=sent))
     assert got == sent and got is not sent
     assert validate_tool_arguments(tool, ToolCall(id="c", name="f", arguments={"a": " 5 "})) == {"a": 5}
+
+
+def _counting_checks(monkeypatch: Any) -> list[Any]:
+    checked: list[Any] = []
+    original = jsonschema.Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: Any, schema: Any, *args: Any, **kwargs: Any) -> None:
+        checked.append(schema)
+        original(cls, schema, *args, **kwargs)
+
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "check_schema", classmethod(counting))
+    return checked
+
+
+def _tool(parameters: Any, name: str = "t") -> Any:
+    spec = {"name": name, "description": "", "parameters": parameters}
+    return as_agent_tool({"spec": spec, "execute": lambda **_: "ok"})
+
+
+def test_a_schema_is_checked_once_however_many_tools_share_it(monkeypatch: Any) -> None:
+    # Tests and campaigns build the same tools again as new objects; the metaschema check costs
+    # far more than a run, so an equal schema is not checked again, whatever its key order.
+    from openprogram.tools import check_tool
+
+    checked = _counting_checks(monkeypatch)
+    schema = {"type": "object", "properties": {"cache_probe_a": {"type": "integer"}}, "required": ["cache_probe_a"]}
+    reordered = {"required": ["cache_probe_a"], "properties": {"cache_probe_a": {"type": "integer"}}, "type": "object"}
+    for parameters in (schema, dict(schema), reordered):
+        check_tool(_tool(parameters))
+    assert checked == [schema]
+    other = {"type": "object", "properties": {"cache_probe_a": {"type": "string"}}}
+    check_tool(_tool(other))
+    assert checked == [schema, other]
+    call = ToolCall(id="c1", name="t", arguments={"cache_probe_a": "7"})
+    assert validate_tool_arguments(_tool(reordered), call) == {"cache_probe_a": 7}
+
+
+def test_an_invalid_schema_is_refused_every_time_naming_each_tool(monkeypatch: Any) -> None:
+    from openprogram.tools import check_tool
+
+    checked = _counting_checks(monkeypatch)
+    bad = {"type": "object", "properties": {"a": {"type": "intger"}}}
+    for name in ("first", "second"):
+        with pytest.raises(ValueError, match=f'tool "{name}" has an invalid parameters schema'):
+            check_tool(_tool(bad, name))
+    assert len(checked) == 2
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
+    for name in ("third", "fourth"):
+        with pytest.raises(ValueError, match=f'tool "{name}" has a parameters schema whose \\$ref points nowhere'):
+            check_tool(_tool(dangling, name))
