@@ -587,3 +587,13 @@ def test_emulate_serves_a_scenario_to_unmodified_clients_of_another_process(tmp_
             model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
         )
         assert [block.text for block in message.content] == ["second answer"]
+
+
+def test_fuzz_help_states_the_defaults_a_bare_harness_fuzz_uses() -> None:
+    # The help is what a user reads to reproduce a run: it must name the seed and budget the
+    # command really uses (it once said 16 after the default seed had moved on).
+    from harness.fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED
+
+    shown = " ".join(invoke("fuzz", "--help").output.split())
+    assert f"[default: {DEFAULT_SEED}]" in shown
+    assert f"[default: {DEFAULT_EXAMPLES}]" in shown
