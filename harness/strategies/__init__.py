@@ -316,8 +316,9 @@ model's answer, so a run that picked tools for several rounds ends normally inst
 past its script; else a provider fault, which ends a run there without cutting it short."""
 MIDDLE_TURN_WEIGHTS: Mapping[str, int] = {**TURN_WEIGHTS, "calls": 3 * TURN_WEIGHTS["calls"]}
 """The replies before a default scenario's last (``FINAL_TURN_WEIGHTS``): picks three times as
-often as in ``TURN_WEIGHTS``, so a run seldom ends mid-script (a fault, an error, a text reply)
-and goes several rounds deep; the last reply brings the faults after those rounds instead."""
+often as in ``TURN_WEIGHTS``, so a run seldom ends mid-script (a fault, an error, a text reply,
+a cancel as it streams: about one reply in 65 here) and goes several rounds deep; the last reply
+brings the faults after those rounds instead."""
 USER_TOOL_WEIGHTS: Mapping[str, int] = {k: v for k, v in TURN_WEIGHTS.items() if k not in FAULTS}
 """The mix for campaigns over the user's own tools: their subject is the tools, so the provider
 faults (the loop's business, fuzzed with the generated tools) stay out of their budget."""
@@ -359,9 +360,8 @@ def _model_turns(
     # The first kind, not cancelled, is where shrinking goes.
     cancellable = [kind for kind in _REPLY_KINDS if weights.get(kind)]
     scale = max(1, round((CANCEL_TURN_ONE_IN - 1) * len(cancellable) / sum(weights.values())))
-    cancelled = max(1, round(sum(weights.values()) * scale / (CANCEL_TURN_ONE_IN - 1) / max(1, len(cancellable))))
     kinds = [(kind, False) for kind, weight in weights.items() for _ in range(weight * scale)]
-    kinds += [(kind, True) for kind in cancellable for _ in range(cancelled)]
+    kinds += [(kind, True) for kind in cancellable]
     # with the stop reason, the text beside the calls, how many calls (a count, not a list: no
     # choice a call, and ``harness.regressions.minimize`` still deletes any call a failure does not
     # need) and what a provider fault had streamed: one choice (``_joint``) for them all

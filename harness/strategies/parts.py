@@ -149,7 +149,8 @@ def _joint_table(
         for _, w in combination:
             p *= w
         mass.setdefault(repr(values), [values, 0.0])[1] += p
-    plain = [repr(table[0]) for table in tables]
+    firsts = tuple(table[0] for table in tables)
+    plain = [repr(v) for v in (relevant(firsts) if relevant is not None else firsts)]
     ordered = sorted(mass.values(), key=lambda m: sum(repr(v) != f for v, f in zip(m[0], plain, strict=True)))
     # systematic sampling: entry i is the combination whose cumulative probability crosses
     # (i + 1/2) / JOINT_SIZE, so every run of neighbouring combinations keeps its share within one
@@ -242,7 +243,6 @@ _VOCABULARY_KEYS = {id(schema): (schema, _key(schema)) for schema in _SCHEMA_VOC
 
 _IDS = (None, None, None, None, DUPLICATE_ID)
 _ids = st.sampled_from(_IDS)
-_not_json = st.sampled_from(NOT_JSON)
 
 
 def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
@@ -301,14 +301,21 @@ def _call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
 
 
 def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
-    # One choice picks the tool, the form of its arguments (valid, broken, not JSON) or an
-    # unknown name, and the call's id; one more its arguments. Mostly menu tools. The first
-    # pick, valid arguments for the first tool, is where shrinking goes.
+    # One choice (``_joint``) picks the tool, the form of its arguments (valid, broken, not JSON,
+    # with the text that is not JSON) or an unknown name, and the call's id; one more its
+    # arguments. Mostly menu tools. The first pick, valid arguments for the first tool, is where
+    # shrinking goes. Tools are named by index (an unknown name too: 0 is UNKNOWN_TOOL, i the
+    # i-th tool's name in capitals), so menus of as many tools share one table.
     known = tuple((index, form) for index in range(len(tools)) for form in _CALL_FORMS)
-    unknown = tuple(("unknown", name) for name in (UNKNOWN_TOOL, *(t.name.upper() for t in tools)))
+    unknown = tuple(("unknown", which) for which in range(len(tools) + 1))
     weighted = known * 3 * len(unknown) + unknown * len(known) if known else unknown
-    picks = st.sampled_from(tuple((*pick, id) for pick in weighted for id in _IDS))
+    picks = _joint(weighted, _IDS, NOT_JSON, relevant=_what_a_call_uses)
     return picks, tuple(_argument_forms(t) for t in tools)
+
+
+def _what_a_call_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+    (index, form), id, raw = drawn
+    return index, form, id, raw if form == "raw" else NOT_JSON[0]
 
 
 def _argument_forms(tool: ToolDef) -> tuple[Any, ...]:
@@ -332,12 +339,12 @@ def _call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
 
 
 def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
-    index, form, id = draw(picks)
+    index, form, id, raw = draw(picks)
     if index == "unknown":
-        return Call(form, id=id)
+        return Call(forms[form - 1][0].upper() if form else UNKNOWN_TOOL, id=id)
     name, names, valid, invalid, *anything = forms[index]
     if form == "raw":
-        return Call(name, raw=draw(_not_json), id=id)
+        return Call(name, raw=raw, id=id)
     if names is None:  # a schema outside the vocabulary: Hypothesis' own strategies
         return Call(name, args=draw(valid if form == "valid" else invalid), id=id)
     drawn = _take(draw, valid if form == "valid" else invalid)
