@@ -310,7 +310,9 @@ def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]
     unknown = tuple(("unknown", which) for which in range(len(tools) + 1))
     weighted = known * 3 * len(unknown) + unknown * len(known) if known else unknown
     picks = _joint(weighted, _IDS, NOT_JSON, relevant=_what_a_call_uses)
-    return picks, tuple(_argument_forms(t) for t in tools)
+    return picks, tuple(
+        _memoized(("argument forms", t.name, _schema_key(t.parameters)), lambda t=t: _argument_forms(t)) for t in tools
+    )
 
 
 def _what_a_call_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
