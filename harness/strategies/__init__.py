@@ -82,6 +82,10 @@ from harness.strategies.parts import (
 from openprogram.tools import as_agent_tool
 
 __all__ = [
+    "CANCEL_ONE_IN",
+    "FINAL_TURN_WEIGHTS",
+    "MIDDLE_TURN_WEIGHTS",
+    "TURN_WEIGHTS",
     "arguments",
     "behaviours",
     "configs",

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from harness.scenario import Call, ToolDef
 from harness.schema_strategies import _ALIENS, PROPERTY_SCHEMAS, _json, _key, _memoized, arguments, invalid_arguments
 
-__all__ = ["DUPLICATE_ID", "NOT_JSON", "TOOL_NAMES", "UNKNOWN_TOOL", "tool_calls"]
+__all__ = ["DUPLICATE_ID", "JOINT_SIZE", "NOT_JSON", "TOOL_NAMES", "UNKNOWN_TOOL", "tool_calls"]
 
 TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
 UNKNOWN_TOOL = "no_such_tool"
