@@ -89,7 +89,7 @@ def _memoized(key: Any, build: Any) -> Any:
     """Strategies are built once per key: building and validating them costs more than drawing."""
     found = _memo.get(key)
     if found is None:
-        if len(_memo) > 2048:
+        if len(_memo) > 4096:
             _memo.clear()
         found = _memo[key] = build()
     return found

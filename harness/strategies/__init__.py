@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from harness.strategies.parts import (
     _CONFIG_TABLES,
     _DETAILS,
     _MAYBE_WORDS,
+    _PARTIALS,
     _STOPS,
     _UPDATES,
     _WORDS,
@@ -44,21 +46,27 @@ from harness.strategies.parts import (
     _batch,
     _call_parts,
     _draw_call,
+    _draw_list,
     _error_texts,
     _error_words,
+    _joint,
     _maybe_word,
     _menu_key,
+    _menus,
     _messages,
+    _no_how,
     _one_in_table,
-    _partial,
-    _pick,
     _product,
     _prompt_picks,
-    _return_values,
     _say,
+    _sizes,
     _take,
     _text_words,
     _tool_schemas,
+    _value,
+    _what_a_turn_uses,
+    _what_matters,
+    _what_nests,
     _words,
     tool_calls,
 )
@@ -74,6 +82,10 @@ from harness.strategies.parts import (
 from openprogram.tools import as_agent_tool
 
 __all__ = [
+    "CANCEL_ONE_IN",
+    "FINAL_TURN_WEIGHTS",
+    "MIDDLE_TURN_WEIGHTS",
+    "TURN_WEIGHTS",
     "arguments",
     "behaviours",
     "configs",
@@ -93,13 +105,6 @@ __all__ = [
 ]
 
 
-def _weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
-    """``one_of`` with weights. (``st.one_of`` drops repeated branches, so repeating a branch
-    does not weight it.) The first choice is where shrinking goes."""
-    indices = st.sampled_from(tuple(i for i, (weight, _) in enumerate(choices) for _ in range(weight)))
-    return _pick(indices, tuple(strategy for _, strategy in choices))
-
-
 # ---------------------------------------------------------------------------------------------
 # Tools
 # ---------------------------------------------------------------------------------------------
@@ -108,10 +113,6 @@ CANCEL_ONE_IN = 16
 """By default one behaviour in 16 also sets the run's cancel_event (a user pressing stop)."""
 BASE_ONE_IN = 12
 """One ``raise`` in 12 raises a BaseException (``ToolKilled``) instead of an Exception."""
-
-
-def _name_of(tool: ToolDef) -> str:
-    return tool.name
 
 
 def behaviours(
@@ -145,30 +146,33 @@ def _behaviour_parts(
 
 
 def _flags(nesting: bool, cancel_one_in: int, base_one_in: int) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
-    """The kind with its updates and details, then the six rare flags of one behaviour: two
-    choices (``_product``), each flag true in the middle of its table (``_one_in_table``), so
-    shrinking the numbers towards 0 goes to a plain return and clears the flags."""
+    """Two choices (``_joint``): the kind with its updates, details and how a ``raise`` raises;
+    then the four rare flags any behaviour may have. Each flag is true in the middle of its
+    table (``_one_in_table``), and the simplest entries come first, so shrinking goes to a
+    plain return and clears the flags."""
     kinds = ("return", "return", "error", "raise", *(("exec",) if nesting else ()))
-    rare = (cancel_one_in, MUTATE_ONE_IN, 2 * cancel_one_in, LATE_UPDATE_ONE_IN, base_one_in, UNPRINTABLE_ONE_IN)
+    raising = (_one_in_table(base_one_in), _one_in_table(UNPRINTABLE_ONE_IN))
+    rare = (cancel_one_in, MUTATE_ONE_IN, 2 * cancel_one_in, LATE_UPDATE_ONE_IN)
     return _memoized(
         ("flags", nesting, cancel_one_in, base_one_in),
-        lambda: (_product(kinds, _UPDATES, _DETAILS), _product(*map(_one_in_table, rare))),
+        lambda: (
+            _joint(kinds, _UPDATES, _DETAILS, *raising, relevant=_what_matters),
+            _joint(*map(_one_in_table, rare)),
+        ),
     )
 
 
 @st.composite
 def _behaviour(draw: st.DrawFn, parts: tuple[Any, ...]) -> Behaviour:
     (what, flags), nested = parts
-    kind, updates, details = _take(draw, what)
-    cancel, mutate, wait, late_update, base, unprintable = _take(draw, flags)
+    kind, updates, details, base, unprintable = draw(what)
+    cancel, mutate, wait, late_update = draw(flags)
     if kind == "return":
-        drawn = Behaviour("return", draw(_return_values), updates, cancel, details=details)
+        drawn = Behaviour("return", _value(draw), updates, cancel, details=details)
     elif kind == "error":
         drawn = Behaviour(kind, _say(draw, _error_words), updates, cancel, details=details)
     elif kind == "raise":
-        drawn = Behaviour(
-            kind, _say(draw, _error_words), updates, cancel, base=base, unprintable=unprintable and not base
-        )
+        drawn = Behaviour(kind, _say(draw, _error_words), updates, cancel, base=base, unprintable=unprintable)
     else:
         drawn = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
     if mutate or late_update or wait:  # misbehaving tools (DESIGN 4, Robustness)
@@ -191,26 +195,36 @@ def nested_runs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[NestedRun]:
 
 
 def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
-    planned = tuple(t for t in tools if not t.is_real)
+    planned = tuple(i for i, t in enumerate(tools) if not t.is_real)
     can_inherit = len(planned) == len(tools)
-    subsets = st.lists(st.sampled_from(planned), unique_by=_name_of, max_size=2) if planned else st.just([])
-    # one choice: whether it inherits the menu (one in four), its cap, whether it runs sync, its prompt
+    # one choice: whether it inherits the menu (one in four), its cap, whether it runs sync, its
+    # prompt, the planned tools it sees otherwise (up to two, none as often as one or two) and
+    # how many replies its script has
     inherit = (False, False, False, can_inherit)
-    return _nested(tools, subsets, _product(inherit, (None,) * 4 + (0, 1, 2, 3), (False,) * 7 + (True,), _WORDS))
+    subsets = ((),) * 3 + tuple(pick for size in (1, 2) for pick in itertools.permutations(planned, size))
+    subsets = tuple(pick for pick in subsets for _ in range(6 // len([s for s in subsets if len(s) == len(pick)])))
+    settings = _joint(
+        inherit,
+        (None,) * 4 + (0, 1, 2, 3),
+        (False,) * 7 + (True,),
+        _WORDS,
+        subsets if planned else ((),),
+        (1, 1, 1, 1, 2, 2, 3),
+        relevant=_what_nests,
+    )
+    return _nested(tools, settings)
 
 
 @st.composite
-def _nested(draw: st.DrawFn, tools: tuple[ToolDef, ...], subsets: Any, settings: Any) -> NestedRun:
-    inherits, cap, sync, prompt = _take(draw, settings)
-    chosen = [] if inherits else draw(subsets)
-    visible = tools if inherits else tuple(chosen)
-    turns = _memoized(
-        ("nested turns", _menu_key(visible)), lambda: st.lists(model_turns(visible), min_size=1, max_size=3)
-    )
+def _nested(draw: st.DrawFn, tools: tuple[ToolDef, ...], settings: Any) -> NestedRun:
+    inherits, cap, sync, prompt, subset, count = draw(settings)
+    chosen = tuple(tools[i] for i in subset)
+    visible = tools if inherits else chosen
+    turns = _memoized(("nested turns", _menu_key(visible)), lambda: model_turns(visible))
     return NestedRun(
         prompt=prompt,
         tools=None if inherits else tuple(t.name for t in chosen),
-        turns=tuple(draw(turns)),
+        turns=tuple(draw(turns) for _ in range(count)),
         steering=draw(steering_schedules(max_poll=4)),
         max_iterations=cap,
         sync=sync,
@@ -238,13 +252,14 @@ def tools(
     base_one_in: int = BASE_ONE_IN,
 ) -> list[ToolDef]:
     """A menu of planned tools with distinct names; nested runs may use any of them."""
-    names = draw(st.lists(_names, min_size=min_size, max_size=max_size, unique=True))
+    (names,) = draw(_menus(min_size, max_size))
     shells = tuple(ToolDef(name=n, parameters=draw(_tool_schemas)) for n in names)
-    plans = _memoized(
-        ("plans", _menu_key(shells), nesting, cancel_one_in, base_one_in),
-        lambda: st.lists(behaviours(shells, nesting, cancel_one_in, base_one_in), max_size=3),
-    )
-    return [ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw(plans))) for shell in shells]
+    plans = behaviours(shells, nesting, cancel_one_in, base_one_in)
+    sizes = _sizes(0, 3, PLANS_MORE)
+    return [
+        ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(_draw_list(draw, sizes, plans)))
+        for shell in shells
+    ]
 
 
 def tools_from(entries: Sequence[Any]) -> list[ToolDef]:
@@ -303,6 +318,11 @@ FINAL_TURN_WEIGHTS: Mapping[str, int] = {
 """The last reply of a default scenario's script (and one per follow-up round): mostly the
 model's answer, so a run that picked tools for several rounds ends normally instead of running
 past its script; else a provider fault, which ends a run there without cutting it short."""
+MIDDLE_TURN_WEIGHTS: Mapping[str, int] = {**TURN_WEIGHTS, "calls": 3 * TURN_WEIGHTS["calls"]}
+"""The replies before a default scenario's last (``FINAL_TURN_WEIGHTS``): picks three times as
+often as in ``TURN_WEIGHTS``, so a run seldom ends mid-script (a fault, an error, a text reply,
+a cancel as it streams: about one reply in 65 here) and goes several rounds deep; the last reply
+brings the faults after those rounds instead."""
 USER_TOOL_WEIGHTS: Mapping[str, int] = {k: v for k, v in TURN_WEIGHTS.items() if k not in FAULTS}
 """The mix for campaigns over the user's own tools: their subject is the tools, so the provider
 faults (the loop's business, fuzzed with the generated tools) stay out of their budget."""
@@ -346,9 +366,11 @@ def _model_turns(
     scale = max(1, round((CANCEL_TURN_ONE_IN - 1) * len(cancellable) / sum(weights.values())))
     kinds = [(kind, False) for kind, weight in weights.items() for _ in range(weight * scale)]
     kinds += [(kind, True) for kind in cancellable]
-    # with the stop reason, the text beside the calls and how many calls (a count, not a list:
-    # one choice, and ``harness.regressions.minimize`` still deletes any call a failure does not need)
-    return (_answer if answer else _model_turn)(_product(kinds, _STOPS, _MAYBE_WORDS, _CALL_COUNTS), calls)
+    # with the stop reason, the text beside the calls, how many calls (a count, not a list: no
+    # choice a call, and ``harness.regressions.minimize`` still deletes any call a failure does not
+    # need) and what a provider fault had streamed: one choice (``_joint``) for them all
+    header = _joint(kinds, _STOPS, _MAYBE_WORDS, _CALL_COUNTS, _PARTIALS, relevant=_what_a_turn_uses)
+    return (_answer if answer else _model_turn)(header, calls)
 
 
 _turn_messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": _error_texts}
@@ -362,26 +384,26 @@ def _model_turn(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
 @st.composite
 def _answer(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
     # The same as _model_turn under another label: Hypothesis' generator copies a span over
-    # another of the same label, and an answer copied over the picks would end runs early.
-    return _turn(draw, kinds, calls)
+    # another of the same label, and an answer copied over the picks would end runs early. (A
+    # composite's label comes from its source without comments or name: the code must differ.)
+    return _turn(draw, calls=calls, kinds=kinds)
 
 
 def _turn(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
-    (kind, cancel), stop, text, count = _take(draw, kinds)
+    (kind, cancel), stop, text, count, partial = draw(kinds)
     if kind == "text":
         return ModelTurn(text=_say(draw, _text_words), thinking=text, cancel=cancel)
     if kind == "empty":
         return ModelTurn(stop=stop, cancel=cancel)
     if kind in ("error", "aborted"):
         return ModelTurn(kind=kind, message=_say(draw, _error_words))
-    picks = tuple(_draw_call(draw, *calls) for _ in range(count))
+    picks = tuple(_draw_call(draw, *calls) for _ in range(count)) if kind == "calls" or partial == "calls" else ()
     if kind == "calls":
         return ModelTurn(text=text, calls=picks, stop=stop, cancel=cancel)
-    partial = draw(_partial)
     return ModelTurn(
         kind=kind,
         text=text if partial != "nothing" else None,
-        calls=picks if partial == "calls" else (),
+        calls=picks,
         message=draw(_turn_messages[kind]) if kind in _turn_messages else "",
     )
 
@@ -392,18 +414,24 @@ def _schedules(max_poll: int, max_entries: int, one_in: int) -> st.SearchStrateg
     # its first messages. The larger ``one_in``, the more often a schedule is empty (1: never).
     if max_poll < 1 or max_entries < 1:
         return st.just({})
-    entry = _entry(_product(range(1, max_poll + 1), _BATCHES))  # one choice
-    entries = st.lists(entry, min_size=1, max_size=max_entries)
-    filled = entries.map(lambda picked: _schedule_of(picked, max_entries))
-    if one_in <= 1:
-        return filled
-    return _weighted((1, st.just({})), (min(3, max(1, 12 // one_in)), filled))
+    entry = _product(range(1, max_poll + 1), _BATCHES)  # one choice
+    filled = min(3, max(1, 12 // one_in)) if one_in > 1 else 0
+    sizes = _sizes(1, max_entries, SCHEDULE_MORE, empty=1 / (1 + filled) if filled else 0.0)
+    return _schedule(sizes, entry, max_entries)
+
+
+SCHEDULE_MORE = 0.6
+"""Each number of entries in a schedule is this much as likely as one fewer."""
 
 
 @st.composite
-def _entry(draw: st.DrawFn, picks: Any) -> tuple[int, tuple[str, ...]]:
-    poll, batch = _take(draw, picks)
-    return poll, draw(_batch) if batch is _ANY else batch
+def _schedule(draw: st.DrawFn, sizes: Any, entry: Any, max_entries: int) -> dict[int, tuple[str, ...]]:
+    (count,) = draw(sizes)
+    entries = []
+    for _ in range(count):
+        poll, batch = _take(draw, entry)
+        entries.append((poll, draw(_batch) if batch is _ANY else batch))
+    return _schedule_of(entries, max_entries)
 
 
 def _schedule_of(entries: list[tuple[int, tuple[str, ...]]], max_entries: int) -> dict[int, tuple[str, ...]]:
@@ -436,13 +464,13 @@ def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
     if tools:
         choices += ({"type": "function", "name": tools[0].name},)
     return _memoized(
-        ("configs", _key(choices)), lambda: _config(_product(*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:]))
+        ("configs", _key(choices)), lambda: _config(_joint(*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:]))
     )
 
 
 @st.composite
 def _config(draw: st.DrawFn, fields: Any) -> Config:
-    return Config(*_take(draw, fields))
+    return Config(*draw(fields))
 
 
 _history_shapes = st.sampled_from(
@@ -541,17 +569,17 @@ def scenarios(
     middle: list[ModelTurn] = []
     if default_mix:
         # picks for a few rounds, then (mostly) an answer: deep runs that end normally
-        middle = draw(_turn_lists(menu, turn_weights, min(2, max_turns - 1), max_turns - 1))
+        middle = _draw_list(draw, *_turn_lists(menu, MIDDLE_TURN_WEIGHTS, min(2, max_turns - 1), max_turns - 1))
         turns = [*middle, draw(model_turns(menu, FINAL_TURN_WEIGHTS))]
         answer_at = len(turns)
     else:
-        turns = draw(_turn_lists(menu, turn_weights, 1, max_turns))
+        turns = _draw_list(draw, *_turn_lists(menu, turn_weights, 1, max_turns))
     # one choice for the scenario's rare settings: the cap at the script's edge (and what meets
     # it there), a resumed history, the three faults from outside, and a consumer that leaves
     faults = _one_in_table(fault_one_in)
     leaving = _LEAVING if fault_one_in else _NEVER
-    edge, resumes, cancels, how, odd_getter, second, leaves = _take(
-        draw, _product(_EDGES, _one_in_table(resume_one_in), faults, (0, 1), faults, faults, leaving)
+    edge, resumes, cancels, how, odd_getter, second, leaves = draw(
+        _joint(_EDGES, _one_in_table(resume_one_in), faults, (0, 1), faults, faults, leaving, relevant=_no_how)
     )
     edge = edge if default_mix and config is None else None
     steering_plan = draw(steering if steering is not None else steering_schedules())
@@ -592,9 +620,15 @@ _leaves = st.builds(Leave, _leave_points, st.integers(1, 2), st.integers(0, 3), 
 
 def _turn_lists(
     menu: Sequence[ToolDef], weights: Mapping[str, int] | None, low: int, high: int
-) -> st.SearchStrategy[list[ModelTurn]]:
-    key = ("turn lists", _menu_key(menu), _key(weights), low, high)
-    return _memoized(key, lambda: st.lists(model_turns(menu, weights), min_size=low, max_size=high))
+) -> tuple[st.SearchStrategy[tuple[int]], st.SearchStrategy[ModelTurn]]:
+    """How many turns (``_sizes``) and each turn, for ``_draw_list``."""
+    return _sizes(low, high, TURNS_MORE), model_turns(menu, weights)
+
+
+TURNS_MORE = 0.8
+"""Each script length is this much as likely as one turn shorter: long scripts, deep runs."""
+PLANS_MORE = 0.8
+"""The same for a tool's plan (up to three behaviours)."""
 
 
 _EDGES = (None, None, -1, -1, 0, 0, 0, 1)

@@ -9,9 +9,11 @@ arguments are tables of the schema vocabulary's values.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 from harness.scenario import Call, ToolDef
 from harness.schema_strategies import _ALIENS, PROPERTY_SCHEMAS, _json, _key, _memoized, arguments, invalid_arguments
 
-__all__ = ["DUPLICATE_ID", "NOT_JSON", "TOOL_NAMES", "UNKNOWN_TOOL", "tool_calls"]
+__all__ = ["DUPLICATE_ID", "JOINT_SIZE", "NOT_JSON", "TOOL_NAMES", "UNKNOWN_TOOL", "tool_calls"]
 
 TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
 UNKNOWN_TOOL = "no_such_tool"
@@ -32,8 +34,14 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _menu_key(tools: Sequence[ToolDef]) -> str:
-    return _key([[t.name, t.parameters, t.is_real] for t in tools])
+def _menu_key(tools: Sequence[ToolDef]) -> tuple[Any, ...]:
+    """What the strategies of a menu are cached under: its names, schemas and whether each is real."""
+    return tuple((t.name, _schema_key(t.parameters), t.is_real) for t in tools)
+
+
+def _schema_key(schema: Mapping[str, Any]) -> str:
+    found = _VOCABULARY_KEYS.get(id(schema))  # the generated tools' schemas: no JSON text a draw
+    return found[1] if found is not None and found[0] is schema else _key(schema)
 
 
 # Texts come from small vocabularies: one choice each (Hypothesis' cost is per choice, and what a
@@ -44,11 +52,6 @@ _WORDS = ("ok", "done", "wait", "stop", "the answer is 42", "hmm", "")
 _ODD = ("héllo wörld ✓", "🙂🙃", "日本語", "line one\nline two", "  ", "a\u0301", "\u200b", '{"a": 1}', "x" * 30)
 _ANY = object()
 _any_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24)
-
-
-@st.composite
-def _pick(draw: st.DrawFn, indices: Any, branches: tuple[Any, ...]) -> Any:
-    return draw(branches[draw(indices)])
 
 
 @st.composite
@@ -67,8 +70,12 @@ def _say(draw: st.DrawFn, vocabulary: st.SearchStrategy[Any]) -> Any:
 
 _products: dict[str, tuple[st.SearchStrategy[tuple[Any, ...]], ...]] = {}
 UNIFORM_UP_TO = 1000
-"""Hypothesis draws an index below about a thousand uniformly, and skews larger ranges towards
-their low end (an entry of a big product would then mostly be its tables' first entries)."""
+"""Hypothesis skews an index range towards its low end: hardly below about 300 entries, some below
+a thousand (Hypothesis 6.170: the top tenth of a thousand is drawn a quarter as often as the
+bottom), much beyond (an entry of a big product would then mostly be its tables' first entries)."""
+JOINT_SIZE = 256
+"""The entries of a ``_joint`` table: an index below this is drawn uniformly (the joint weights
+are exact only if it is)."""
 
 
 def _product(*tables: Sequence[Any]) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
@@ -102,6 +109,83 @@ def _take(draw: st.DrawFn, groups: tuple[st.SearchStrategy[tuple[Any, ...]], ...
     return out
 
 
+def _joint(
+    *tables: Sequence[Any], relevant: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """One entry of each table (an entry repeated in a table is that much likelier) in ONE choice,
+    however many tables: a ``sampled_from`` over ``JOINT_SIZE`` entries that approximates their
+    joint distribution, each combination repeated in proportion to its probability (a
+    combination rarer than one in ``JOINT_SIZE`` may be gone; ``_product`` keeps every one, in
+    more choices). ``relevant`` maps a combination to what matters of it (a field that does not
+    matter there set to its table's first entry), so one that does not matter takes no room.
+    The simplest combinations (fewest entries off their table's first) come first, where an
+    index shrinks; the last entry is another copy of the likeliest, since Hypothesis draws a
+    range's ends more often than its inside. Built once per set of tables."""
+    key = ("joint", repr(tables), relevant)
+    found = _joints.get(key)
+    if found is None:
+        found = _joints[key] = st.sampled_from(_joint_table(tables, relevant))
+    return found
+
+
+_joints: dict[Any, st.SearchStrategy[tuple[Any, ...]]] = {}
+
+
+def _joint_table(
+    tables: Sequence[Sequence[Any]], relevant: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
+) -> tuple[tuple[Any, ...], ...]:
+    weighted = []
+    for table in tables:
+        counts: dict[str, list[Any]] = {}  # by repr: entries may be unhashable, and False is not 0
+        for entry in table:
+            counts.setdefault(repr(entry), [entry, 0])[1] += 1
+        weighted.append([(entry, n / len(table)) for entry, n in counts.values()])
+    mass: dict[str, list[Any]] = {}
+    for combination in itertools.product(*weighted):
+        values = tuple(v for v, _ in combination)
+        if relevant is not None:
+            values = relevant(values)
+        p = 1.0
+        for _, w in combination:
+            p *= w
+        mass.setdefault(repr(values), [values, 0.0])[1] += p
+    firsts = tuple(table[0] for table in tables)
+    plain = [repr(v) for v in (relevant(firsts) if relevant is not None else firsts)]
+    ordered = sorted(mass.values(), key=lambda m: sum(repr(v) != f for v, f in zip(m[0], plain, strict=True)))
+    # systematic sampling: entry i is the combination whose cumulative probability crosses
+    # (i + 1/2) / JOINT_SIZE, so every run of neighbouring combinations keeps its share within one
+    # entry (a table's rare value spread over many rare combinations is not rounded away)
+    total, cumulative, counts_of = sum(p for _, p in ordered), 0.0, []
+    for _, p in ordered:
+        before = int(cumulative / total * JOINT_SIZE + 0.5)
+        cumulative += p
+        counts_of.append(int(cumulative / total * JOINT_SIZE + 0.5) - before)
+    table = [m[0] for m, n in zip(ordered, counts_of, strict=True) for _ in range(n)]
+    likeliest = ordered[max(range(len(ordered)), key=lambda i: counts_of[i])][0]
+    del table[max(i for i, entry in enumerate(table) if entry is likeliest)]
+    return (*table, likeliest)
+
+
+@functools.cache
+def _sizes(low: int, high: int, more: float, empty: float = 0.0) -> st.SearchStrategy[tuple[int]]:
+    """How many elements a list has, in one choice instead of one per element (a list's "one
+    more?" booleans): ``low`` to ``high``, each size ``more`` times as likely as the one before
+    (as ``st.lists`` draws them); with ``empty``, that share of draws is 0 instead. The smallest
+    size comes first, where shrinking goes (``harness.regressions.minimize`` then deletes any
+    element in the middle that a failure does not need)."""
+    weights = {n: more ** (n - low) for n in range(low, high + 1)}
+    scale = 1000 / sum(weights.values())
+    table = [n for n, w in weights.items() for _ in range(max(1, round(w * scale * (1 - empty))))]
+    return _joint((0,) * round(1000 * empty) + tuple(table) if empty else tuple(table))
+
+
+def _draw_list(draw: st.DrawFn, sizes: st.SearchStrategy[tuple[int]], element: st.SearchStrategy[Any]) -> list[Any]:
+    """A list inside a composite: its size (``_sizes``), then its elements, and no span of its own
+    (Hypothesis' cost is per draw too)."""
+    (count,) = draw(sizes)
+    return [draw(element) for _ in range(count)]
+
+
 def _one_in_table(n: int) -> tuple[bool, ...]:
     """A table for ``_product`` that is True once in ``n`` (0: never). The True entry sits in the
     middle: Hypothesis favours the ends of a range, and shrinks towards its start, i.e. to False."""
@@ -117,14 +201,19 @@ _messages = _word_or_any(_message_words)
 
 
 _JSON_RESULTS = (None, 0, 42, -3, 100, True, [], {}, [1, "two", None], {"a": {"b": [1, 2]}}, 1.5)
-_return_values = _pick(  # one choice; now and then any JSON value (a Hypothesis recursive value)
-    st.sampled_from((0,) * 24 + (1,)), (st.sampled_from((*_WORDS, *_JSON_RESULTS, *_ODD)), _json)
-)
+_RETURN_VALUES = (*_WORDS, *_JSON_RESULTS, *_ODD)
+_return_values = st.sampled_from((*_RETURN_VALUES[:14], _ANY, *_RETURN_VALUES[14:]))
+"""One choice; now and then (``_ANY``, drawn with ``_value``) any JSON value, a Hypothesis recursive value."""
+
+
+def _value(draw: st.DrawFn) -> Any:
+    picked = draw(_return_values)
+    return draw(_json) if picked is _ANY else picked
+
+
 _error_texts = _word_or_any(_error_words)
 _DETAILS = (None, None, None, None, None, None, {"status": 200}, {"status": 404}, {"status": 503})
 _UPDATES = ((),) * 18 + (("ok",), (0,), (50,), ("ok", 100), ("wait", "done"), (1, 2))  # mostly none
-
-
 
 
 def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
@@ -147,12 +236,13 @@ def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
     return tuple(found)
 
 
-_tool_schemas = st.sampled_from(_schema_vocabulary())
+_SCHEMA_VOCABULARY = _schema_vocabulary()
+_tool_schemas = st.sampled_from(_SCHEMA_VOCABULARY)
+_VOCABULARY_KEYS = {id(schema): (schema, _key(schema)) for schema in _SCHEMA_VOCABULARY}
 
 
 _IDS = (None, None, None, None, DUPLICATE_ID)
 _ids = st.sampled_from(_IDS)
-_not_json = st.sampled_from(NOT_JSON)
 
 
 def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
@@ -211,14 +301,23 @@ def _call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
 
 
 def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
-    # One choice picks the tool, the form of its arguments (valid, broken, not JSON) or an
-    # unknown name, and the call's id; one more its arguments. Mostly menu tools. The first
-    # pick, valid arguments for the first tool, is where shrinking goes.
+    # One choice (``_joint``) picks the tool, the form of its arguments (valid, broken, not JSON,
+    # with the text that is not JSON) or an unknown name, and the call's id; one more its
+    # arguments. Mostly menu tools. The first pick, valid arguments for the first tool, is where
+    # shrinking goes. Tools are named by index (an unknown name too: 0 is UNKNOWN_TOOL, i the
+    # i-th tool's name in capitals), so menus of as many tools share one table.
     known = tuple((index, form) for index in range(len(tools)) for form in _CALL_FORMS)
-    unknown = tuple(("unknown", name) for name in (UNKNOWN_TOOL, *(t.name.upper() for t in tools)))
+    unknown = tuple(("unknown", which) for which in range(len(tools) + 1))
     weighted = known * 3 * len(unknown) + unknown * len(known) if known else unknown
-    picks = st.sampled_from(tuple((*pick, id) for pick in weighted for id in _IDS))
-    return picks, tuple(_argument_forms(t) for t in tools)
+    picks = _joint(weighted, _IDS, NOT_JSON, relevant=_what_a_call_uses)
+    return picks, tuple(
+        _memoized(("argument forms", t.name, _schema_key(t.parameters)), lambda t=t: _argument_forms(t)) for t in tools
+    )
+
+
+def _what_a_call_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+    (index, form), id, raw = drawn
+    return index, form, id, raw if form == "raw" else NOT_JSON[0]
 
 
 def _argument_forms(tool: ToolDef) -> tuple[Any, ...]:
@@ -242,12 +341,12 @@ def _call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
 
 
 def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
-    index, form, id = draw(picks)
+    index, form, id, raw = draw(picks)
     if index == "unknown":
-        return Call(form, id=id)
+        return Call(forms[form - 1][0].upper() if form else UNKNOWN_TOOL, id=id)
     name, names, valid, invalid, *anything = forms[index]
     if form == "raw":
-        return Call(name, raw=draw(_not_json), id=id)
+        return Call(name, raw=raw, id=id)
     if names is None:  # a schema outside the vocabulary: Hypothesis' own strategies
         return Call(name, args=draw(valid if form == "valid" else invalid), id=id)
     drawn = _take(draw, valid if form == "valid" else invalid)
@@ -265,7 +364,6 @@ def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
 
 
 _STOPS = ("stop", "stop", "stop", "length")
-_partial = st.sampled_from(("nothing", "text", "calls"))
 _CALL_COUNTS = (1, 1, 1, 2, 2, 3)
 _MAYBE_WORDS = (None,) * len(_WORDS) + _WORDS
 _maybe_word = st.sampled_from(_MAYBE_WORDS)
@@ -294,3 +392,57 @@ _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
 _prompt_picks = st.sampled_from(
     (*((m,) for m in _message_words.elements[:-1]), ("stop", "thanks"), ("ok", "hmm"), _ANY)
 )
+
+
+# The parts of what a draw means that ``harness.strategies`` hands to ``_joint`` (``relevant``)
+# and its menus of names.
+
+
+def _what_matters(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+    kind, updates, details, base, unprintable = drawn
+    if kind != "raise":
+        base = unprintable = False
+    return kind, updates, details if kind in ("return", "error") else None, base, unprintable and not base
+
+
+def _what_nests(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+    return drawn if not drawn[0] else (*drawn[:4], (), drawn[5])
+
+
+def _menus(low: int, high: int) -> st.SearchStrategy[tuple[tuple[str, ...]]]:
+    """The names of a menu in one choice: every size from ``low`` to ``high`` alike, each
+    ordering of distinct names of a size alike; the empty (or shortest) menu first."""
+    high = min(high, len(TOOL_NAMES))
+    if low > high:
+        return st.nothing()
+    return _memoized(
+        ("menus of names", low, high),
+        lambda: _joint(
+            tuple(
+                names
+                for size in range(low, high + 1)
+                for names in itertools.permutations(TOOL_NAMES, size)
+                for _ in range(math.perm(len(TOOL_NAMES), high) // math.perm(len(TOOL_NAMES), size))
+            )
+        ),
+    )
+
+
+_PARTIALS = ("nothing", "text", "calls")
+
+
+def _what_a_turn_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+    (kind, cancel), stop, text, count, partial = drawn
+    if kind == "calls":
+        return (kind, cancel), stop, text, count, "nothing"
+    if kind == "text":
+        return (kind, cancel), "stop", text, 1, "nothing"
+    if kind == "empty":
+        return (kind, cancel), stop, None, 1, "nothing"
+    if kind in ("error", "aborted"):
+        return (kind, cancel), "stop", None, 1, "nothing"
+    return (kind, cancel), "stop", text if partial != "nothing" else None, count if partial == "calls" else 1, partial
+
+
+def _no_how(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+    return drawn if drawn[0] is not None else (None, *drawn[1:3], 0, *drawn[4:])
