@@ -262,7 +262,7 @@ def _one_line(exc: Exception) -> str:
     "--examples", "-n", default=200, show_default=True, type=click.IntRange(min=1), help="Scenarios to generate."
 )
 @click.option(
-    "--seed", type=click.IntRange(min=0), default=None, help="Another campaign (printed at the start) [default: 20]."
+    "--seed", type=click.IntRange(min=0), default=None, help="Another campaign (printed at the start) [default: 21]."
 )
 @click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
 @click.option(
