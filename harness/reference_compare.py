@@ -149,7 +149,12 @@ def _compare_events(expected: list[tuple[Any, ...]], events: list[Any], same: _M
             i += 1
             continue
         got = actual[j] if j < len(actual) else None
-        if want is not None and got is not None and want[0] == got[0] and same(want[1:], got[1:]):
+        if (
+            want is not None
+            and got is not None
+            and want[0] == got[0]
+            and ((len(want) == 1 and len(got) == 1) or same(want[1:], got[1:]))  # most are message_update
+        ):
             i += 1
             j += 1
             continue
