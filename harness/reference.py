@@ -308,19 +308,8 @@ class _Run:
 
     # -- the model ------------------------------------------------------------------------------
     def ask_model(self) -> AssistantMessage:
-        self.requests.append(
-            {
-                "model": self.model,
-                "system_prompt": self.system_prompt,
-                "messages": tuple(self.history),
-                "tools": tuple((t.name, t.description, dict(t.parameters)) for t in self.menu),
-                "tool_choice": self.tool_choice,
-                "parallel_tool_calls": self.parallel_tool_calls,
-                "max_tokens": None,  # the loop sets no generation limits of its own
-                "temperature": None,
-                "extra": {},
-            }
-        )
+        # Only the top level's requests are captured (and compared); a nested run's are counted.
+        self.requests.append(self.request() if self.top else {})
         number = len(self.requests)
         reported_model = self.model or "scripted"
         updates = 0
@@ -393,6 +382,20 @@ class _Run:
         self.history.append(reply)
         self.new_messages.append(reply)
         return reply
+
+    def request(self) -> dict[str, Any]:
+        """What the next model request must carry, as ``reference_compare`` reads a real one."""
+        return {
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "messages": tuple(self.history),
+            "tools": tuple((t.name, t.description, dict(t.parameters)) for t in self.menu),
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "max_tokens": None,  # the loop sets no generation limits of its own
+            "temperature": None,
+            "extra": {},
+        }
 
     def stream_content(self, scripted: ModelTurn) -> tuple[tuple[Any, ...], int]:
         """The reply's blocks, and how many ``message_update`` events streaming them gives."""

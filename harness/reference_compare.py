@@ -72,11 +72,12 @@ class _Matcher:
 
     def __call__(self, expected: Any, actual: Any) -> bool:
         if isinstance(expected, (tuple, list)):
-            return (
-                isinstance(actual, (tuple, list))
-                and len(expected) == len(actual)
-                and all(self(e, a) for e, a in zip(expected, actual, strict=True))
-            )
+            if not isinstance(actual, (tuple, list)) or len(expected) != len(actual):
+                return False
+            for e, a in zip(expected, actual, strict=True):  # a loop, not all(<generator>): this is the hot path
+                if not self(e, a):
+                    return False
+            return True
         if not isinstance(expected, BaseModel):
             return bool(expected == actual)
         key = (id(expected), id(actual))

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.event_loop import run_coroutine
 from harness.leaving import Left
 from harness.scenario import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.script import ScriptedProvider, Turn
@@ -256,24 +257,6 @@ class _Schedule:
         messages = list(self.plan.get(self.polls, ()))
         shape = self.shapes.get(self.polls)
         return messages if shape is None or not messages else _steering_item(shape, messages)
-
-
-def run_coroutine(coroutine: Any) -> Any:
-    """``asyncio.run`` without its SIGINT handler, whose set-up reprs the whole task on every call
-    (milliseconds for a long run); leftover tasks are cancelled the same way."""
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(coroutine)
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
 
 
 _depth: contextvars.ContextVar[int] = contextvars.ContextVar("harness_scenario_depth", default=0)
