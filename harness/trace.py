@@ -233,7 +233,6 @@ class RunView:
     requests: list[ModelRequest | None] = field(default_factory=list)
     batch_cache: tuple[Any, list[Batch]] | None = field(default=None, init=False, repr=False, compare=False)
     """``batches(self)`` and what it was computed from (see there)."""
-    committed_cache: tuple[int, list[Message]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def is_root(self) -> bool:
@@ -248,13 +247,8 @@ class RunView:
 
     @property
     def committed(self) -> list[Message]:
-        """The messages this run committed, in order: the ``message`` of each ``message_end``
-        (kept while the events stay the same: the invariants ask for it over and over)."""
-        cached = self.committed_cache
-        if cached is None or cached[0] != len(self.events):
-            messages = [e.message for e in self.events if e.type == "message_end"]
-            cached = self.committed_cache = (len(self.events), messages)
-        return cached[1]
+        """The messages this run committed, in order: the ``message`` of each ``message_end``."""
+        return [e.message for e in self.events if e.type == "message_end"]
 
     def menu(self, batch: Batch) -> tuple[Any, ...] | None:
         """The tools a model call was offered: its request's, else the run's first captured one;
