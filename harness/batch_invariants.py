@@ -110,14 +110,16 @@ class _Shown:
         return f"\n{show_batch(self.batch)}"
 
 
-def _classify(runs: list[RunView]) -> list[_Call]:
-    """Every answered call of ``runs``, classified; kept for the runs last asked about (the three
-    invariants here ask for the same runs, ``run_views`` gives them the same list), since
-    classifying validates arguments against their schemas. Nobody changes a ``_Call``."""
+def _classify(runs: list[RunView]) -> tuple[list[_Call], Counter[tuple[str, str]]]:
+    """Every answered call of ``runs``, classified, and what the ledger may show (``_may_have_run``);
+    kept for the runs last asked about (the three invariants here ask for the same runs,
+    ``run_views`` gives them the same list), since classifying validates arguments against their
+    schemas. Nobody changes a ``_Call`` or the count."""
     if _last_calls[0] is not runs:
-        _last_calls[:] = [runs, _classified(runs)]
-    calls: list[_Call] = _last_calls[1]
-    return calls
+        calls = _classified(runs)
+        _last_calls[:] = [runs, (calls, _may_have_run(calls, runs))]
+    classified: tuple[list[_Call], Counter[tuple[str, str]]] = _last_calls[1]
+    return classified
 
 
 def _classified(runs: list[RunView]) -> list[_Call]:
@@ -152,9 +154,8 @@ def error_feedback(trace: Trace) -> None:
     """
     name = "error_feedback"
     runs = run_views(trace)
-    calls = _classify(runs)
+    calls, executed = _classify(runs)
     ledger = trace.ledger_by_call()
-    executed = _may_have_run(calls, runs)
     skipped_keys = {c.key for c in calls if c.kind == "skipped"}
     consumed: Counter[tuple[str, str]] = Counter()
     kinds = [item.kind for item in calls]  # as judged here (the classification itself is shared)
@@ -303,9 +304,8 @@ def skip_semantics(trace: Trace) -> None:
     """
     name = "skip_semantics"
     runs = run_views(trace)
-    calls = _classify(runs)
+    _, executed = _classify(runs)  # the calls that may have run
     ledger = trace.ledger_by_call()
-    executed = _may_have_run(calls, runs)
     for run in runs:
         for batch in batches(run):
             if batch.message.stop_reason in ("error", "aborted"):
@@ -384,9 +384,8 @@ def cancel_semantics(trace: Trace) -> None:
     """
     name = "cancel_semantics"
     runs = run_views(trace)
-    calls = _classify(runs)
+    _, executed = _classify(runs)  # the calls that may have run
     ledger = trace.ledger_by_call()
-    executed = _may_have_run(calls, runs)
     for run in runs:
         run_batches = batches(run)
         for k, batch in enumerate(run_batches):
