@@ -38,16 +38,20 @@ from harness.trace import (
 from harness.trace import run_views as _split_views
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec
 
-_last_views: list[Any] = [None, None, None]
+# The last trace asked about and its views, and the last views and their classified calls: each
+# one tuple, replaced whole, so a thread never reads one trace's key with another's value.
+_last_views: list[Any] = [None]
+_last_calls: list[Any] = [None]
 
 
 def run_views(trace: Trace) -> list[RunView]:
     """``harness.trace.run_views``, kept for the trace last asked about: the invariants each ask
     for the same trace's runs, and splitting them is a tenth of checking a run."""
     key = (len(trace.events), len(trace.requests))
-    if _last_views[0] is not trace or _last_views[1] != key:
-        _last_views[:] = [trace, key, _split_views(trace)]
-    views: list[RunView] = _last_views[2]
+    last = _last_views[0]
+    if last is None or last[0] is not trace or last[1] != key:
+        last = _last_views[0] = (trace, key, _split_views(trace))
+    views: list[RunView] = last[2]
     return views
 
 
@@ -94,9 +98,6 @@ class _Call:
         return (self.call.id, self.call.name)
 
 
-_last_calls: list[Any] = [None, None]
-
-
 class _Shown:
     """A batch as a failure message shows it (on a line of its own), rendered only when a message
     is built: nearly every check passes, and rendering each batch up front cost a tenth of one."""
@@ -115,10 +116,11 @@ def _classify(runs: list[RunView]) -> tuple[list[_Call], Counter[tuple[str, str]
     kept for the runs last asked about (the three invariants here ask for the same runs,
     ``run_views`` gives them the same list), since classifying validates arguments against their
     schemas. Nobody changes a ``_Call`` or the count."""
-    if _last_calls[0] is not runs:
+    last = _last_calls[0]
+    if last is None or last[0] is not runs:
         calls = _classified(runs)
-        _last_calls[:] = [runs, (calls, _may_have_run(calls, runs))]
-    classified: tuple[list[_Call], Counter[tuple[str, str]]] = _last_calls[1]
+        last = _last_calls[0] = (runs, (calls, _may_have_run(calls, runs)))
+    classified: tuple[list[_Call], Counter[tuple[str, str]]] = last[1]
     return classified
 
 
