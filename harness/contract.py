@@ -199,9 +199,13 @@ def schema_errors(schema: Any, arguments: Any) -> list[str] | None:
     """Validation errors of ``arguments`` against ``schema``; ``None`` when the schema is unusable.
 
     The oracle's own judgement (jsonschema), not the loop's validator, so the two can disagree.
-    Remembered per schema and arguments (a campaign validates the same few thousand pairs over
-    and over, and validating is most of what judging a call costs); the answer is a new list."""
-    key = _schema_key(schema), _value_key(arguments)
+    Remembered per schema and arguments: a campaign validates the same pairs again and again (the
+    default one 431 times, 82 pairs), and validating is most of what judging a call costs. The
+    answer is a new list each time."""
+    try:
+        key = _schema_key(schema), _value_key(arguments)
+    except RecursionError:  # nested deeper than a key can be built: judged afresh
+        key = ("", None)
     if key[1] is not None:
         known = _judged.get(key, _UNKNOWN)
         if known is not _UNKNOWN:

@@ -64,7 +64,8 @@ class ToolEscaped(ToolKilled):
 
 
 def run(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
-    """Run ``scenario`` in a fresh event loop; from async code use ``await arun(scenario)``."""
+    """Run ``scenario`` in an event loop as good as new (``harness.event_loop``); from async code
+    use ``await arun(scenario)``."""
     return run_coroutine(arun(scenario, loop, timeout=timeout))
 
 

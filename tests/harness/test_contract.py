@@ -48,3 +48,10 @@ def test_an_unusable_schema_stays_unusable_and_odd_values_are_still_judged() -> 
     assert schema_errors({"type": "no such type"}, {}) is None
     odd = {"n": {1, 2}}  # not a JSON value: judged afresh every time
     assert schema_errors(NUMBER_AT_LEAST_ONE, odd) == schema_errors(NUMBER_AT_LEAST_ONE, odd) != []
+
+
+def test_arguments_nested_too_deep_for_a_key_are_still_judged() -> None:
+    deep: Any = 1
+    for _ in range(5000):
+        deep = [deep]
+    assert schema_errors({"type": "array", "minItems": 1}, deep) == []
