@@ -38,16 +38,20 @@ from harness.trace import (
 from harness.trace import run_views as _split_views
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec
 
-_last_views: list[Any] = [None, None, None]
+# The last trace asked about and its views, and the last views and their classified calls: each
+# one tuple, replaced whole, so a thread never reads one trace's key with another's value.
+_last_views: list[Any] = [None]
+_last_calls: list[Any] = [None]
 
 
 def run_views(trace: Trace) -> list[RunView]:
     """``harness.trace.run_views``, kept for the trace last asked about: the invariants each ask
     for the same trace's runs, and splitting them is a tenth of checking a run."""
     key = (len(trace.events), len(trace.requests))
-    if _last_views[0] is not trace or _last_views[1] != key:
-        _last_views[:] = [trace, key, _split_views(trace)]
-    views: list[RunView] = _last_views[2]
+    last = _last_views[0]
+    if last is None or last[0] is not trace or last[1] != key:
+        last = _last_views[0] = (trace, key, _split_views(trace))
+    views: list[RunView] = last[2]
     return views
 
 
@@ -78,7 +82,7 @@ _fail = InvariantViolation
 # -- error feedback and the ledger --------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Call:
     """A call and its result, classified by what the loop must have done with it."""
 
@@ -94,7 +98,33 @@ class _Call:
         return (self.call.id, self.call.name)
 
 
-def _classify(runs: list[RunView]) -> list[_Call]:
+class _Shown:
+    """A batch as a failure message shows it (on a line of its own), rendered only when a message
+    is built: nearly every check passes, and rendering each batch up front cost a tenth of one."""
+
+    __slots__ = ("batch",)
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def __str__(self) -> str:
+        return f"\n{show_batch(self.batch)}"
+
+
+def _classify(runs: list[RunView]) -> tuple[list[_Call], Counter[tuple[str, str]]]:
+    """Every answered call of ``runs``, classified, and what the ledger may show (``_may_have_run``);
+    kept for the runs last asked about (the three invariants here ask for the same runs,
+    ``run_views`` gives them the same list), since classifying validates arguments against their
+    schemas. Nobody changes a ``_Call`` or the count."""
+    last = _last_calls[0]
+    if last is None or last[0] is not runs:
+        calls = _classified(runs)
+        last = _last_calls[0] = (runs, (calls, _may_have_run(calls, runs)))
+    classified: tuple[list[_Call], Counter[tuple[str, str]]] = last[1]
+    return classified
+
+
+def _classified(runs: list[RunView]) -> list[_Call]:
     out = []
     for run in runs:
         for batch in batches(run):
@@ -126,24 +156,23 @@ def error_feedback(trace: Trace) -> None:
     """
     name = "error_feedback"
     runs = run_views(trace)
-    calls = _classify(runs)
+    calls, executed = _classify(runs)
     ledger = trace.ledger_by_call()
-    executed = _may_have_run(calls, runs)
     skipped_keys = {c.key for c in calls if c.kind == "skipped"}
     consumed: Counter[tuple[str, str]] = Counter()
-    for item in calls:
+    kinds = [item.kind for item in calls]  # as judged here (the classification itself is shared)
+    for number, item in enumerate(calls):
         if item.kind in ("skipped", "unchecked"):
             continue
         call, result = item.call, item.result
         where = f"call {call.name}#{call.id} (model call {item.batch.number}{item.run.where()})"
-        shown = f"\n{show_batch(item.batch)}"
-        if item.kind == "invalid_args" and _ledger_shows_valid_run(trace, item):
-            item.kind = "executed"  # the loop's coercion made the arguments valid and the tool ran
-        if item.kind != "executed" and not result.is_error:
-            raise _fail(
-                name, f"{where} could not run ({item.kind.replace('_', ' ')}) but its result is not is_error{shown}"
-            )
-        if item.kind == "not_found":
+        shown = _Shown(item.batch)
+        kind = item.kind
+        if kind == "invalid_args" and _ledger_shows_valid_run(trace, item):
+            kind = kinds[number] = "executed"  # the loop's coercion made the arguments valid and the tool ran
+        if kind != "executed" and not result.is_error:
+            raise _fail(name, f"{where} could not run ({kind.replace('_', ' ')}) but its result is not is_error{shown}")
+        if kind == "not_found":
             names = [s.name for s in item.specs] if item.specs is not None else None
             expected = not_found_list_prefix(call.name)
             if not result.text.startswith(expected) or (
@@ -155,7 +184,7 @@ def error_feedback(trace: Trace) -> None:
                     f"{where} names a tool that is not on the menu; expected the result {expected + listed!r}, "
                     f"got {result.text!r}{shown}",
                 )
-        elif item.kind == "invalid_json":
+        elif kind == "invalid_json":
             expected = invalid_json_prefix(call.name) + " "
             if not result.text.startswith(expected) or (call.raw_arguments or "") not in result.text:
                 raise _fail(
@@ -163,7 +192,7 @@ def error_feedback(trace: Trace) -> None:
                     f"{where} sent argument text that is not a JSON object ({call.raw_arguments!r}); expected a "
                     f"result starting {expected!r} and quoting the text, got {result.text!r}{shown}",
                 )
-        elif item.kind == "invalid_args":
+        elif kind == "invalid_args":
             expected = validation_prefix(call.name) + "\n"
             if (
                 not result.text.startswith(expected)
@@ -183,7 +212,7 @@ def error_feedback(trace: Trace) -> None:
                 f"{where} has arguments {shorten(call.arguments, 100)} that satisfy the tool's schema, "
                 f"yet the result reports a validation failure: {result.text!r}{shown}",
             )
-        if item.kind == "executed" and trace.ledger is not None:
+        if kind == "executed" and trace.ledger is not None:
             entries = ledger.get(item.key, [])
             if consumed[item.key] < len(entries):
                 entry = entries[consumed[item.key]]
@@ -198,13 +227,13 @@ def error_feedback(trace: Trace) -> None:
         if result.is_error:
             _check_carried(name, where, item, shown)
     if trace.ledger is not None:
-        for item in calls:
-            if item.kind in ("not_found", "invalid_json", "invalid_args") and item.key not in skipped_keys:
+        for item, kind in zip(calls, kinds, strict=True):
+            if kind in ("not_found", "invalid_json", "invalid_args") and item.key not in skipped_keys:
                 ran = len(ledger.get(item.key, ()))
                 if ran > executed[item.key]:
                     raise _fail(
                         name,
-                        f"call {item.call.name}#{item.call.id} could not run ({item.kind.replace('_', ' ')}), "
+                        f"call {item.call.name}#{item.call.id} could not run ({kind.replace('_', ' ')}), "
                         f"but the ledger shows {ran} execution(s) for {executed[item.key]} valid call(s) "
                         f"with that id:\n{show_batch(item.batch)}",
                     )
@@ -236,7 +265,7 @@ def _ledger_shows_valid_run(trace: Trace, item: _Call) -> bool:
     )
 
 
-def _check_against_ledger(name: str, where: str, result: ToolResultMessage, entry: Any, shown: str) -> None:
+def _check_against_ledger(name: str, where: str, result: ToolResultMessage, entry: Any, shown: _Shown) -> None:
     if entry.outcome == "raised":
         if not result.is_error or result.text != entry.text:
             raise _fail(
@@ -252,7 +281,7 @@ def _check_against_ledger(name: str, where: str, result: ToolResultMessage, entr
         )
 
 
-def _check_carried(name: str, where: str, item: _Call, shown: str) -> None:
+def _check_carried(name: str, where: str, item: _Call, shown: _Shown) -> None:
     request = item.batch.next_request
     if request is None:
         return
@@ -277,15 +306,14 @@ def skip_semantics(trace: Trace) -> None:
     """
     name = "skip_semantics"
     runs = run_views(trace)
-    calls = _classify(runs)
+    _, executed = _classify(runs)  # the calls that may have run
     ledger = trace.ledger_by_call()
-    executed = _may_have_run(calls, runs)
     for run in runs:
         for batch in batches(run):
             if batch.message.stop_reason in ("error", "aborted"):
                 continue
             pairs = list(zip(batch.calls, batch.results, strict=False))
-            shown = f"\n{show_batch(batch)}"
+            shown = _Shown(batch)
             where = f"model call {batch.number}{run.where()}"
             for call, result in pairs:
                 if result.text not in (SKIPPED_STEERING, SKIPPED_CANCELLED) and looks_skipped(
@@ -358,9 +386,8 @@ def cancel_semantics(trace: Trace) -> None:
     """
     name = "cancel_semantics"
     runs = run_views(trace)
-    calls = _classify(runs)
+    _, executed = _classify(runs)  # the calls that may have run
     ledger = trace.ledger_by_call()
-    executed = _may_have_run(calls, runs)
     for run in runs:
         run_batches = batches(run)
         for k, batch in enumerate(run_batches):
@@ -370,7 +397,7 @@ def cancel_semantics(trace: Trace) -> None:
             skipped = [j for j, (_, result) in enumerate(pairs) if result.text == SKIPPED_CANCELLED]
             if not skipped:
                 continue
-            shown = f"\n{show_batch(batch)}"
+            shown = _Shown(batch)
             where = f"model call {batch.number}{run.where()}"
             for j in range(skipped[0], len(batch.calls)):
                 if j >= len(pairs) or pairs[j][1].text != SKIPPED_CANCELLED or not pairs[j][1].is_error:

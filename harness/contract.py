@@ -172,12 +172,16 @@ def call_kind(
 _validators: dict[str, Any] = {}
 
 
+def _schema_key(schema: Any) -> str:
+    try:
+        return json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(schema)
+
+
 def _validator(schema: Any) -> Any:
     """A checked validator for ``schema`` (cached: checking a schema costs more than using it)."""
-    try:
-        key = json.dumps(schema, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        key = repr(schema)
+    key = _schema_key(schema)
     if key not in _validators:
         try:
             cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -194,7 +198,27 @@ def _validator(schema: Any) -> Any:
 def schema_errors(schema: Any, arguments: Any) -> list[str] | None:
     """Validation errors of ``arguments`` against ``schema``; ``None`` when the schema is unusable.
 
-    The oracle's own judgement (jsonschema), not the loop's validator, so the two can disagree."""
+    The oracle's own judgement (jsonschema), not the loop's validator, so the two can disagree.
+    Remembered per schema and arguments: a campaign validates the same pairs again and again (the
+    default one 431 times, 82 pairs), and validating is most of what judging a call costs. The
+    answer is a new list each time."""
+    try:
+        key = _schema_key(schema), _value_key(arguments)
+    except RecursionError:  # nested deeper than a key can be built: judged afresh
+        key = ("", None)
+    if key[1] is not None:
+        known = _judged.get(key, _UNKNOWN)
+        if known is not _UNKNOWN:
+            return None if known is None else list(known)
+    errors = _errors(schema, arguments)
+    if key[1] is not None:
+        if len(_judged) >= 4096:
+            _judged.clear()
+        _judged[key] = None if errors is None else tuple(errors)
+    return errors
+
+
+def _errors(schema: Any, arguments: Any) -> list[str] | None:
     validator = _validator(schema)
     if validator is None:
         return None
@@ -202,6 +226,28 @@ def schema_errors(schema: Any, arguments: Any) -> list[str] | None:
         return [error.message for error in validator.iter_errors(arguments)]
     except Exception:
         return None
+
+
+_UNKNOWN = object()
+_judged: dict[tuple[str, Any], tuple[str, ...] | None] = {}
+
+
+def _value_key(value: Any) -> Any:
+    """``value`` as a hashable key that tells apart every two values jsonschema may judge apart
+    (each item keeps its type: ``1``, ``1.0``, ``True`` and ``"1"`` differ, so do lists and
+    tuples); ``None`` for a value of any other type, which is then judged afresh."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return (kind, value)
+    if kind is float:
+        return (kind, repr(value))  # -0.0 == 0.0, yet a message shows which it was
+    if kind is list or kind is tuple:
+        items = tuple(_value_key(item) for item in value)
+        return None if None in items else (kind, items)
+    if kind is dict:
+        pairs = tuple((_value_key(k), _value_key(v)) for k, v in value.items())
+        return None if any(k is None or v is None for k, v in pairs) else (kind, pairs)
+    return None
 
 
 def _declared_types(schema: Any) -> set[str]:

@@ -329,20 +329,19 @@ def end_reason_consistent(trace: Trace) -> None:
         last = committed[indices[-1]]
         after = committed[indices[-1] + 1 :]
         has_calls = bool(last.tool_calls)  # type: ignore[union-attr]
-        shown = f"\n  last model call: {render_message(last)}\n  committed after it:\n{show_messages(after)}"
         if end.reason == "stop":
             if has_calls or after:
                 raise _fail(
                     name,
                     f"the run{where} ended 'stop', but its last model call left work (tool calls, or messages "
-                    f"committed after it, would make the loop call the model again){shown}",
+                    f"committed after it, would make the loop call the model again){_last_call(last, after)}",
                 )
         else:
             if not has_calls and not any(m.role != "toolResult" for m in after):
                 raise _fail(
                     name,
                     f"the run{where} ended 'max_iterations', but its last model call left no work: a reply "
-                    f"without tool calls and no queued message is a 'stop'{shown}",
+                    f"without tool calls and no queued message is a 'stop'{_last_call(last, after)}",
                 )
             if run.is_root:
                 cap = effective_cap(trace.max_iterations)
@@ -352,6 +351,12 @@ def end_reason_consistent(trace: Trace) -> None:
                         f"the run ended 'max_iterations' after {len(indices)} model request(s), but the cap is "
                         f"min({HARD_CAP}, max(1, max_iterations={trace.max_iterations})) = {cap}",
                     )
+
+
+def _last_call(last: Message, after: Sequence[Message]) -> str:
+    """A run's last model call and what was committed after it, for a failure message (rendered
+    only then: nearly every check passes)."""
+    return f"\n  last model call: {render_message(last)}\n  committed after it:\n{show_messages(after)}"
 
 
 def consumer_left(trace: Trace) -> None:

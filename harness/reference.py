@@ -126,6 +126,15 @@ class _World:
         self.stamps: dict[tuple[str, str], list[int]] = {}  # per (call id, tool name): ids may repeat
         self.results: dict[tuple[str, str], int] = {}  # top-level results committed so far, per the same key
         self.planned_runs = 0  # top-level executions of planned tools so far (a leave point counts them)
+        self.texts: dict[int, tuple[Call, str]] = {}  # id -> (the call, kept alive; its argument text)
+
+    def arguments_text(self, call: Call) -> str:
+        """``call.arguments_text()``, made once per call of the script: a nested run replays the
+        same turns every time its tool runs, and each call's text is asked for twice."""
+        known = self.texts.get(id(call))
+        if known is None or known[0] is not call:
+            known = self.texts[id(call)] = (call, call.arguments_text())
+        return known[1]
 
     def leaves_at(self, point: str, number: int) -> bool:
         leave = self.scenario.leave
@@ -299,19 +308,8 @@ class _Run:
 
     # -- the model ------------------------------------------------------------------------------
     def ask_model(self) -> AssistantMessage:
-        self.requests.append(
-            {
-                "model": self.model,
-                "system_prompt": self.system_prompt,
-                "messages": tuple(self.history),
-                "tools": tuple((t.name, t.description, dict(t.parameters)) for t in self.menu),
-                "tool_choice": self.tool_choice,
-                "parallel_tool_calls": self.parallel_tool_calls,
-                "max_tokens": None,  # the loop sets no generation limits of its own
-                "temperature": None,
-                "extra": {},
-            }
-        )
+        # Only the top level's requests are captured (and compared); a nested run's are counted.
+        self.requests.append(self.request() if self.top else {})
         number = len(self.requests)
         reported_model = self.model or "scripted"
         updates = 0
@@ -385,6 +383,20 @@ class _Run:
         self.new_messages.append(reply)
         return reply
 
+    def request(self) -> dict[str, Any]:
+        """What the next model request must carry, as ``reference_compare`` reads a real one."""
+        return {
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "messages": tuple(self.history),
+            "tools": tuple((t.name, t.description, dict(t.parameters)) for t in self.menu),
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "max_tokens": None,  # the loop sets no generation limits of its own
+            "temperature": None,
+            "extra": {},
+        }
+
     def stream_content(self, scripted: ModelTurn) -> tuple[tuple[Any, ...], int]:
         """The reply's blocks, and how many ``message_update`` events streaming them gives."""
         content: list[Any] = []
@@ -397,7 +409,7 @@ class _Run:
             updates += 2 + _chunks(scripted.text)
         for call in scripted.calls:
             content.append(self.tool_call(call))
-            updates += 2 + _chunks(call.arguments_text())
+            updates += 2 + _chunks(self.world.arguments_text(call))
         return tuple(content), updates
 
     def tool_call(self, call: Call) -> ToolCall:
@@ -405,7 +417,7 @@ class _Run:
         if call_id is None:
             self.generated_ids += 1
             call_id = f"call_{self.generated_ids}"
-        arguments, raw = parse_tool_arguments(call.arguments_text())
+        arguments, raw = parse_tool_arguments(self.world.arguments_text(call))
         return ToolCall(id=call_id, name=call.name, arguments=arguments, raw_arguments=raw)
 
     # -- the tools ------------------------------------------------------------------------------

@@ -72,11 +72,12 @@ class _Matcher:
 
     def __call__(self, expected: Any, actual: Any) -> bool:
         if isinstance(expected, (tuple, list)):
-            return (
-                isinstance(actual, (tuple, list))
-                and len(expected) == len(actual)
-                and all(self(e, a) for e, a in zip(expected, actual, strict=True))
-            )
+            if not isinstance(actual, (tuple, list)) or len(expected) != len(actual):
+                return False
+            for e, a in zip(expected, actual, strict=True):  # a loop, not all(<generator>): this is the hot path
+                if not self(e, a):
+                    return False
+            return True
         if not isinstance(expected, BaseModel):
             return bool(expected == actual)
         key = (id(expected), id(actual))
@@ -149,7 +150,12 @@ def _compare_events(expected: list[tuple[Any, ...]], events: list[Any], same: _M
             i += 1
             continue
         got = actual[j] if j < len(actual) else None
-        if want is not None and got is not None and want[0] == got[0] and same(want[1:], got[1:]):
+        if (
+            want is not None
+            and got is not None
+            and want[0] == got[0]
+            and ((len(want) == 1 and len(got) == 1) or same(want[1:], got[1:]))  # most are message_update
+        ):
             i += 1
             j += 1
             continue

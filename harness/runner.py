@@ -20,9 +20,10 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.event_loop import run_coroutine
 from harness.leaving import Left
 from harness.scenario import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, Scenario, ToolDef
-from harness.script import ScriptedProvider
+from harness.script import ScriptedProvider, Turn
 from harness.trace import Trace, TraceRecorder
 from openprogram import runtime
 from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run time, so they can be patched
@@ -63,7 +64,8 @@ class ToolEscaped(ToolKilled):
 
 
 def run(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
-    """Run ``scenario`` in a fresh event loop; from async code use ``await arun(scenario)``."""
+    """Run ``scenario`` in an event loop as good as new (``harness.event_loop``); from async code
+    use ``await arun(scenario)``."""
     return run_coroutine(arun(scenario, loop, timeout=timeout))
 
 
@@ -79,7 +81,7 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
     start, resume = _loops(loop)
     recorder = TraceRecorder()
     world = _World(scenario, recorder)
-    provider = ScenarioProvider(scenario.turns)
+    provider = ScenarioProvider(scenario.turns, world.scripted)
     provider.world = world if scenario.leave is not None else None  # holds its reply where the consumer leaves
     plain = [world.tools[t.name] for t in scenario.tools]
     # Planned tools write the ledger themselves (first-hand, as TraceRecorder's wrapper does);
@@ -258,24 +260,6 @@ class _Schedule:
         return messages if shape is None or not messages else _steering_item(shape, messages)
 
 
-def run_coroutine(coroutine: Any) -> Any:
-    """``asyncio.run`` without its SIGINT handler, whose set-up reprs the whole task on every call
-    (milliseconds for a long run); leftover tasks are cancelled the same way."""
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(coroutine)
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
-
-
 _depth: contextvars.ContextVar[int] = contextvars.ContextVar("harness_scenario_depth", default=0)
 _world: contextvars.ContextVar[_World | None] = contextvars.ContextVar("harness_scenario_world", default=None)
 _planned_tools: dict[tuple[str, str, str], AgentTool] = {}
@@ -358,6 +342,7 @@ class _World:
         self.clock = DeterministicClock(SCENARIO_START_MS)
         self.recorder = recorder
         self.executions: dict[str, int] = {}
+        self.scripted: dict[int, tuple[ModelTurn, Turn]] = {}  # the providers' turns, made once (_scripted)
         self.defs = {t.name: t for t in scenario.tools}
         self.tools: dict[str, AgentTool] = {
             t.name: (_real_tool(t) if t.is_real else _planned_tool(t)) for t in scenario.tools
@@ -473,7 +458,7 @@ class _World:
             raise RuntimeError(f"scenario nesting limit ({MAX_NESTING}) reached")
         kwargs: dict[str, Any] = dict(
             tools=None if nested.tools is None else [self.tools[name] for name in nested.tools],
-            provider=ScenarioProvider(nested.turns),
+            provider=ScenarioProvider(nested.turns, self.scripted),
             max_iterations=nested.max_iterations,
             clock=self.clock,
             get_steering_messages=_Schedule(nested.steering).source(),
@@ -503,8 +488,8 @@ class ScenarioProvider(ScriptedProvider):
 
     estimate_usage = False  # a scenario's turns script no usage, and the reference model predicts none
 
-    def __init__(self, turns: Sequence[ModelTurn]) -> None:
-        super().__init__(*[t.scripted() for t in turns], strict=False)
+    def __init__(self, turns: Sequence[ModelTurn], scripted: dict[int, tuple[ModelTurn, Turn]] | None = None) -> None:
+        super().__init__(*[_scripted(t, scripted) for t in turns], strict=False)
         self._manual = {i: t for i, t in enumerate(turns) if t.kind != "reply" or t.cancel}
         self._open: int | None = None
         self._turns = tuple(turns)
@@ -562,6 +547,17 @@ class ScenarioProvider(ScriptedProvider):
         finally:
             self._open = None
             await events.aclose()
+
+
+def _scripted(turn: ModelTurn, made: dict[int, tuple[ModelTurn, Turn]] | None) -> Turn:
+    """``turn.scripted()``, made once per run when ``made`` (the run's) is given: a nested run's
+    provider is built each time its tool runs, from the same turns. A ``Turn`` is never changed."""
+    if made is None:
+        return turn.scripted()
+    known = made.get(id(turn))
+    if known is None or known[0] is not turn:
+        known = made[id(turn)] = (turn, turn.scripted())
+    return known[1]
 
 
 class _MalformedDone:
