@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
-from harness.event_loop import run_coroutine
 from harness.leaving import Left
 from harness.scenario import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.script import ScriptedProvider, Turn
@@ -64,8 +63,7 @@ class ToolEscaped(ToolKilled):
 
 
 def run(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
-    """Run ``scenario`` in an event loop as good as new (``harness.event_loop``); from async code
-    use ``await arun(scenario)``."""
+    """Run ``scenario`` in a fresh event loop; from async code use ``await arun(scenario)``."""
     return run_coroutine(arun(scenario, loop, timeout=timeout))
 
 
@@ -258,6 +256,26 @@ class _Schedule:
         messages = list(self.plan.get(self.polls, ()))
         shape = self.shapes.get(self.polls)
         return messages if shape is None or not messages else _steering_item(shape, messages)
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """``asyncio.run`` without its SIGINT handler, whose set-up reprs the whole task on every call
+    (milliseconds for a long run); leftover tasks are cancelled the same way. A new loop each run:
+    keeping one between runs saved no measurable time (within noise, issue 11) and would have to
+    prove, through asyncio's private state, that a run left nothing behind."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
 
 _depth: contextvars.ContextVar[int] = contextvars.ContextVar("harness_scenario_depth", default=0)
