@@ -334,6 +334,17 @@ class ToolDef:
             raise ScenarioError(
                 f"tool {self.name!r}: nested_turns go with a real (python) tool; a planned one uses exec"
             )
+        cancelled = [i for i, t in enumerate(self.nested_turns, start=1) if t.cancel]
+        if cancelled:
+            # The nested run shares the outer run's cancel_event, so the stop would end the outer
+            # run too, from inside a body the reference model cannot see: every run would be
+            # reported as a violation that is not the loop's.
+            raise ScenarioError(
+                f"tool {self.name!r}: nested_turns {', '.join(map(str, cancelled))} cancel(s) the reply "
+                "(cancel: true), which would stop the whole run from inside the tool's own code, where the "
+                "reference model cannot follow; cancel a top-level reply instead, or use a planned tool "
+                "with exec"
+            )
 
     @property
     def is_real(self) -> bool:

@@ -647,3 +647,27 @@ def test_nested_turns_go_with_real_tools_only() -> None:
 def test_the_schema_accepts_what_the_loader_accepts(text: str, printed_schema: jsonschema.Draft202012Validator) -> None:
     Scenario.from_yaml(text)
     assert [e.message for e in printed_schema.iter_errors(_as_an_editor_sees(text))] == []
+
+
+def test_a_cancelled_reply_in_a_python_tools_nested_turns_is_refused_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its stop would end the outer run from inside the tool's body, which the reference model
+    # cannot see: without the refusal every run of the file was reported as a loop violation.
+    (tmp_path / "nested_cancel_tools.py").write_text(
+        "from openprogram import agentic_function, runtime\n\n"
+        "@agentic_function\n"
+        "def summarize(topic: str) -> str:\n"
+        '    """Ask a model."""\n'
+        "    return runtime.exec(topic)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = (
+        "tools: [{name: summarize, python: 'nested_cancel_tools:summarize', "
+        "nested_turns: [{text: ok}, {text: s, cancel: true}]}]\n"
+        "turns: [{calls: [{name: summarize, args: {topic: cats}}]}, done]"
+    )
+    with pytest.raises(ScenarioError, match=r"tool 'summarize': nested_turns 2 cancel\(s\) the reply") as refused:
+        Scenario.from_yaml(text)
+    assert "cancel a top-level reply instead" in str(refused.value)
+    Scenario.from_yaml(text.replace(", cancel: true", ""))  # the same file without the cancel loads
