@@ -232,16 +232,18 @@ def test_a_schema_is_checked_once_however_many_tools_share_it(monkeypatch: Any) 
     from openprogram.tools import check_tool
 
     checked = _counting_checks(monkeypatch)
-    schema = {"type": "object", "properties": {"cache_probe_a": {"type": "integer"}}, "required": ["cache_probe_a"]}
-    reordered = {"required": ["cache_probe_a"], "properties": {"cache_probe_a": {"type": "integer"}}, "type": "object"}
+    # a "multipleOf" keeps them off the shortcut for plainly valid schemas, which needs no check at all
+    probe = {"type": "integer", "multipleOf": 3}
+    schema = {"type": "object", "properties": {"cache_probe_a": probe}, "required": ["cache_probe_a"]}
+    reordered = {"required": ["cache_probe_a"], "properties": {"cache_probe_a": probe}, "type": "object"}
     for parameters in (schema, dict(schema), reordered):
         check_tool(_tool(parameters))
     assert checked == [schema]
-    other = {"type": "object", "properties": {"cache_probe_a": {"type": "string"}}}
+    other = {"type": "object", "properties": {"cache_probe_a": {"type": "number", "multipleOf": 3}}}
     check_tool(_tool(other))
     assert checked == [schema, other]
-    call = ToolCall(id="c1", name="t", arguments={"cache_probe_a": "7"})
-    assert validate_tool_arguments(_tool(reordered), call) == {"cache_probe_a": 7}
+    call = ToolCall(id="c1", name="t", arguments={"cache_probe_a": "9"})
+    assert validate_tool_arguments(_tool(reordered), call) == {"cache_probe_a": 9}
 
 
 def test_an_invalid_schema_is_refused_every_time_naming_each_tool(monkeypatch: Any) -> None:
@@ -257,3 +259,74 @@ def test_an_invalid_schema_is_refused_every_time_naming_each_tool(monkeypatch: A
     for name in ("third", "fourth"):
         with pytest.raises(ValueError, match=f'tool "{name}" has a parameters schema whose \\$ref points nowhere'):
             check_tool(_tool(dangling, name))
+
+
+# Schemas a hurried author writes: the keywords of the fast path with values of every form,
+# right and wrong (a misspelt type, duplicates, an empty anyOf, a numeric description, NaN, ...).
+_ODD_VALUES = st.sampled_from(
+    ["string", "intger", "", "#/$defs/D", "#/$defs/a b", "https://x/y", 0, -1, 2, 2.5, True, None, float("nan"), []]
+)
+_TYPE_VALUES = st.one_of(
+    TYPES, st.lists(st.sampled_from(["string", "integer", "null", "strin"]), max_size=3), _ODD_VALUES
+)
+_KEYWORDS = st.sampled_from(
+    [
+        "type", "enum", "required", "properties", "$defs", "items", "additionalProperties", "anyOf", "title",
+        "description", "format", "default", "const", "minimum", "maxLength", "minItems", "$ref", "$schema", "pattern",
+    ]
+)  # fmt: skip
+
+
+def _keyword_value(name: str, children: Any) -> Any:
+    if name == "type":
+        return _TYPE_VALUES
+    if name in ("properties", "$defs"):
+        return st.one_of(st.dictionaries(NAMES, children, max_size=2), _ODD_VALUES)
+    if name in ("items", "additionalProperties"):
+        return st.one_of(children, st.booleans(), _ODD_VALUES)
+    if name == "anyOf":
+        return st.one_of(st.lists(children, max_size=2), _ODD_VALUES)
+    if name in ("enum", "required"):
+        return st.one_of(st.lists(st.sampled_from(["a", "b", 1, None]), max_size=3), _ODD_VALUES)
+    return _ODD_VALUES
+
+
+odd_schemas = st.recursive(
+    st.just({}),
+    lambda children: (
+        _KEYWORDS.flatmap(lambda name: st.tuples(st.just(name), _keyword_value(name, children))).map(
+            lambda pair: {pair[0]: pair[1]}
+        )
+        | st.builds(lambda a, b: {**a, **b}, children, children)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(schemas, odd_schemas))
+def test_the_schema_check_shortcut_accepts_only_what_the_metaschema_accepts(schema: dict[str, Any]) -> None:
+    # check_tool skips jsonschema's metaschema check (milliseconds a schema) for schemas the
+    # shortcut recognises as plainly valid: it must never wave through one jsonschema refuses.
+    from openprogram.tools import _plainly_valid
+
+    if _plainly_valid(schema, 0):
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_the_schemas_signatures_produce_take_the_schema_check_shortcut() -> None:
+    from openprogram.tools import _plainly_valid
+
+    def search(
+        query: str,
+        mode: Literal["fast", "deep"] = "fast",
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+        tags: list[str] | None = None,
+    ) -> str:
+        """Search."""
+        return query
+
+    schema = as_agent_tool(function(register=False)(search)).parameters
+    assert _plainly_valid(schema, 0), schema
+    for refused in ({"type": "intger"}, {"required": ["a", "a"]}, {"anyOf": []}, {"description": 5}):
+        assert not _plainly_valid(refused, 0), refused
