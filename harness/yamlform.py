@@ -27,7 +27,7 @@ class Form(BaseModel):
     the value; ``of`` (by convention) goes back, setting only the keys a readable file has, so
     ``model_dump(by_alias=True, exclude_unset=True)`` is that file's data."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, defer_build=True)
     shape: ClassVar[str] = "a mapping"
     """What this mapping looks like, said when something else stands in its place."""
     _value: Any = PrivateAttr(None)
