@@ -105,8 +105,11 @@ def arguments(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) 
     Keywords it does not know are ignored, so a value may occasionally not validate; that is fine:
     the reference model validates exactly like the loop, so an invalid value is just another case.
     """
+    text = _key(schema)
+    if "$ref" not in text:  # the root matters only to a reference: one strategy (validated once) for any
+        return _memoized(("arguments", text), lambda: _arguments(schema, schema if root is None else root))
     root = schema if root is None else root
-    return _memoized(("arguments", _key(schema), _key(root)), lambda: _arguments(schema, root))
+    return _memoized(("arguments", text, _key(root)), lambda: _arguments(schema, root))
 
 
 def _arguments(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStrategy[Any]:
