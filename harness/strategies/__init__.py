@@ -37,6 +37,7 @@ from harness.strategies.parts import (
     _CALL_COUNTS,
     _CONFIG_TABLES,
     _DETAILS,
+    _HOLE,
     _MAYBE_WORDS,
     _PARTIALS,
     _STOPS,
@@ -50,6 +51,7 @@ from harness.strategies.parts import (
     _error_texts,
     _error_words,
     _joint,
+    _joint_with,
     _maybe_word,
     _menu_key,
     _menus,
@@ -197,13 +199,18 @@ def nested_runs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[NestedRun]:
 def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
     planned = tuple(i for i, t in enumerate(tools) if not t.is_real)
     can_inherit = len(planned) == len(tools)
+    settings = _memoized(("nest settings", planned, can_inherit), lambda: _nest_settings(planned, can_inherit))
+    return _nested(tools, settings)
+
+
+def _nest_settings(planned: tuple[int, ...], can_inherit: bool) -> st.SearchStrategy[tuple[Any, ...]]:
     # one choice: whether it inherits the menu (one in four), its cap, whether it runs sync, its
     # prompt, the planned tools it sees otherwise (up to two, none as often as one or two) and
     # how many replies its script has
     inherit = (False, False, False, can_inherit)
     subsets = ((),) * 3 + tuple(pick for size in (1, 2) for pick in itertools.permutations(planned, size))
     subsets = tuple(pick for pick in subsets for _ in range(6 // len([s for s in subsets if len(s) == len(pick)])))
-    settings = _joint(
+    return _joint(
         inherit,
         (None,) * 4 + (0, 1, 2, 3),
         (False,) * 7 + (True,),
@@ -212,7 +219,6 @@ def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
         (1, 1, 1, 1, 2, 2, 3),
         relevant=_what_nests,
     )
-    return _nested(tools, settings)
 
 
 @st.composite
@@ -369,7 +375,10 @@ def _model_turns(
     # with the stop reason, the text beside the calls, how many calls (a count, not a list: no
     # choice a call, and ``harness.regressions.minimize`` still deletes any call a failure does not
     # need) and what a provider fault had streamed: one choice (``_joint``) for them all
-    header = _joint(kinds, _STOPS, _MAYBE_WORDS, _CALL_COUNTS, _PARTIALS, relevant=_what_a_turn_uses)
+    header = _memoized(  # the same strategy _joint caches by its tables' repr, without a repr per menu
+        ("turn header", tuple(weights.items())),
+        lambda: _joint(kinds, _STOPS, _MAYBE_WORDS, _CALL_COUNTS, _PARTIALS, relevant=_what_a_turn_uses),
+    )
     return (_answer if answer else _model_turn)(header, calls)
 
 
@@ -461,10 +470,13 @@ def follow_up_schedules(
 def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
     """max_iterations mostly unset, else small, 0, negative or above the hard cap of 50."""
     choices: tuple[Any, ...] = (None, "auto", "required", "none")
-    if tools:
-        choices += ({"type": "function", "name": tools[0].name},)
+    if not tools:
+        return _memoized(("configs",), lambda: _config(_joint(*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:])))
+    named = {"type": "function", "name": tools[0].name}
+    # one table for every first tool's name (``_joint_with``): the same draws as a table per name
     return _memoized(
-        ("configs", _key(choices)), lambda: _config(_joint(*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:]))
+        ("configs", _key(named)),
+        lambda: _config(_joint_with(named, *_CONFIG_TABLES[:1], (*choices, _HOLE), *_CONFIG_TABLES[1:])),
     )
 
 

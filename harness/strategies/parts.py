@@ -137,6 +137,20 @@ def _joint(
 
 
 _joints: dict[Any, st.SearchStrategy[tuple[Any, ...]]] = {}
+_HOLE = object()
+_holed: dict[str, tuple[tuple[Any, ...], ...]] = {}
+
+
+def _joint_with(value: Any, *tables: Sequence[Any]) -> st.SearchStrategy[tuple[Any, ...]]:
+    """``_joint`` of tables where ``_HOLE`` stands for ``value``: the table is built once for
+    every value (menus that differ only in a tool's name share it), then the value put in. The
+    same entries in the same order as ``_joint`` with the value itself, as long as its ``repr``
+    is neither a table's first entry's nor another entry's of its table."""
+    key = repr(tables)
+    table = _holed.get(key)
+    if table is None:
+        table = _holed[key] = _joint_table(tables, None)
+    return st.sampled_from(tuple(tuple(value if v is _HOLE else v for v in entry) for entry in table))
 
 
 def _joint_table(
@@ -319,13 +333,16 @@ def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]
     # arguments. Mostly menu tools. The first pick, valid arguments for the first tool, is where
     # shrinking goes. Tools are named by index (an unknown name too: 0 is UNKNOWN_TOOL, i the
     # i-th tool's name in capitals), so menus of as many tools share one table.
-    known = tuple((index, form) for index in range(len(tools)) for form in _CALL_FORMS)
-    unknown = tuple(("unknown", which) for which in range(len(tools) + 1))
-    weighted = known * 3 * len(unknown) + unknown * len(known) if known else unknown
-    picks = _joint(weighted, _IDS, NOT_JSON, relevant=_what_a_call_uses)
-    return picks, tuple(
+    return _memoized(("call picks", len(tools)), lambda: _call_picks(len(tools))), tuple(
         _memoized(("argument forms", t.name, _schema_key(t.parameters)), lambda t=t: _argument_forms(t)) for t in tools
     )
+
+
+def _call_picks(size: int) -> st.SearchStrategy[tuple[Any, ...]]:
+    known = tuple((index, form) for index in range(size) for form in _CALL_FORMS)
+    unknown = tuple(("unknown", which) for which in range(size + 1))
+    weighted = known * 3 * len(unknown) + unknown * len(known) if known else unknown
+    return _joint(weighted, _IDS, NOT_JSON, relevant=_what_a_call_uses)
 
 
 def _what_a_call_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -334,10 +351,15 @@ def _what_a_call_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _argument_forms(tool: ToolDef) -> tuple[Any, ...]:
+    # per schema, whatever the tool's name: tools of one schema share (and validate) one strategy
     schema = tool.parameters
+    return (tool.name, *_memoized(("schema forms", _schema_key(schema)), lambda: _schema_forms(schema)))
+
+
+def _schema_forms(schema: Mapping[str, Any]) -> tuple[Any, ...]:
     tables = _argument_tables(schema)
     if tables is None:
-        return tool.name, None, arguments(schema).map(_as_dict), invalid_arguments(schema)
+        return None, arguments(schema).map(_as_dict), invalid_arguments(schema)
     properties = tuple(sorted(schema.get("properties") or {}))
     required = tuple(sorted(schema.get("required") or ()))
     ways = ("wrong type",) * bool(properties) + ("missing required",) * bool(required)
@@ -345,7 +367,7 @@ def _argument_forms(tool: ToolDef) -> tuple[Any, ...]:
     values = tuple(table for _, table in tables)
     valid = _product(*values, _NOW_AND_THEN) if not values else _product((*values[0], _ANY), *values[1:])
     invalid = _product(*values, ways, properties or ("",), required or ("",), _ALIENS)
-    return tool.name, tuple(name for name, _ in tables), valid, invalid, arguments(schema).map(_as_dict)
+    return tuple(name for name, _ in tables), valid, invalid, arguments(schema).map(_as_dict)
 
 
 @st.composite
