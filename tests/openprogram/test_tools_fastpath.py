@@ -281,7 +281,8 @@ def _keyword_value(name: str, children: Any) -> Any:
     if name == "type":
         return _TYPE_VALUES
     if name in ("properties", "$defs"):
-        return st.one_of(st.dictionaries(NAMES, children, max_size=2), _ODD_VALUES)
+        keys = st.one_of(NAMES, st.sampled_from(["a(", "", "x y", "$ref"]))  # names need not be identifiers
+        return st.one_of(st.dictionaries(keys, children, max_size=2), _ODD_VALUES)
     if name in ("items", "additionalProperties"):
         return st.one_of(children, st.booleans(), _ODD_VALUES)
     if name == "anyOf":
