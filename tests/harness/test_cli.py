@@ -590,11 +590,35 @@ def test_emulate_serves_a_scenario_to_unmodified_clients_of_another_process(tmp_
         assert [block.text for block in message.content] == ["second answer"]
 
 
-def test_fuzz_help_states_the_defaults_a_bare_harness_fuzz_uses() -> None:
+def test_fuzz_help_states_the_defaults_a_bare_harness_fuzz_uses(project: Path) -> None:
     # The help is what a user reads to reproduce a run: it must name the seed and budget the
     # command really uses (it once said 16 after the default seed had moved on).
     from harness.fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED
 
-    shown = " ".join(invoke("fuzz", "--help").output.split())
+    shown = " ".join(shell(project, console_script(), "fuzz", "--help").stdout.split())
     assert re.search(rf"--seed .*\[default: {DEFAULT_SEED}\]", shown), shown
     assert re.search(rf"--examples .*\[default: {DEFAULT_EXAMPLES}[;\]]", shown), shown
+
+
+def test_harness_run_refuses_a_cancelled_nested_reply_in_one_line(project: Path) -> None:
+    # Through the console script, as a user's project meets it: the file is refused at load,
+    # saying why and what to do, instead of being reported as a loop violation.
+    (project / "nested_cancel.yaml").write_text(
+        textwrap.dedent(
+            """\
+            tools:
+              - name: research
+                python: myagent.tools:research
+                nested_turns: [{text: found it, cancel: true}]
+            turns:
+              - calls: [{name: research, args: {topic: cats}}]
+              - text: done
+            prompts: [look into cats]
+            """
+        )
+    )
+    done = shell(project, console_script(), "run", "nested_cancel.yaml")
+    assert done.returncode != 0
+    assert "tool 'research': nested_turns 1 cancel(s) the reply" in done.stdout + done.stderr
+    assert "cancel a top-level reply instead" in done.stdout + done.stderr
+    assert "could not be used" in done.stdout
