@@ -41,6 +41,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     _RECORDING_ITEM[:] = [item]
 
 
+# optionalhook: with pytest-recording disabled (``-p no:recording``, which the HypoFuzz command in
+# docs/distributed-campaigns.md needs) the hook is simply never called instead of pytest refusing
+# to start with "unknown hook".
+@pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
     from harness.recorded_wire import AtomicPersister, configure_vcr

@@ -71,6 +71,23 @@ def test_plugin_loads_from_the_entry_point_in_a_fresh_interpreter(project: pytes
     result.assert_outcomes(passed=1)
 
 
+def test_the_plugin_works_with_pytest_recording_disabled(project: pytest.Pytester) -> None:
+    # the HypoFuzz command needs -p no:recording; the harness's hook into pytest-recording must
+    # then lie idle rather than stop pytest with "unknown hook"
+    write_test(
+        project,
+        """
+        from agent import ask, turn
+
+        def test_agent_adds(scripted):
+            scripted(turn.tool_call("add", a=2, b=3), turn.text("5"))
+            assert ask("what is 2+3?") == "5"
+        """,
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:recording")
+    result.assert_outcomes(passed=1)
+
+
 def test_scripted_binds_the_provider_and_passes_when_the_script_is_used_up(project: pytest.Pytester) -> None:
     write_test(
         project,
