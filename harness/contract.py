@@ -12,8 +12,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-import jsonschema
-
 __all__ = [
     "ABORTED_MESSAGE",
     "END_REASONS",
@@ -183,6 +181,8 @@ def _validator(schema: Any) -> Any:
     """A checked validator for ``schema`` (cached: checking a schema costs more than using it)."""
     key = _schema_key(schema)
     if key not in _validators:
+        import jsonschema  # here: the scripted backend imports this module, and jsonschema costs 80 ms
+
         try:
             cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
             cls.check_schema(schema)

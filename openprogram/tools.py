@@ -19,12 +19,14 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model, field_validator
 
 from openprogram.types import TextContent, ToolCall, ToolSpec, trusted
+
+if TYPE_CHECKING:  # imported where a validator is first needed: it is a fifth of ``import openprogram``
+    import jsonschema
 
 OnUpdate = Callable[[Any], None]
 """Called by a tool with partial results while it runs; each becomes ``tool_execution_update``."""
@@ -523,9 +525,11 @@ class ToolArgumentsError(ValueError):
     """The model's arguments do not fit the schema; ``str(err)`` is the text fed back to it."""
 
 
-_validators: weakref.WeakKeyDictionary[AgentTool, tuple[jsonschema.protocols.Validator, bool, bool]] = (
+_validators: weakref.WeakKeyDictionary[AgentTool, tuple[jsonschema.protocols.Validator | None, bool, bool]] = (
     weakref.WeakKeyDictionary()
 )
+"""Per tool: its validator (``None`` until first needed, for a schema the fast paths cover), and
+``_checked_schema``'s two verdicts."""
 _INT = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -575,9 +579,10 @@ def check_tool(tool: AgentTool) -> None:
     _validator_for(tool)
 
 
-def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator, bool, bool]:
-    """The tool's JSON Schema validator, whether its schema is simple enough for ``_fits``, and
-    whether ``_coerce`` leaves every value that fits it unchanged (see ``_transparent``)."""
+def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator | None, bool, bool]:
+    """The tool's JSON Schema validator (``None``: a Draft 2020-12 one, not built yet), whether its
+    schema is simple enough for ``_fits``, and whether ``_coerce`` leaves every value that fits it
+    unchanged (see ``_transparent``)."""
     entry = _validators.get(tool)
     if entry is None:
         if not isinstance(tool.name, str) or not _TOOL_NAME.match(tool.name):
@@ -588,13 +593,25 @@ def _validator_for(tool: AgentTool) -> tuple[jsonschema.protocols.Validator, boo
         if not isinstance(tool.parameters, Mapping):
             raise ValueError(f'tool "{tool.name}" has an invalid parameters schema: not a JSON object')
         cls, simple, transparent = _checked_schema(tool)
-        entry = (cls(tool.parameters), simple, transparent)
+        entry = (None if cls is None else cls(tool.parameters), simple, transparent)
         _validators[tool] = entry
     return entry
 
 
+def _validator(tool: AgentTool) -> jsonschema.protocols.Validator:
+    """The tool's validator, built (and jsonschema imported) the first time arguments need it."""
+    validator, simple, transparent = _validator_for(tool)
+    if validator is None:
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(tool.parameters)
+        _validators[tool] = (validator, simple, transparent)
+    return validator
+
+
 _checked: dict[str, tuple[Any, bool, bool]] = {}
-"""Schemas already found valid, by their JSON text: checking one against its metaschema costs
+"""Schemas already found valid, by their JSON text (with the validator class, ``None`` for Draft
+2020-12, and the two verdicts): checking one against its metaschema costs
 about 0.8 ms (using it, microseconds), and tests, campaigns and servers build the same tools again
 and again, as new objects. Bounded: cleared when it reaches ``_CHECKED_MAX`` entries."""
 _CHECKED_MAX = 1024
@@ -651,7 +668,9 @@ def _plainly_valid(schema: Any, depth: int) -> bool:
 
 
 def _checked_schema(tool: AgentTool) -> tuple[Any, bool, bool]:
-    """The validator class of a valid schema, whether it is simple, whether coercion is transparent."""
+    """The validator class of a valid schema (``None``: Draft 2020-12, the default, for a schema
+    ``_plainly_valid`` accepts, which has no ``$schema`` to name another), whether it is simple,
+    whether coercion is transparent."""
     try:
         key: str | None = json.dumps(tool.parameters, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):  # not JSON text (a tuple key, NaN, ...): checked every time
@@ -659,8 +678,11 @@ def _checked_schema(tool: AgentTool) -> tuple[Any, bool, bool]:
     found = _checked.get(key) if key is not None else None
     if found is not None:
         return found
-    cls = jsonschema.validators.validator_for(tool.parameters, default=jsonschema.Draft202012Validator)
-    if cls is not jsonschema.Draft202012Validator or not _plainly_valid(tool.parameters, 0):
+    cls: Any = None
+    if not _plainly_valid(tool.parameters, 0):
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(tool.parameters, default=jsonschema.Draft202012Validator)
         try:
             cls.check_schema(tool.parameters)
         except jsonschema.SchemaError as exc:
@@ -907,13 +929,13 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     reads: one ``  - PATH: MESSAGE`` line per error, then the arguments it sent, so it can fix
     exactly what was wrong on its next turn.
     """
-    validator, simple, transparent = _validator_for(tool)
+    _, simple, transparent = _validator_for(tool)
     if transparent and _fits(tool_call.arguments, tool.parameters, tool.parameters):
         return dict(tool_call.arguments)  # what coercion would return, found without walking the schema twice
     args = _coerce(dict(tool_call.arguments), tool.parameters, tool.parameters)
     if simple and _fits(args, tool.parameters, tool.parameters):
         return args
-    errors = sorted(validator.iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = sorted(_validator(tool).iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if not errors:
         return args
     lines = "\n".join(f"  - {_error_path(error)}: {error.message}" for error in errors)

@@ -331,3 +331,29 @@ def test_the_schemas_signatures_produce_take_the_schema_check_shortcut() -> None
     assert _plainly_valid(schema, 0), schema
     for refused in ({"type": "intger"}, {"required": ["a", "a"]}, {"anyOf": []}, {"description": 5}):
         assert not _plainly_valid(refused, 0), refused
+
+
+def test_jsonschema_is_imported_only_when_a_call_needs_it() -> None:
+    # a fifth of ``import openprogram`` was jsonschema's, paid by every test session that imports
+    # an agent; the fast paths settle valid calls to plain tools, so only a failing call imports it
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from openprogram import function, runtime\n"
+        "from harness import ScriptedProvider, turn\n"
+        "@function\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add two integers.'''\n"
+        "    return a + b\n"
+        "provider = ScriptedProvider(turn.tool_call('add', a=2, b=3), turn.text('5'))\n"
+        "assert runtime.exec('2+3?', tools=[add], provider=provider) == '5'\n"
+        "print('jsonschema' in sys.modules)\n"
+        "provider = ScriptedProvider(turn.tool_call('add', a='two', b=3), turn.text('?'))\n"
+        "runtime.exec('2+3?', tools=[add], provider=provider)\n"
+        "print('jsonschema' in sys.modules)\n"
+        "print(provider.requests[1].messages[-1].content[0].text.splitlines()[1])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["False", "True", "  - a: 'two' is not of type 'integer'"]
