@@ -83,7 +83,7 @@ from harness.turn_forms import (
     turn_entry,
     turn_value,
 )
-from harness.yamlform import Form, dump_yaml, jsonish, located, tagger
+from harness.yamlform import Form, describe_fields, dump_yaml, jsonish, located, tagger
 
 __all__ = [
     "FAULTS",
@@ -608,7 +608,8 @@ class ScenarioForm(Form):
 
 def json_schema() -> dict[str, Any]:
     """The scenario file format as a JSON Schema, for editors (``docs/scenarios.md``) and validators."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **ScenarioForm.model_json_schema()}
+    schema = describe_fields(ScenarioForm.model_json_schema(), ScenarioForm)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
 # The file's own words for a place in it (see ``harness.yamlform.located``).

@@ -10,7 +10,11 @@ what a scenario is.
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
+import inspect
+import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
@@ -19,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-__all__ = ["Form", "dump_yaml", "jsonish", "located", "plain_scalar", "tagger"]
+__all__ = ["Form", "describe_fields", "dump_yaml", "jsonish", "located", "plain_scalar", "tagger"]
 
 
 class Form(BaseModel):
@@ -27,7 +31,10 @@ class Form(BaseModel):
     the value; ``of`` (by convention) goes back, setting only the keys a readable file has, so
     ``model_dump(by_alias=True, exclude_unset=True)`` is that file's data."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, defer_build=True)
+    # No ``use_attribute_docstrings``: pydantic would read and parse every form's source when the
+    # class is made, a fifth of importing ``harness.fuzz``; ``describe_fields`` reads them when a
+    # JSON Schema is asked for, the only place they show.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     shape: ClassVar[str] = "a mapping"
     """What this mapping looks like, said when something else stands in its place."""
     _value: Any = PrivateAttr(None)
@@ -61,6 +68,55 @@ class Form(BaseModel):
 
     def build(self) -> Any:
         raise NotImplementedError
+
+
+@functools.cache
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under a class's annotated attributes (``name: T`` then a string)."""
+    try:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):  # no source (a frozen or generated class): no descriptions
+        return {}
+    docs: dict[str, str] = {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    for before, after in itertools.pairwise(body):
+        if (
+            isinstance(before, ast.AnnAssign)
+            and isinstance(before.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[before.target.id] = inspect.cleandoc(after.value.value)
+    return docs
+
+
+def describe_fields(schema: dict[str, Any], root: type[Form]) -> dict[str, Any]:
+    """``schema`` (``root.model_json_schema()``) with each form's attribute docstrings as its
+    properties' descriptions, as pydantic's ``use_attribute_docstrings`` would have given them;
+    a ``Field(description=...)`` stays as it is."""
+    forms: list[type[Form]] = []
+    pending = [Form]
+    while pending:
+        cls = pending.pop()
+        forms.append(cls)
+        pending.extend(cls.__subclasses__())
+    definitions = schema.get("$defs", {})
+    for form in forms:
+        part = schema if form is root else definitions.get(form.__name__)
+        if part is None or "properties" not in part:
+            continue
+        docs: dict[str, str] = {}
+        for cls in reversed(form.__mro__):  # a field a subclass inherits keeps its parent's docstring
+            if isinstance(cls, type) and issubclass(cls, Form):
+                docs.update(_attribute_docs(cls))
+        properties = part["properties"]
+        for name, info in form.model_fields.items():
+            key = info.alias or name
+            if key in properties and info.description is None and name in docs:
+                # in key order, as pydantic prints a schema
+                properties[key] = dict(sorted({**properties[key], "description": docs[name]}.items()))
+    return schema
 
 
 def tagger(keys: Mapping[str, str], default: str | None, text: str | None = None) -> Callable[[Any], str | None]:

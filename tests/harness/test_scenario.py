@@ -516,6 +516,42 @@ def test_every_saved_scenario_redumps_canonically(path: Path, printed_schema: js
     assert list(printed_schema.iter_errors(_as_an_editor_sees(text))) == []
 
 
+def test_the_printed_schema_describes_each_key_in_the_words_of_its_form() -> None:
+    # an editor shows these on hover: each is the docstring under the form's attribute
+    result = CliRunner().invoke(main, ["schema"])
+    schema = json.loads(result.output)
+    behaviour = schema["$defs"]["BehaviourForm"]["properties"]
+    assert behaviour["error"]["description"] == "Return an is_error result with this text."
+    assert behaviour["raise"]["description"].startswith("Raise ``RuntimeError(TEXT)``")  # an aliased key
+    assert all("description" in spec for spec in schema["$defs"]["LeaveForm"]["properties"].values())
+
+
+def test_a_form_field_keeps_its_own_description_and_a_subclass_its_parents_docstrings() -> None:
+    from pydantic import Field
+
+    from harness.yamlform import Form, describe_fields
+
+    class ParentForm(Form):
+        kept: int = 0
+        """Documented under the parent."""
+        given: int = Field(0, description="said in Field")
+        """not this one"""
+
+    class ChildForm(ParentForm):
+        extra: str = ""
+        """The child's own key."""
+        bare: str = ""
+
+    schema = describe_fields(ChildForm.model_json_schema(), ChildForm)
+    described = {key: spec.get("description") for key, spec in schema["properties"].items()}
+    assert described == {
+        "kept": "Documented under the parent.",
+        "given": "said in Field",
+        "extra": "The child's own key.",
+        "bare": None,
+    }
+
+
 @pytest.mark.parametrize(
     "text",
     [
