@@ -39,7 +39,7 @@ _SPECIAL_PARAMS = ("cancel_event", "on_update")
 class AgentToolResult(BaseModel):
     """What a tool gives back. ``is_error=True`` tells the model the call failed without raising."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
     content: tuple[TextContent, ...] = ()
     details: Any = None
     is_error: bool = False

@@ -16,7 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 """Why a model turn ended. ``toolUse``: the message holds tool calls the loop must run."""
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+# defer_build: a model's validator is made when something first validates one, not at import;
+# the loop's hot path builds most of them with ``trusted`` and never needs it (import openprogram
+# was a quarter pydantic schema building).
+_FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 _Model = TypeVar("_Model", bound=BaseModel)
 _new = object.__new__
@@ -276,13 +279,13 @@ class ToolSpec(BaseModel):
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _FROZEN
 
 
 class _PartialEvent(LazyField):
     """An event carrying ``partial``; the builder makes it lazy (see :class:`LazyField`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _FROZEN
     _lazy_field: ClassVar[str] = "partial"
 
     @staticmethod

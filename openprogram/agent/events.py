@@ -23,7 +23,7 @@ EndReason = Literal["stop", "error", "aborted", "max_iterations"]
 
 
 class _AgentEvent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
 
 class AgentEventAgentStart(_AgentEvent):
@@ -38,7 +38,7 @@ class AgentEventMessageStart(LazyField):
     """A message begins. For a streamed reply the loop makes it lazy: ``message`` is the first
     provider event's ``partial``, built when read (see :class:`~openprogram.types.LazyField`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
     _lazy_field: ClassVar[str] = "message"
 
     type: Literal["message_start"] = "message_start"
@@ -57,7 +57,7 @@ class AgentEventMessageUpdate(LazyField):
     never pays for a copy of the text so far.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
     _lazy_field: ClassVar[str] = "message"
 
     type: Literal["message_update"] = "message_update"

@@ -28,7 +28,7 @@ class ModelRequest(BaseModel):
     tuple, not a deep copy of the history.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
     model: str | None = None
     system_prompt: str = ""
