@@ -16,11 +16,8 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from openprogram import function
+from openprogram.tool_arguments import _coerce, _fits, _is_simple, _transparent
 from openprogram.tools import (
-    _coerce,
-    _fits,
-    _is_simple,
-    _transparent,
     as_agent_tool,
     plain_fields,
     prepare_plain,
@@ -229,7 +226,7 @@ def _tool(parameters: Any, name: str = "t") -> Any:
 def test_a_schema_is_checked_once_however_many_tools_share_it(monkeypatch: Any) -> None:
     # Tests and campaigns build the same tools again as new objects; the metaschema check costs
     # far more than a run, so an equal schema is not checked again, whatever its key order.
-    from openprogram.tools import check_tool
+    from openprogram.tool_arguments import check_tool
 
     checked = _counting_checks(monkeypatch)
     # a "multipleOf" keeps them off the shortcut for plainly valid schemas, which needs no check at all
@@ -247,7 +244,7 @@ def test_a_schema_is_checked_once_however_many_tools_share_it(monkeypatch: Any) 
 
 
 def test_an_invalid_schema_is_refused_every_time_naming_each_tool(monkeypatch: Any) -> None:
-    from openprogram.tools import check_tool
+    from openprogram.tool_arguments import check_tool
 
     checked = _counting_checks(monkeypatch)
     bad = {"type": "object", "properties": {"a": {"type": "intger"}}}
@@ -309,14 +306,14 @@ odd_schemas = st.recursive(
 def test_the_schema_check_shortcut_accepts_only_what_the_metaschema_accepts(schema: dict[str, Any]) -> None:
     # check_tool skips jsonschema's metaschema check (milliseconds a schema) for schemas the
     # shortcut recognises as plainly valid: it must never wave through one jsonschema refuses.
-    from openprogram.tools import _plainly_valid
+    from openprogram.tool_arguments import _plainly_valid
 
     if _plainly_valid(schema, 0):
         jsonschema.Draft202012Validator.check_schema(schema)
 
 
 def test_the_schemas_signatures_produce_take_the_schema_check_shortcut() -> None:
-    from openprogram.tools import _plainly_valid
+    from openprogram.tool_arguments import _plainly_valid
 
     def search(
         query: str,
