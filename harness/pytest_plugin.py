@@ -527,6 +527,22 @@ def _chosen_profile(config: pytest.Config) -> tuple[str | None, str]:
 
 
 @pytest.hookimpl(trylast=True)  # after Hypothesis' own plugin, so an explicit choice here wins
+def _refuse_hypofuzz_with_recording(config: pytest.Config) -> None:
+    """HypoFuzz collects inside ``pytest.main`` and sets fixtures up after it returns, and
+    pytest-recording's autouse ``vcr`` fixture reads ``Node.fspath``, which pytest removes when
+    ``pytest.main`` returns: every test would fail its setup, and HypoFuzz would report "a failing
+    input for every test". Said once, with the fix, before anything runs."""
+    manager = config.pluginmanager
+    if manager.has_plugin("recording") and any(
+        type(plugin).__module__.startswith("hypofuzz.") for plugin in manager.get_plugins()
+    ):
+        raise pytest.UsageError(
+            "HypoFuzz cannot set up pytest-recording's fixtures (they read Node.fspath, which pytest removes "
+            "once its collection returns), so every test would fail its setup: disable pytest-recording for "
+            "the campaign, e.g. hypothesis fuzz -- tests/property -p no:recording"
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -545,6 +561,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "and their credentials in the environment, and then the real-request guard lets it through",
     )
 
+    _refuse_hypofuzz_with_recording(config)
     config.pluginmanager.register(_LiveRuns(), "harness-live-runs")
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}

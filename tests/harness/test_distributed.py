@@ -412,3 +412,21 @@ def test_hypofuzz_fuzzes_the_property_suite_unchanged(redis_url: str, tmp_path: 
     # click's exit on an interrupt; the worker process, interrupted too, may print its traceback after it
     assert fuzz.returncode == 1 and "Aborted!" in err, err
     assert err.rstrip().endswith(("Aborted!", "KeyboardInterrupt")), err
+
+
+def test_hypofuzz_with_pytest_recording_loaded_stops_at_once_saying_how(tmp_path: Path) -> None:
+    command = shutil.which("hypothesis")
+    if importlib.util.find_spec("hypofuzz") is None or command is None:
+        pytest.skip('hypofuzz is not installed (pip install -e ".[fuzzing]" to run this smoke test)')
+    suite = str(ROOT / "tests" / "property")
+    done = subprocess.run(
+        [command, "fuzz", "--no-dashboard", "-n", "1", "--", suite, "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        env=_environment(HARNESS_SCENARIO_DIR=str(tmp_path / "found")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error, before any fuzzing
+    assert "HypoFuzz cannot set up pytest-recording's fixtures" in done.stdout + done.stderr
+    assert "-p no:recording" in done.stdout + done.stderr

@@ -88,6 +88,20 @@ def test_the_plugin_works_with_pytest_recording_disabled(project: pytest.Pyteste
     result.assert_outcomes(passed=1)
 
 
+def test_under_hypofuzz_pytest_recording_is_refused_with_the_fix(project: pytest.Pytester) -> None:
+    class Collector:  # stands for what HypoFuzz hands pytest.main to collect its targets
+        pass
+
+    Collector.__module__ = "hypofuzz.collection"
+    write_test(project, "def test_nothing():\n    pass\n")
+    refused = project.runpytest_inprocess("-p", "no:cacheprovider", plugins=[Collector()])
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*HypoFuzz cannot set up pytest-recording's fixtures*-p no:recording"])
+    fixed = project.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:recording", plugins=[Collector()])
+    fixed.assert_outcomes(passed=1)
+    project.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)  # without HypoFuzz: as ever
+
+
 def test_scripted_binds_the_provider_and_passes_when_the_script_is_used_up(project: pytest.Pytester) -> None:
     write_test(
         project,
