@@ -4,11 +4,11 @@ Every backend has the same job once the wire format is decoded: open a block, ap
 close it, finish. Doing it here once keeps the event shapes, the ``partial`` snapshots, the JSON
 parsing of tool arguments and the ``toolUse`` stop-reason rule identical across providers.
 
-Streaming costs time and memory linear in the reply's length: a block's text grows in place
-(one string per block, appended to), and each event's ``partial`` is lazy: the event keeps how
-long each open block's text was when it was made (two integers) and builds the message from the
-shared text only if someone reads it. An eager snapshot per delta would copy the text so far on
-every delta (a 1 MB reply in 4-character deltas is 250,000 copies of up to 1 MB).
+Streaming costs time and memory linear in the reply's length: a block's deltas are gathered
+and folded into its text a batch at a time (``_Text``), and each event's ``partial`` is lazy:
+the event keeps how long each open block's text was when it was made (two integers) and builds
+the message from the shared text only if someone reads it. An eager snapshot per delta would copy
+the text so far on every delta (a 1 MB reply in 4-character deltas is 250,000 copies of up to 1 MB).
 """
 
 from __future__ import annotations
@@ -51,6 +51,52 @@ _NO_USAGE = Usage()  # frozen: every builder may start from the same zeros
 _CALL_SET = frozenset({"id", "name", "arguments", "raw_arguments", "thought_signature"})
 
 
+_FOLD_EVERY = 256
+"""Deltas gathered before they are folded into a block's text."""
+
+
+class _Text:
+    """One block's streamed text: deltas gathered in ``tail``, folded into ``head`` every
+    ``_FOLD_EVERY`` deltas and whenever the text is read.
+
+    Why not ``text += delta`` per delta: CPython grows a string in place only while nothing else
+    refers to it and the allocator has room after it; a consumer that keeps events, or anything
+    else allocating between deltas, makes each ``+=`` copy the text so far, and a long reply
+    quadratic. Folding a batch at a time makes such a copy 256 times rarer, and gathering costs
+    one list append a delta.
+    """
+
+    __slots__ = ("head", "length", "tail")
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.tail: list[str] = []
+        self.length = 0
+
+    def append(self, delta: str) -> None:
+        tail = self.tail
+        tail.append(delta)
+        self.length += len(delta)
+        if len(tail) >= _FOLD_EVERY:
+            self._fold()
+
+    def _fold(self) -> None:
+        head = self.head
+        self.head = ""  # the only reference left is ``head``, so += may grow it in place
+        head += "".join(self.tail)
+        self.head = head
+        self.tail.clear()
+
+    def value(self) -> str:
+        if self.tail:
+            self._fold()
+        return self.head
+
+    def prefix(self, end: int) -> str:
+        text = self.value()
+        return text if end == len(text) else text[:end]
+
+
 class _Version:
     """The blocks and usage between two changes of structure; every event in between shares it.
 
@@ -89,7 +135,7 @@ class _Partial:
         blocks = list(version.blocks)
         texts = version.texts
         for index, end in self.positions:
-            blocks[index] = _with_text(blocks[index], texts[index][:end])
+            blocks[index] = _with_text(blocks[index], texts[index].prefix(end))
         return _message(version, tuple(blocks), version.usage, "stop", None)
 
 
@@ -138,7 +184,7 @@ class MessageBuilder:
         self.provider = provider
         self.usage = _NO_USAGE
         self._blocks: list[Any] = []
-        self._texts: list[str] = []  # each block's streamed text (tool calls: argument text), grown in place
+        self._texts: list[_Text] = []  # each block's streamed text (tool calls: argument text)
         self._deltas: list[int] = []  # deltas received per block (an empty one counts)
         self._streaming: dict[int, None] = {}  # open text/thinking blocks, whose text lives in _texts
         self._tool_ids: dict[int, tuple[str, str]] = {}
@@ -162,8 +208,8 @@ class MessageBuilder:
         texts = self._texts
         if len(streaming) == 1:
             for index in streaming:
-                return _Partial(version, ((index, len(texts[index])),))
-        return _Partial(version, tuple((index, len(texts[index])) for index in streaming))
+                return _Partial(version, ((index, texts[index].length),))
+        return _Partial(version, tuple((index, texts[index].length) for index in streaming))
 
     def snapshot(self, stop_reason: StopReason = "stop", error_message: str | None = None) -> AssistantMessage:
         """The message as it stands now (what the next event's ``partial`` would be)."""
@@ -192,7 +238,7 @@ class MessageBuilder:
         """The block at ``index`` as it stands (a ``TextContent``, ``ThinkingContent`` or ``ToolCall``)."""
         block = self._blocks[index]
         if index in self._streaming:
-            return _with_text(block, self._texts[index])
+            return _with_text(block, self._texts[index].value())
         return block
 
     def index_of(self, wire: Hashable) -> int | None:
@@ -208,11 +254,7 @@ class MessageBuilder:
 
     def _append(self, index: int, delta: str) -> None:
         _check_delta(delta)
-        texts = self._texts
-        text = texts[index]
-        texts[index] = ""  # the only reference left is ``text``, so += grows it in place
-        text += delta
-        texts[index] = text
+        self._texts[index].append(delta)
         self._deltas[index] += 1
 
     # -- text -----------------------------------------------------------------------------
@@ -226,7 +268,7 @@ class MessageBuilder:
 
     def text_end(self, index: int) -> TextEndEvent:
         self._closed.add(index)
-        text = self._texts[index]
+        text = self._texts[index].value()
         if index in self._streaming:
             del self._streaming[index]
             self._set(index, _with_text(self._blocks[index], text))
@@ -252,7 +294,7 @@ class MessageBuilder:
 
     def thinking_end(self, index: int) -> ThinkingEndEvent:
         self._closed.add(index)
-        text = self._texts[index]
+        text = self._texts[index].value()
         if index in self._streaming:
             del self._streaming[index]
             self._set(index, _with_text(self._blocks[index], text))
@@ -300,7 +342,7 @@ class MessageBuilder:
         self._closed.add(index)
         id, name = self._tool_ids[index]
         if arguments is None:
-            arguments, raw = parse_tool_arguments(self._texts[index])
+            arguments, raw = parse_tool_arguments(self._texts[index].value())
         else:
             raw = None
         if not isinstance(id, str) or not isinstance(name, str) or not isinstance(arguments, dict):
@@ -390,7 +432,7 @@ class MessageBuilder:
     def _open(self, block: Any, wire: Hashable | None = None, *, streaming: bool = False) -> int:
         self._version = None
         self._blocks.append(block)
-        self._texts.append("")
+        self._texts.append(_Text())
         self._deltas.append(0)
         index = len(self._blocks) - 1
         if streaming:

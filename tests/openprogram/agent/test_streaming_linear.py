@@ -12,9 +12,13 @@ import asyncio
 import copy
 import gc
 import pickle
+import random
 import tracemalloc
 from typing import Any
+from unittest import mock
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from harness import ScriptedProvider, turn
@@ -22,6 +26,7 @@ from harness.script import estimate_usage
 from openprogram import function
 from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
 from openprogram.agent.events import AgentEvent, AgentEventMessageUpdate, observe_runs
+from openprogram.providers import builder as builder_module
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, TextContent, TextDeltaEvent, ThinkingContent
 
@@ -127,6 +132,57 @@ def test_the_builder_shows_a_streaming_block_as_it_stands() -> None:
     assert isinstance(first, TextDeltaEvent) and first.model_dump()["partial"]["content"] == (
         {"type": "text", "text": "ab"},
     )
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["text", "thinking", "args"]), st.text(max_size=6)),  # a delta to a block
+        st.tuples(st.just("read"), st.sampled_from(["text", "thinking", "args"])),  # a block read as it stands
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_STEPS, fold=st.sampled_from([1, 2, 3, 256]), reads=st.integers(0, 2**32))
+def test_every_partial_and_every_block_show_exactly_the_deltas_so_far_however_they_are_folded(
+    steps: list[tuple[str, str]], fold: int, reads: int
+) -> None:
+    # deltas are folded into a block's text in batches (and when read): no batch boundary and no
+    # read in between may change what any event, read early or late, says the text was
+    rng = random.Random(reads)
+    with mock.patch.object(builder_module, "_FOLD_EVERY", fold):
+        builder = MessageBuilder(model="m", provider="p")
+        indices = {"text": builder.text_start()[0], "thinking": builder.thinking_start()[0]}
+        indices["args"] = builder.toolcall_start("c1", "f")[0]
+        so_far = dict.fromkeys(indices, "")
+        later: list[tuple[Any, dict[str, str]]] = []  # events whose partial is read only at the end
+        for kind, value in steps:
+            if kind == "read":
+                block = builder.block(indices[value])
+                shown = block.text if value == "text" else block.thinking if value == "thinking" else None
+                assert value == "args" or shown == so_far[value]
+                continue
+            add = {"text": builder.text_delta, "thinking": builder.thinking_delta, "args": builder.toolcall_delta}
+            event = add[kind](indices[kind], value)
+            so_far[kind] += value
+            if rng.random() < 0.5:  # read now, as a live consumer does
+                _check_partial(event.partial, so_far)
+            else:
+                later.append((event, dict(so_far)))
+        ends = [builder.text_end(indices["text"]), builder.thinking_end(indices["thinking"])]
+        assert [end.content for end in ends] == [so_far["text"], so_far["thinking"]]
+        call = builder.toolcall_end(indices["args"]).tool_call
+        assert call.raw_arguments in (None, so_far["args"])
+        for event, expected in later:
+            _check_partial(event.partial, expected)
+        final = builder.done().message
+        assert final.text == so_far["text"] and final.content[1].thinking == so_far["thinking"]
+
+
+def _check_partial(partial: AssistantMessage, expected: dict[str, str]) -> None:
+    assert partial.text == expected["text"]
+    assert "".join(b.thinking for b in partial.content if isinstance(b, ThinkingContent)) == expected["thinking"]
 
 
 def test_a_consumer_that_iterates_after_awaiting_result_still_gets_every_other_event() -> None:
