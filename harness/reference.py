@@ -126,15 +126,6 @@ class _World:
         self.stamps: dict[tuple[str, str], list[int]] = {}  # per (call id, tool name): ids may repeat
         self.results: dict[tuple[str, str], int] = {}  # top-level results committed so far, per the same key
         self.planned_runs = 0  # top-level executions of planned tools so far (a leave point counts them)
-        self.texts: dict[int, tuple[Call, str]] = {}  # id -> (the call, kept alive; its argument text)
-
-    def arguments_text(self, call: Call) -> str:
-        """``call.arguments_text()``, made once per call of the script: a nested run replays the
-        same turns every time its tool runs, and each call's text is asked for twice."""
-        known = self.texts.get(id(call))
-        if known is None or known[0] is not call:
-            known = self.texts[id(call)] = (call, call.arguments_text())
-        return known[1]
 
     def leaves_at(self, point: str, number: int) -> bool:
         leave = self.scenario.leave
@@ -409,7 +400,7 @@ class _Run:
             updates += 2 + _chunks(scripted.text)
         for call in scripted.calls:
             content.append(self.tool_call(call))
-            updates += 2 + _chunks(self.world.arguments_text(call))
+            updates += 2 + _chunks(call.arguments_text())
         return tuple(content), updates
 
     def tool_call(self, call: Call) -> ToolCall:
@@ -417,7 +408,7 @@ class _Run:
         if call_id is None:
             self.generated_ids += 1
             call_id = f"call_{self.generated_ids}"
-        arguments, raw = parse_tool_arguments(self.world.arguments_text(call))
+        arguments, raw = parse_tool_arguments(call.arguments_text())
         return ToolCall(id=call_id, name=call.name, arguments=arguments, raw_arguments=raw)
 
     # -- the tools ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.leaving import Left
 from harness.scenario import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, Scenario, ToolDef
-from harness.script import ScriptedProvider, Turn
+from harness.script import ScriptedProvider
 from harness.trace import Trace, TraceRecorder
 from openprogram import runtime
 from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run time, so they can be patched
@@ -79,7 +79,7 @@ async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIM
     start, resume = _loops(loop)
     recorder = TraceRecorder()
     world = _World(scenario, recorder)
-    provider = ScenarioProvider(scenario.turns, world.scripted)
+    provider = ScenarioProvider(scenario.turns)
     provider.world = world if scenario.leave is not None else None  # holds its reply where the consumer leaves
     plain = [world.tools[t.name] for t in scenario.tools]
     # Planned tools write the ledger themselves (first-hand, as TraceRecorder's wrapper does);
@@ -360,7 +360,6 @@ class _World:
         self.clock = DeterministicClock(SCENARIO_START_MS)
         self.recorder = recorder
         self.executions: dict[str, int] = {}
-        self.scripted: dict[int, tuple[ModelTurn, Turn]] = {}  # the providers' turns, made once (_scripted)
         self.defs = {t.name: t for t in scenario.tools}
         self.tools: dict[str, AgentTool] = {
             t.name: (_real_tool(t) if t.is_real else _planned_tool(t)) for t in scenario.tools
@@ -476,7 +475,7 @@ class _World:
             raise RuntimeError(f"scenario nesting limit ({MAX_NESTING}) reached")
         kwargs: dict[str, Any] = dict(
             tools=None if nested.tools is None else [self.tools[name] for name in nested.tools],
-            provider=ScenarioProvider(nested.turns, self.scripted),
+            provider=ScenarioProvider(nested.turns),
             max_iterations=nested.max_iterations,
             clock=self.clock,
             get_steering_messages=_Schedule(nested.steering).source(),
@@ -506,8 +505,8 @@ class ScenarioProvider(ScriptedProvider):
 
     estimate_usage = False  # a scenario's turns script no usage, and the reference model predicts none
 
-    def __init__(self, turns: Sequence[ModelTurn], scripted: dict[int, tuple[ModelTurn, Turn]] | None = None) -> None:
-        super().__init__(*[_scripted(t, scripted) for t in turns], strict=False)
+    def __init__(self, turns: Sequence[ModelTurn]) -> None:
+        super().__init__(*[t.scripted() for t in turns], strict=False)
         self._manual = {i: t for i, t in enumerate(turns) if t.kind != "reply" or t.cancel}
         self._open: int | None = None
         self._turns = tuple(turns)
@@ -565,17 +564,6 @@ class ScenarioProvider(ScriptedProvider):
         finally:
             self._open = None
             await events.aclose()
-
-
-def _scripted(turn: ModelTurn, made: dict[int, tuple[ModelTurn, Turn]] | None) -> Turn:
-    """``turn.scripted()``, made once per run when ``made`` (the run's) is given: a nested run's
-    provider is built each time its tool runs, from the same turns. A ``Turn`` is never changed."""
-    if made is None:
-        return turn.scripted()
-    known = made.get(id(turn))
-    if known is None or known[0] is not turn:
-        known = made[id(turn)] = (turn, turn.scripted())
-    return known[1]
 
 
 class _MalformedDone:

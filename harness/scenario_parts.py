@@ -6,6 +6,7 @@ re-exports every name here: import them from there.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -153,13 +154,19 @@ class Call:
     id: str | None = None
 
     def scripted(self) -> ScriptedCall:
+        return self._scripted
+
+    @functools.cached_property
+    def _scripted(self) -> ScriptedCall:
+        # Once per call, kept on the (frozen) value: the provider, a nested run's provider each
+        # time its tool runs and the reference model all ask for it; a ScriptedCall never changes.
         if self.raw is not None:
             return turn.raw_tool_call(self.name, self.raw, call_id=self.id)
         return turn.tool_call(self.name, dict(self.args), call_id=self.id)
 
     def arguments_text(self) -> str:
         """The exact argument text the model streams."""
-        return self.scripted().arguments_text()
+        return self._scripted.arguments_text()
 
 
 @dataclass(frozen=True)
@@ -204,6 +211,11 @@ class ModelTurn:
 
     def scripted(self) -> Turn:
         """The ScriptedProvider turn (a placeholder for ``raise`` / ``hang_up``, streamed by hand)."""
+        return self._scripted
+
+    @functools.cached_property
+    def _scripted(self) -> Turn:
+        # once per turn, kept on the (frozen) value, as Call's: a Turn never changes
         if self.kind == "error":
             return turn.error(self.message)
         if self.kind == "aborted":
