@@ -69,7 +69,6 @@ def _say(draw: st.DrawFn, vocabulary: st.SearchStrategy[Any]) -> Any:
     return picked
 
 
-_products: dict[str, tuple[st.SearchStrategy[tuple[Any, ...]], ...]] = {}
 UNIFORM_UP_TO = 1000
 """Hypothesis skews an index range towards its low end: hardly below about 300 entries, some below
 a thousand (Hypothesis 6.170: the top tenth of a thousand is drawn a quarter as often as the
@@ -85,19 +84,19 @@ def _product(*tables: Sequence[Any]) -> tuple[st.SearchStrategy[tuple[Any, ...]]
     ``sampled_from`` (one draw, one choice) over its precomputed product, first table fastest.
     Shrinking an index towards 0 moves every entry of its group towards its table's first.
     Draw it with ``_take``."""
-    key = repr(tables)
-    found = _products.get(key)
-    if found is None:
-        groups: list[list[Sequence[Any]]] = [[]]
-        size = 1
-        for table in tables:
-            if groups[-1] and size * len(table) > UNIFORM_UP_TO:
-                groups.append([])
-                size = 1
-            groups[-1].append(table)
-            size *= len(table)
-        found = _products[key] = tuple(st.sampled_from(_entries(group)) for group in groups)
-    return found
+    return _memoized(("product", repr(tables)), lambda: _grouped_product(tables))
+
+
+def _grouped_product(tables: Sequence[Sequence[Any]]) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
+    groups: list[list[Sequence[Any]]] = [[]]
+    size = 1
+    for table in tables:
+        if groups[-1] and size * len(table) > UNIFORM_UP_TO:
+            groups.append([])
+            size = 1
+        groups[-1].append(table)
+        size *= len(table)
+    return tuple(st.sampled_from(_entries(group)) for group in groups)
 
 
 def _entries(group: Sequence[Sequence[Any]]) -> tuple[tuple[Any, ...], ...]:
@@ -130,15 +129,10 @@ def _joint(
     index shrinks; the last entry is another copy of the likeliest, since Hypothesis draws a
     range's ends more often than its inside. Built once per set of tables."""
     key = ("joint", repr(tables), relevant)
-    found = _joints.get(key)
-    if found is None:
-        found = _joints[key] = st.sampled_from(_joint_table(tables, relevant))
-    return found
+    return _memoized(key, lambda: st.sampled_from(_joint_table(tables, relevant)))
 
 
-_joints: dict[Any, st.SearchStrategy[tuple[Any, ...]]] = {}
 _HOLE = object()
-_holed: dict[str, tuple[tuple[Any, ...], ...]] = {}
 
 
 def _joint_with(value: Any, *tables: Sequence[Any]) -> st.SearchStrategy[tuple[Any, ...]]:
@@ -146,10 +140,7 @@ def _joint_with(value: Any, *tables: Sequence[Any]) -> st.SearchStrategy[tuple[A
     every value (menus that differ only in a tool's name share it), then the value put in. The
     same entries in the same order as ``_joint`` with the value itself, as long as its ``repr``
     is neither a table's first entry's nor another entry's of its table."""
-    key = repr(tables)
-    table = _holed.get(key)
-    if table is None:
-        table = _holed[key] = _joint_table(tables, None)
+    table = _memoized(("holed joint", repr(tables)), lambda: _joint_table(tables, None))
     return st.sampled_from(tuple(tuple(value if v is _HOLE else v for v in entry) for entry in table))
 
 
