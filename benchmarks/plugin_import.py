@@ -34,14 +34,16 @@ from pathlib import Path
 HEAVY = ("openprogram", "hypothesis", "jsonschema", "pydantic")
 
 
-def _env() -> dict[str, str]:
+def clean_env() -> dict[str, str]:
+    """The environment of every measured run: CI and PYTEST_ADDOPTS removed."""
     env = dict(os.environ)
     env.pop("CI", None)
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
 
-def _cumulative_us(stderr: str, module: str) -> int:
+def cumulative_us(stderr: str, module: str) -> int:
+    """The cumulative microseconds ``python -X importtime`` gives ``module`` (0: not imported)."""
     pattern = re.compile(rf"^import time:\s+\d+ \|\s+(\d+) \|\s*{re.escape(module)}$", re.MULTILINE)
     found = pattern.findall(stderr)
     return int(found[-1]) if found else 0
@@ -56,17 +58,17 @@ def import_times(repeat: int) -> tuple[float, float]:
             capture_output=True,
             text=True,
             check=True,
-            env=_env(),
+            env=clean_env(),
         )
-        total = _cumulative_us(done.stderr, "harness.pytest_plugin")
+        total = cumulative_us(done.stderr, "harness.pytest_plugin")
         totals.append(total / 1000)
-        own.append((total - _cumulative_us(done.stderr, "pytest")) / 1000)
+        own.append((total - cumulative_us(done.stderr, "pytest")) / 1000)
     return statistics.median(totals), statistics.median(own)
 
 
 def heavy_modules() -> list[str]:
     code = f"import sys, harness.pytest_plugin; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env())
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=clean_env())
     return done.stdout.split()
 
 
@@ -81,7 +83,7 @@ def session_times(repeat: int) -> tuple[float, float]:
         for _ in range(repeat):
             for command, into in ((base, with_plugin), ([*base, "-p", "no:harness"], without)):
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                subprocess.run(command, cwd=root, capture_output=True, check=True, env=_env())
+                subprocess.run(command, cwd=root, capture_output=True, check=True, env=clean_env())
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                 into.append(cpu * 1000)

@@ -24,7 +24,6 @@ drift in the machine's speed hits both alike. Bytecode caching is switched on fo
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import subprocess
@@ -32,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from plugin_import import clean_env, cumulative_us  # this folder is on sys.path when a script runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,9 +54,8 @@ print((time.perf_counter() - started) * 1000)
 
 
 def _env(tree: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("CI", "PYTEST_ADDOPTS", "PYTHONDONTWRITEBYTECODE"):
-        env.pop(name, None)
+    env = clean_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(tree)
     return env
 
@@ -65,9 +65,7 @@ def _python(tree: Path, *args: str, cwd: Path | None = None) -> subprocess.Compl
 
 
 def import_ms(tree: Path, module: str) -> float:
-    done = _python(tree, "-X", "importtime", "-c", f"import {module}")
-    pattern = re.compile(rf"^import time:\s+\d+ \|\s+(\d+) \|\s*{re.escape(module)}$", re.MULTILINE)
-    return int(pattern.findall(done.stderr)[-1]) / 1000
+    return cumulative_us(_python(tree, "-X", "importtime", "-c", f"import {module}").stderr, module) / 1000
 
 
 def first_answer_ms(tree: Path) -> float:
