@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from harness.scenario import Scenario
+from harness.scenario import ModelTurn, Scenario
 from harness.strategies import (
     CANCEL_ONE_IN,
     FINAL_TURN_WEIGHTS,
@@ -23,6 +23,7 @@ from harness.strategies import (
     _answer,
     _flags,
     _model_turn,
+    model_turns,
     scenarios,
     tools,
 )
@@ -93,11 +94,29 @@ def test_the_answer_has_a_label_of_its_own() -> None:
     assert _answer(None, None).label != _model_turn(None, None).label
 
 
+def _replies(weights: object, count: int = 400) -> list[ModelTurn]:
+    """``count`` replies drawn (reproducibly) with ``weights``."""
+    drawn: list[ModelTurn] = []
+
+    @seed(7)
+    @settings(max_examples=count, database=None, deadline=None, phases=(Phase.generate,))
+    @given(model_turns(weights=weights))  # type: ignore[arg-type]
+    def draw(reply: ModelTurn) -> None:
+        drawn.append(reply)
+
+    draw()
+    return drawn
+
+
 def test_the_middle_of_a_script_picks_tools_more_often_than_a_reply_on_its_own() -> None:
-    enders = sum(w for k, w in MIDDLE_TURN_WEIGHTS.items() if k != "calls")
-    assert enders == sum(w for k, w in TURN_WEIGHTS.items() if k != "calls")
-    assert MIDDLE_TURN_WEIGHTS["calls"] > TURN_WEIGHTS["calls"]
-    assert FINAL_TURN_WEIGHTS["text"] > FINAL_TURN_WEIGHTS["calls"]
+    # what makes default runs deep: a reply before the last seldom ends the run, the last mostly answers
+    def picking(replies: list[ModelTurn]) -> float:
+        return sum(r.kind == "reply" and bool(r.calls) for r in replies) / len(replies)
+
+    middle, alone, final = (_replies(w) for w in (MIDDLE_TURN_WEIGHTS, TURN_WEIGHTS, FINAL_TURN_WEIGHTS))
+    assert picking(middle) > picking(alone) > picking(final)
+    assert 1 - picking(middle) < (1 - picking(alone)) / 2  # ending mid-script: well under half as often
+    assert sum(r.kind == "reply" and r.text is not None and not r.calls for r in final) > len(final) / 2
 
 
 @pytest.mark.parametrize("max_turns", [1, 2, 10])
