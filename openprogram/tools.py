@@ -25,7 +25,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model, field_validator
 
 from openprogram.tool_arguments import ToolArgumentsError, check_tool, validate_tool_arguments
-from openprogram.types import TextContent, ToolSpec, trusted
+from openprogram.types import FROZEN_ANY, TextContent, ToolSpec, trusted
 
 OnUpdate = Callable[[Any], None]
 """Called by a tool with partial results while it runs; each becomes ``tool_execution_update``."""
@@ -38,7 +38,7 @@ _SPECIAL_PARAMS = ("cancel_event", "on_update")
 class AgentToolResult(BaseModel):
     """What a tool gives back. ``is_error=True`` tells the model the call failed without raising."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+    model_config = FROZEN_ANY
     content: tuple[TextContent, ...] = ()
     details: Any = None
     is_error: bool = False

@@ -20,6 +20,9 @@ StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 # the loop's hot path builds most of them with ``trusted`` and never needs it (import openprogram
 # was a quarter pydantic schema building).
 _FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+FROZEN_ANY = ConfigDict(**_FROZEN, arbitrary_types_allowed=True)
+"""The config of the package's other frozen models (events, requests, tool results), which hold
+values of any type (a tool's ``details``, a request's ``extra``)."""
 
 _Model = TypeVar("_Model", bound=BaseModel)
 _new = object.__new__
@@ -412,6 +415,7 @@ _DECODER = json.JSONDecoder()
 
 
 __all__ = [
+    "FROZEN_ANY",
     "AssistantContent",
     "AssistantMessage",
     "AssistantMessageEvent",

@@ -13,17 +13,25 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from openprogram.tools import AgentToolResult
-from openprogram.types import AssistantMessage, AssistantMessageEvent, LazyField, Message, ToolResultMessage, trusted
+from openprogram.types import (
+    FROZEN_ANY,
+    AssistantMessage,
+    AssistantMessageEvent,
+    LazyField,
+    Message,
+    ToolResultMessage,
+    trusted,
+)
 
 EndReason = Literal["stop", "error", "aborted", "max_iterations"]
 """Why a run ended: text answer, provider error, cancellation, or the iteration cap."""
 
 
 class _AgentEvent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+    model_config = FROZEN_ANY
 
 
 class AgentEventAgentStart(_AgentEvent):
@@ -38,7 +46,7 @@ class AgentEventMessageStart(LazyField):
     """A message begins. For a streamed reply the loop makes it lazy: ``message`` is the first
     provider event's ``partial``, built when read (see :class:`~openprogram.types.LazyField`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+    model_config = FROZEN_ANY
     _lazy_field: ClassVar[str] = "message"
 
     type: Literal["message_start"] = "message_start"
@@ -57,7 +65,7 @@ class AgentEventMessageUpdate(LazyField):
     never pays for a copy of the text so far.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+    model_config = FROZEN_ANY
     _lazy_field: ClassVar[str] = "message"
 
     type: Literal["message_update"] = "message_update"

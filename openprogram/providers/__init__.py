@@ -12,10 +12,10 @@ import contextvars
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from openprogram.providers.builder import MessageBuilder
-from openprogram.types import AssistantMessageEvent, Message, ToolSpec
+from openprogram.types import FROZEN_ANY, AssistantMessageEvent, Message, ToolSpec
 
 ToolChoice = Union[Literal["auto", "required", "none"], dict[str, Any]]
 """``"auto"``, ``"required"``, ``"none"`` or ``{"type": "function", "name": X}`` (force X)."""
@@ -28,7 +28,7 @@ class ModelRequest(BaseModel):
     tuple, not a deep copy of the history.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+    model_config = FROZEN_ANY
 
     model: str | None = None
     system_prompt: str = ""
