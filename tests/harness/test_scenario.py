@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from harness.scenario import (
 from openprogram import function
 from openprogram.agent.agent_loop import agent_loop
 from openprogram.functions import registry
+from tests.harness.support import console_script
 
 ADD = ToolDef(
     name="add",
@@ -516,10 +518,11 @@ def test_every_saved_scenario_redumps_canonically(path: Path, printed_schema: js
     assert list(printed_schema.iter_errors(_as_an_editor_sees(text))) == []
 
 
-def test_the_printed_schema_describes_each_key_in_the_words_of_its_form() -> None:
-    # an editor shows these on hover: each is the docstring under the form's attribute
-    result = CliRunner().invoke(main, ["schema"])
-    schema = json.loads(result.output)
+def test_the_printed_schema_describes_each_key_in_the_words_of_its_form(tmp_path: Path) -> None:
+    # an editor shows these on hover: each is the docstring under the form's attribute; printed by
+    # the installed command, in a fresh process, as a user asks for the schema
+    done = subprocess.run([console_script(), "schema"], capture_output=True, text=True, check=True, cwd=tmp_path)
+    schema = json.loads(done.stdout)
     behaviour = schema["$defs"]["BehaviourForm"]["properties"]
     assert behaviour["error"]["description"] == "Return an is_error result with this text."
     assert behaviour["raise"]["description"].startswith("Raise ``RuntimeError(TEXT)``")  # an aliased key
