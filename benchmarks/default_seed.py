@@ -1,7 +1,7 @@
 """Check that campaigns of the default budget reach every boundary of the table, deeply, at any seed.
 
-``harness fuzz`` starts every campaign of the default budget with ``harness.boundaries.EXAMPLES``
-(small scenarios that between them cross every row of ``harness.boundaries.BOUNDARIES``), so the
+``harness fuzz`` starts every campaign of the default budget with ``harness.campaigns._boundaries.EXAMPLES``
+(small scenarios that between them cross every row of ``harness.campaigns._boundaries.BOUNDARIES``), so the
 table is complete whatever the seed; the generated scenarios fill the rest of the budget. This
 runs the default budget under a range of seeds and says, per seed, whether the campaign is clean
 (no violation), complete (every row reached), deep (>= 2.5 model rounds a scenario) and not
@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.boundaries import BOUNDARIES
-from harness.fuzz import run_campaign
+from harness.campaigns._boundaries import BOUNDARIES
+from harness.campaigns._fuzz import run_campaign
 
 
 def main() -> None:

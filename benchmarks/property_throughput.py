@@ -35,11 +35,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from harness.boundaries import BOUNDARIES
-from harness.check import problems_of
-from harness.fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
-from harness.runner import run
-from harness.scenario import Behaviour, Call, Config, ModelTurn, Scenario, ToolDef
+from harness.campaigns._boundaries import BOUNDARIES
+from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
+from harness.checking._check import problems_of
+from harness.checking._runner import run
+from harness.scenarios._parts import Call
+from harness.scenarios._scenario import Behaviour, Config, ModelTurn, Scenario, ToolDef
 from harness.strategies import scenarios
 
 TARGET = 200.0

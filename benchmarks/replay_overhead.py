@@ -4,11 +4,11 @@ Run: ``python benchmarks/replay_overhead.py [--interactions N] [--repeat R] [--s
 
 What it measures: a replayed cassette should cost about what vcrpy alone costs, since a test
 suite replays hundreds of them on every run. First a cassette of N OpenAI chat-completions
-interactions is recorded through ``harness.recorded`` against the loopback emulator (so it is
+interactions is recorded through ``harness.recording._recorded`` against the loopback emulator (so it is
 the format our recorder writes). Then that one file is replayed R times two ways, interleaved, so
 drift in the machine's speed hits both alike:
 
-- ``recorded``: ``harness.recorded.open_recording(path, "none")`` and the real
+- ``recorded``: ``harness.recording._recorded.open_recording(path, "none")`` and the real
   ``OpenAIChatProvider`` over it (semantic body matching, event-by-event streams, the decoder to
   ``AssistantMessage`` events), one ``ModelRequest`` per interaction;
 - ``bare vcrpy``: ``vcr.VCR(record_mode="none").use_cassette(path)`` around the ``openai`` SDK's
@@ -68,7 +68,7 @@ async def _ask_all(backend: Any, client: Any, interactions: int) -> None:
 
 
 async def _record(path: Path, interactions: int, stream: bool) -> None:
-    from harness.recorded import open_recording, recorded_backend
+    from harness.recording._recorded import open_recording, recorded_backend
 
     turns = [f"The answer is {n + 1}. " + "It is a small number. " * 8 for n in range(interactions)]
     with Emulator(*turns) as emulator:
@@ -81,7 +81,7 @@ async def _record(path: Path, interactions: int, stream: bool) -> None:
 
 
 async def _replay_recorded(path: Path, interactions: int, stream: bool) -> float:
-    from harness.recorded import open_recording, recorded_backend
+    from harness.recording._recorded import open_recording, recorded_backend
 
     started = time.process_time()
     recording = open_recording(path, "none")
@@ -120,9 +120,9 @@ def main() -> int:
     parser.add_argument("--stream", action="store_true", help="streamed replies (SSE) instead of whole ones")
     args = parser.parse_args()
     try:
-        import harness.recorded  # noqa: F401 - the half under test
+        import harness.recording._recorded  # noqa: F401 - the half under test
     except ImportError as exc:
-        print(f"harness.recorded is not available ({exc}): nothing to compare against bare vcrpy")
+        print(f"harness.recording._recorded is not available ({exc}): nothing to compare against bare vcrpy")
         return 2
     with tempfile.TemporaryDirectory() as folder, allow_model_requests():
         path = Path(folder) / "replay_overhead.yaml"

@@ -1,32 +1,70 @@
 """harness: deterministic simulation and record-replay testing for the openprogram loop.
 
-The package's names (``from harness import ScriptedProvider, turn``) are loaded on first use
-(PEP 562): pytest imports ``harness.pytest_plugin`` in every session of every project that has
-the package installed, and importing this package must not pull the agent loop, pydantic and
-jsonschema into a session that never asks for a fixture.
+The names a user writes first, whatever the workflow (``docs/architecture.md`` maps the rest):
+
+- scripting a model: ``ScriptedProvider``, ``turn`` (``harness.script``); a run written down:
+  ``Trace`` (``harness.trace``); the deterministic clock: ``DeterministicClock``;
+- a scenario and its judgement: ``Scenario`` (``harness.scenarios``), ``run`` / ``arun`` and
+  ``check`` (``harness.checking``);
+- the wire: ``Emulator`` and ``fault`` (``harness.emulator``);
+- record-replay: ``open_recording``, ``recorded_backend``, ``live_backend`` (``harness.recording``).
+
+They are loaded on first use: pytest imports ``harness.pytest_plugin`` in every session of every
+project that has the package installed, and importing this package must not pull the agent loop,
+pydantic and jsonschema into a session that never asks for a fixture.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from harness.checking import arun, assert_scenario, check, run
+    from harness.clock import DeterministicClock
+    from harness.emulator import Emulator, fault
+    from harness.recording import live_backend, open_recording, recorded_backend
+    from harness.scenarios import Scenario
     from harness.script import ScriptedCall, ScriptedProvider, ScriptViolation, Turn, turn
+    from harness.trace import Trace
 
-__all__ = ["ScriptViolation", "ScriptedCall", "ScriptedProvider", "Turn", "turn"]
-
-_LAZY = {name: "harness.script" for name in __all__}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # not cached in this module's globals: the answer follows sys.modules, so a test runner that
-    # unloads and reimports harness.script (pytester does, between in-process runs) gets one class
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+_EXPORTS = {
+    "ScriptViolation": "harness.script",
+    "ScriptedCall": "harness.script",
+    "ScriptedProvider": "harness.script",
+    "Turn": "harness.script",
+    "turn": "harness.script",
+    "Trace": "harness.trace",
+    "DeterministicClock": "harness.clock",
+    "Scenario": "harness.scenarios",
+    "run": "harness.checking",
+    "arun": "harness.checking",
+    "check": "harness.checking",
+    "assert_scenario": "harness.checking",
+    "Emulator": "harness.emulator",
+    "fault": "harness.emulator",
+    "open_recording": "harness.recording",
+    "recorded_backend": "harness.recording",
+    "live_backend": "harness.recording",
+}
+__all__ = [
+    "DeterministicClock",
+    "Emulator",
+    "Scenario",
+    "ScriptViolation",
+    "ScriptedCall",
+    "ScriptedProvider",
+    "Trace",
+    "Turn",
+    "arun",
+    "assert_scenario",
+    "check",
+    "fault",
+    "live_backend",
+    "open_recording",
+    "recorded_backend",
+    "run",
+    "turn",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Union, get_args
 from pydantic import TypeAdapter
 from pydantic_core import to_json
 
-from harness.contract import ABORTED_MESSAGE
+from harness._contract import ABORTED_MESSAGE
 from openprogram.providers import ModelRequest
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, StopReason, Usage, trusted

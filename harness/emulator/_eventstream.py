@@ -11,8 +11,6 @@ from __future__ import annotations
 import binascii
 from collections.abc import Iterable
 
-__all__ = ["decode_frame", "encode_frame", "event_frame", "exception_frame"]
-
 _STRING = 7
 _PRELUDE = 12
 _CRC = 4

@@ -14,8 +14,6 @@ from typing import Any
 from harness.script import ScriptedCall, Turn
 from openprogram.types import Usage
 
-__all__ = ["arguments_of", "check_renderable", "estimated_usage", "fragments", "pieces", "thinking_tokens"]
-
 _WORDS = re.compile(r"\s*\S+|\s+")
 
 

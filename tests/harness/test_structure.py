@@ -1,7 +1,9 @@
 """The shape DESIGN section 2 promises the next maintainer, checked so it cannot erode quietly.
 
 The layers themselves are import-linter's job (``lint-imports`` in CI, configured in
-pyproject.toml); these are the two rules it cannot express.
+pyproject.toml); these are the rules it cannot express: a layout a newcomer can read (few modules
+at the top, a handful per package, every package a facade over private modules), modules of
+one concept, no cycle anywhere, and no reach into openprogram's internals.
 """
 
 from __future__ import annotations
@@ -14,6 +16,77 @@ import pytest
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 MODULES = sorted(HARNESS.rglob("*.py"))
 MAX_LINES = 700
+MAX_TOP_LEVEL = 8
+MAX_PER_PACKAGE = 12
+MAX_LAYERS = 10
+PACKAGES = sorted(p for p in HARNESS.iterdir() if (p / "__init__.py").exists())
+
+
+def _layers() -> list[str]:
+    import tomllib
+
+    config = tomllib.loads((HARNESS.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    return next(c["layers"] for c in contracts if c["type"] == "layers")
+
+
+def test_the_top_of_the_harness_holds_few_modules() -> None:
+    """The scripting modules a user starts from, and nothing that would hide them."""
+    top = sorted(p.name for p in HARNESS.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL, f"harness/ holds {len(top)} modules ({top}): group them in a package"
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
+def test_each_package_holds_a_handful_of_modules_behind_its_facade(package: Path) -> None:
+    modules = sorted(p.name for p in package.glob("*.py"))
+    assert len(modules) <= MAX_PER_PACKAGE, f"{package.name}/ holds {len(modules)} modules: {modules}"
+    public = [m for m in modules if not m.startswith("_")]
+    assert not public, f"{package.name}/: {public} are public modules; name them _private behind __init__"
+    init = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+    assert ast.get_docstring(init), f"{package.name}/__init__.py says nothing of what the package is for"
+
+
+def test_there_are_few_layers() -> None:
+    assert len(_layers()) <= MAX_LAYERS
+
+
+def test_no_import_cycle_even_through_function_level_imports() -> None:
+    """import-linter checks layers between packages; a cycle inside one is found here."""
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the dev extra)")
+    graph = grimp.build_graph("harness", "openprogram", exclude_type_checking_imports=True)
+    modules = sorted(graph.modules)
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in modules:
+        if module not in index:
+            visit(module)
+    assert not cycles, f"modules that import each other (directly or around a cycle): {cycles}"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(HARNESS)))
@@ -62,11 +135,7 @@ def test_the_harness_uses_no_private_name_of_openprogram(path: Path) -> None:
 
 def test_every_harness_module_has_its_place_in_the_layers() -> None:
     """A module missing from import-linter's layers is checked by nothing: name it there."""
-    import tomllib
-
-    config = tomllib.loads((HARNESS.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    contracts = config["tool"]["importlinter"]["contracts"]
-    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    layers = _layers()
     placed = {name.strip().strip("()") for layer in layers for name in layer.split("|")}
     modules = {
         "harness." + ".".join(p.relative_to(HARNESS).with_suffix("").parts)

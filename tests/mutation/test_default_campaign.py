@@ -12,8 +12,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
 from harness.cli import main
-from harness.fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
 
 
 def test_the_default_campaign_finds_no_violation(tmp_path: Path) -> None:

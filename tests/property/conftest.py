@@ -1,6 +1,6 @@
 """Hypothesis profiles for the property suite.
 
-The profiles are ``harness.profiles``' (``harness-ci``: derandomized, bounded, what CI runs;
+The profiles are ``harness.campaigns._profiles``' (``harness-ci``: derandomized, bounded, what CI runs;
 ``harness-deep``: thousands of examples), registered here so this suite can load them even when
 it runs with ``-p no:harness``. Nothing is loaded here: the plugin's choice stands (this project's
 ``pyproject.toml`` sets ``harness_ci_profile = "harness-ci"``, so CI runs derandomized), or
@@ -17,7 +17,7 @@ import os
 
 from hypothesis import Phase, settings
 
-from harness import profiles
+from harness.campaigns import _profiles as profiles
 
 profiles.register()
 settings.register_profile(

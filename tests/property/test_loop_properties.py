@@ -2,7 +2,7 @@
 
 Each property runs the real loop. A failure is shrunk by Hypothesis to a minimal scenario, saved
 under ``cassettes/scenarios/`` (or ``$HARNESS_SCENARIO_DIR``) and replayed by
-``tests/harness/test_regressions.py`` from then on. The example budget comes from the Hypothesis profile:
+``tests/harness/checking/test_regressions.py`` from then on. The example budget comes from the Hypothesis profile:
 ``--harness-profile harness-ci`` in CI, ``--harness-profile harness-deep`` for a long campaign.
 """
 
@@ -16,11 +16,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.regressions import assert_scenario
-from harness.runner import run
-from harness.scenario import Behaviour, Config, ModelTurn, Scenario, json_schema
+from harness.checking._regressions import assert_scenario
+from harness.checking._runner import run
+from harness.scenarios._scenario import Behaviour, Config, ModelTurn, Scenario, json_schema
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
-from harness.trace import diff
+from harness.trace._trace import diff
 
 # Scenarios are big values; generating them is legitimately slower than Hypothesis' default limits.
 relaxed = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness.backends import Connection, backend, client_kwargs
 from harness.emulator import Emulator, fault
-from harness.emulator import openai as emulated_openai
-from harness.emulator.wire import IdSource
+from harness.emulator import _openai as emulated_openai
+from harness.emulator._wire import IdSource
+from harness.recording._clients import Connection, backend, client_kwargs
 from harness.script import turn
 from openprogram import ExecError, runtime
 from openprogram.providers import tool_choice as tool_choice_table

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from botocore.config import Config
 
-from harness.backends import backend, client_kwargs
 from harness.emulator import Emulator, fault
+from harness.recording._clients import backend, client_kwargs
 from harness.script import turn
 from openprogram import ExecError, runtime
 from openprogram.providers.bedrock import BedrockProvider

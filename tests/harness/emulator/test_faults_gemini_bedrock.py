@@ -15,9 +15,9 @@ import pytest
 from botocore.eventstream import EventStreamBuffer
 from google import genai
 
-from harness.backends import backend
 from harness.emulator import Emulator, fault
-from harness.emulator.faults import Delivery
+from harness.emulator._faults import Delivery
+from harness.recording._clients import backend
 from harness.script import turn
 from openprogram import ExecError, function, registry, runtime
 from tests.harness.emulator.wirecheck import CLAUDE, GEMINI, NOVA, connection

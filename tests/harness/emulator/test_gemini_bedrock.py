@@ -23,9 +23,13 @@ from botocore.eventstream import ChecksumMismatch, EventStreamBuffer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import backends, cassettes
-from harness.conformance import default_cassette_dir
-from harness.emulator import _eventstream, bedrock, gemini, wire
+from harness.emulator import _bedrock as bedrock
+from harness.emulator import _eventstream
+from harness.emulator import _gemini as gemini
+from harness.emulator import _wire as wire
+from harness.recording import _cassettes as cassettes
+from harness.recording import _clients as backends
+from harness.recording._conformance import default_cassette_dir
 from harness.script import ScriptedCall, ScriptedProvider, Turn, turn
 from openprogram.providers import ModelRequest
 from openprogram.types import (
@@ -49,7 +53,7 @@ from tests.harness.emulator.wiring import (
     match,
     run_backend,
 )
-from tests.harness.test_conformance_cassettes import expected_stop_reason
+from tests.harness.recording.test_conformance_cassettes import expected_stop_reason
 
 CASSETTES = default_cassette_dir()
 WEATHER = ToolSpec(

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 from harness.emulator import Emulator, fault
-from harness.emulator.server import load_providers
+from harness.emulator._server import load_providers
 from harness.script import ScriptedCall, turn
 from openprogram.providers import ModelRequest
 from openprogram.types import ToolSpec, UserMessage
@@ -175,7 +175,7 @@ def test_a_respond_entry_sees_the_wire_request() -> None:
 
 
 def test_thinking_and_redacted_thinking_reach_our_anthropic_backend_with_signatures() -> None:
-    from harness.emulator.anthropic import redacted_thinking
+    from harness.emulator._anthropic import redacted_thinking
     from harness.script import Turn
 
     scripted = Turn(blocks=(("thinking", "let me think"), redacted_thinking("opaque-data"), ("text", "answer")))
@@ -208,7 +208,7 @@ def test_our_openai_backends_read_custom_free_form_tool_calls(endpoint: str, str
     emu = Emulator(ScriptedCall(name="apply_patch", raw=PATCH_TEXT, id="call_patch"))
 
     async def run() -> Any:
-        from harness.backends import backend
+        from harness.recording._clients import backend
 
         client = sdk_client("openai", emu)
         model = backend("openai", endpoint, model="m", stream=stream, client=client)
@@ -257,7 +257,7 @@ turns:
 def test_serve_runs_a_scenario_in_another_process_for_unmodified_clients(tmp_path: Path) -> None:
     script = tmp_path / "scenario.yaml"
     script.write_text(SCENARIO)
-    code = f"from harness.emulator.server import serve; serve({str(script)!r}, '127.0.0.1', 0)"
+    code = f"from harness.emulator._server import serve; serve({str(script)!r}, '127.0.0.1', 0)"
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -359,7 +359,7 @@ turns:
 
 
 def test_harness_emulate_serves_the_fault_forms_of_a_scenario_file(tmp_path: Path) -> None:
-    from harness.backends import Connection, backend
+    from harness.recording._clients import Connection, backend
     from openprogram import ExecError, runtime
 
     script = tmp_path / "faults.yaml"
@@ -417,8 +417,8 @@ def test_harness_emulate_refuses_a_fault_it_cannot_serve_in_one_line_with_exit_2
 
 
 def test_the_documented_wire_fault_example_loads_round_trips_and_becomes_emulator_faults() -> None:
-    from harness.emulator.server import script_of
-    from harness.scenario import Scenario
+    from harness.emulator._server import script_of
+    from harness.scenarios._scenario import Scenario
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "scenarios.md").read_text(encoding="utf-8")
     section = doc.split("## Wire faults (`harness emulate`)", 1)[1]

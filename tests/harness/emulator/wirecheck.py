@@ -10,8 +10,8 @@ from typing import Any
 import anthropic
 import openai
 
-from harness.backends import Connection, SDKClient, backend
 from harness.emulator import Emulator
+from harness.recording._clients import Connection, SDKClient, backend
 from harness.script import Turn, turn
 from openprogram.providers import ModelRequest
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage

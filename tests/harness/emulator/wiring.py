@@ -21,8 +21,10 @@ import httpx2
 from botocore.awsrequest import AWSResponse
 from google import genai
 
-from harness import backends
-from harness.emulator import bedrock, gemini, wire
+from harness.emulator import _bedrock as bedrock
+from harness.emulator import _gemini as gemini
+from harness.emulator import _wire as wire
+from harness.recording import _clients as backends
 from harness.script import Turn
 from openprogram.providers import ModelRequest, Provider
 from openprogram.types import AssistantMessage, UserMessage

@@ -2,7 +2,8 @@
 
 Every test drives the real ``openai`` SDK through an ``httpx2.MockTransport``, so request bodies
 are the bytes the SDK would put on the network and replies go through the SDK's own parsing. The
-recorded real traffic is covered by the shared cassette test (``tests/harness/test_conformance_cassettes.py``).
+recorded real traffic is covered by the shared cassette test
+(``tests/harness/recording/test_conformance_cassettes.py``).
 """
 
 from __future__ import annotations

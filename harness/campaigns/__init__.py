@@ -1,0 +1,44 @@
+"""Campaigns: ``harness fuzz`` (generate, run, judge, shrink), the boundary table, the profiles.
+
+Lazy (``harness._lazy``): the pytest plugin reads the Hypothesis profiles (``_profiles``) in every
+session, and must not pay for the campaign (``_fuzz``) or the boundary table (``_boundaries``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.campaigns._boundaries import BOUNDARIES, reached
+    from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, CampaignResult, Stats, run_campaign
+    from harness.campaigns._profiles import CI_PROFILE, DEEP_PROFILE, example_database, register
+
+_EXPORTS = {
+    "BOUNDARIES": "._boundaries",
+    "reached": "._boundaries",
+    "DEFAULT_EXAMPLES": "._fuzz",
+    "DEFAULT_SEED": "._fuzz",
+    "CampaignResult": "._fuzz",
+    "Stats": "._fuzz",
+    "run_campaign": "._fuzz",
+    "CI_PROFILE": "._profiles",
+    "DEEP_PROFILE": "._profiles",
+    "example_database": "._profiles",
+    "register": "._profiles",
+}
+__all__ = [
+    "BOUNDARIES",
+    "CI_PROFILE",
+    "CampaignResult",
+    "DEEP_PROFILE",
+    "DEFAULT_EXAMPLES",
+    "DEFAULT_SEED",
+    "Stats",
+    "example_database",
+    "reached",
+    "register",
+    "run_campaign",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

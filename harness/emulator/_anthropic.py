@@ -1,0 +1,228 @@
+"""Anthropic Messages as the emulator speaks it: one ``Message`` or its SSE stream.
+
+The stream follows the recordings in ``../shared/provider-cassettes/anthropic``: ``message_start``
+(empty content, input usage), a ``ping``, then per block ``content_block_start`` (text and
+thinking empty, ``tool_use`` with ``input: {}``), its deltas (``text_delta``, ``thinking_delta``
+then one ``signature_delta``, ``input_json_delta`` fragments), ``content_block_stop``; then
+``message_delta`` with the stop reason and the cumulative usage, and ``message_stop``.
+
+Scripted thinking gets a signature (Anthropic's are opaque base64; these are deterministic). A
+block made by :func:`redacted_thinking` is sent as a ``redacted_thinking`` block carrying its
+data, the shape Anthropic uses when its safety systems encrypt the reasoning. The block is a
+``("thinking", data)`` pair to everything else (``Turn`` takes only text and thinking blocks, and
+``ScriptedProvider`` streams it as thinking), so no new turn vocabulary is needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from harness.emulator._openai import split
+from harness.emulator._wire import IdSource, Route, WireReply, WireRequest
+from harness.script import ScriptedCall, Turn
+
+ROUTES: tuple[Route, ...] = (Route("anthropic", "messages", "POST", "/v1/messages"),)
+
+
+class RedactedThinking(tuple):  # type: ignore[type-arg]
+    """A ``("thinking", data)`` block this renderer sends as ``redacted_thinking``."""
+
+    __slots__ = ()
+
+
+def redacted_thinking(data: str) -> tuple[str, str]:
+    """A turn block for Anthropic redacted thinking holding the opaque ``data``."""
+    return RedactedThinking(("thinking", data))  # type: ignore[return-value]
+
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def _model(request: WireRequest) -> str:
+    body = request.body if isinstance(request.body, Mapping) else {}
+    model = body.get("model")
+    return model if isinstance(model, str) and model else "claude-emulated"
+
+
+def _usage(turn: Turn) -> dict[str, Any]:
+    usage = turn.usage
+    fresh, output, read, write = (
+        (10, 5, 0, 0) if usage is None else (usage.input, usage.output, usage.cache_read, usage.cache_write)
+    )
+    return {
+        "input_tokens": fresh,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0},
+        "inference_geo": "not_available",
+        "output_tokens": output,
+        "service_tier": "standard",
+    }
+
+
+def _signature(ids: IdSource) -> str:
+    return base64.b64encode(ids.next("emulated-signature-", 16).encode()).decode()
+
+
+def _blocks(turn: Turn, ids: IdSource) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in turn.blocks:
+        if isinstance(block, ScriptedCall):
+            try:
+                arguments = json.loads(block.arguments_text())
+            except ValueError:
+                arguments = None  # not JSON: only a stream can carry it (as its raw fragments)
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": block.id or ids.next("toolu_01"),
+                    "name": block.name,
+                    "input": arguments,
+                    "caller": {"type": "direct"},
+                    "_raw": block.arguments_text(),
+                }
+            )
+        elif isinstance(block, RedactedThinking):
+            blocks.append({"type": "redacted_thinking", "data": block[1]})
+        elif block[0] == "thinking":
+            blocks.append({"type": "thinking", "thinking": block[1], "signature": _signature(ids)})
+        else:
+            blocks.append({"type": "text", "text": block[1]})
+    return blocks
+
+
+def _stop_reason(turn: Turn, blocks: list[dict[str, Any]]) -> str:
+    if turn.stop_reason == "length":
+        return "max_tokens"
+    return "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+
+
+def _headers(ids: IdSource, content_type: str) -> dict[str, str]:
+    return {
+        "content-type": content_type,
+        "request-id": ids.next("req_011", 21),
+        "anthropic-organization-id": "emulated",
+    }
+
+
+def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
+    """The scripted turn as Anthropic answers ``/v1/messages``, streamed when the body asks."""
+    if turn.stop_reason in ("error", "aborted"):
+        return error_reply(500, turn.error or "Internal server error", request)
+    message_id = ids.next("msg_01")
+    blocks = _blocks(turn, ids)
+    stop = _stop_reason(turn, blocks)
+    usage = _usage(turn)
+    if not request.streaming:
+        content = [{k: v for k, v in b.items() if k != "_raw"} for b in blocks]
+        for block in content:
+            if block["type"] == "tool_use" and block["input"] is None:
+                block["input"] = {}
+        body = {
+            "model": _model(request),
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        return WireReply(200, _headers(ids, "application/json"), json.dumps(body, ensure_ascii=False).encode())
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append((kind, {"type": kind, **fields}))
+
+    start_usage = {**usage, "output_tokens": 1}
+    emit(
+        "message_start",
+        message={
+            "model": _model(request),
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "stop_details": None,
+            "usage": start_usage,
+        },
+    )
+    for index, block in enumerate(blocks):
+        kind = block["type"]
+        if kind == "text":
+            emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
+            if index == 0:
+                emit("ping")
+            for piece in split(block["text"]):
+                emit("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
+        elif kind == "thinking":
+            emit(
+                "content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""}
+            )
+            if index == 0:
+                emit("ping")
+            for piece in split(block["thinking"]):
+                emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece})
+            emit("content_block_delta", index=index, delta={"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "redacted_thinking":
+            emit("content_block_start", index=index, content_block=block)
+            if index == 0:
+                emit("ping")
+        else:
+            opener = {
+                "type": "tool_use",
+                "id": block["id"],
+                "name": block["name"],
+                "input": {},
+                "caller": {"type": "direct"},
+            }
+            emit("content_block_start", index=index, content_block=opener)
+            if index == 0:
+                emit("ping")
+            raw = block["_raw"] if block["input"] != {} else ""
+            for piece in split(raw):
+                emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece})
+        emit("content_block_stop", index=index)
+    if not blocks:
+        emit("ping")
+    cumulative = {
+        k: usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    }
+    emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None, "stop_details": None}, usage=cumulative)
+    emit("message_stop")
+    chunks = [
+        f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'), ensure_ascii=False)}\n\n".encode()
+        for name, data in events
+    ]
+    headers = {**_headers(ids, "text/event-stream; charset=utf-8"), "cache-control": "no-cache"}
+    return WireReply(200, headers, chunks=chunks)
+
+
+def error_reply(status: int, message: str, request: WireRequest) -> WireReply:
+    """Anthropic's error body (``{"type": "error", "error": {type, message}, "request_id"}``) for ``status``.
+
+    Every status is a JSON reply, streamed request or not; 529 is ``overloaded_error``.
+    """
+    kind = _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_011emulated"}
+    headers = {"content-type": "application/json", "request-id": "req_011emulated"}
+    if status in (429, 529):
+        headers["x-should-retry"] = "true"
+    return WireReply(status, headers, json.dumps(body).encode())

@@ -1,0 +1,266 @@
+"""Bedrock ``converse`` / ``converse-stream``, rendered as the service sends them.
+
+Paths: ``/model/{modelId}/converse`` and ``/model/{modelId}/converse-stream``. botocore
+percent-encodes the model id (``us.amazon.nova-micro-v1%3A0``); an ARN (an inference profile)
+holds ``/`` once decoded, so the routes use starlette's ``path`` convertor for it.
+
+What the recordings show, and this module reproduces:
+
+- Converse: ``{"metrics": {"latencyMs"}, "output": {"message": {"content": [...], "role":
+  "assistant"}}, "stopReason", "usage": {...}}`` with keys sorted, content blocks ``text``,
+  ``toolUse`` (``input``, ``name``, ``toolUseId``: ``tooluse_`` and 22 characters) and
+  ``reasoningContent.reasoningText`` (``text``, ``signature``);
+- ConverseStream: AWS event-stream frames (``_eventstream``) with ``:event-type``,
+  ``:content-type`` and ``:message-type`` headers: ``messageStart``; per block
+  ``contentBlockStart`` (tool calls only), ``contentBlockDelta`` (text, reasoning text then its
+  signature, tool input JSON split across several deltas, Anthropic models opening with an empty
+  one) and ``contentBlockStop``; ``messageStop``; ``metadata`` (usage, metrics). Every payload
+  carries AWS's ``p`` padding field (a run of ``abc...`` of varying length);
+- errors: ``{"message"}`` with an ``x-amzn-ErrorType`` header, also for a streamed request that
+  fails before its stream starts (as recorded); once a stream has answered 200, a failure is an
+  ``exception`` frame (:func:`stream_error_reply`).
+
+Raw (scripted, maybe broken) call arguments go out verbatim in a stream's input deltas; a whole
+Converse reply can only carry a JSON document, so there text that is not JSON becomes a string.
+
+Delivery faults on the event stream (the hooks ``harness.emulator._faults`` looks for): a truncated
+stream loses its ``messageStop`` and ``metadata`` frames (or its closing exception frame); a
+malformed chunk is a well-framed ``contentBlockDelta`` (correct CRCs) whose JSON payload is cut in
+half; an unknown event is a frame with an ``:event-type`` no SDK knows (``emulatorUnknownEvent``),
+which botocore skips, as it skips every event type newer than its service model.
+
+Stop reasons: ``stop`` -> ``end_turn`` (``tool_use`` when the reply calls tools), ``length`` ->
+``max_tokens``; an ``error`` (or ``aborted``) turn fails with ``InternalServerException``: a 500
+when not streamed, an in-band ``internalServerException`` frame after ``messageStart`` when it is.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from typing import Any, Final
+
+import harness.emulator._wire as wire
+from harness.emulator._eventstream import decode_frame, encode_frame, event_frame, exception_frame
+from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
+from harness.script import ScriptedCall, Turn
+
+ROUTES: Final[tuple[wire.Route, ...]] = (
+    wire.Route("bedrock", "converse", "POST", "/model/{modelId:path}/converse"),
+    wire.Route("bedrock", "converse-stream", "POST", "/model/{modelId:path}/converse-stream"),
+)
+
+ERROR_TYPES: Final[dict[int, str]] = {
+    400: "ValidationException",
+    401: "UnrecognizedClientException",
+    403: "AccessDeniedException",
+    404: "ResourceNotFoundException",
+    408: "ModelTimeoutException",
+    409: "ConflictException",
+    424: "ModelErrorException",
+    429: "ThrottlingException",
+    500: "InternalServerException",
+    503: "ServiceUnavailableException",
+}
+"""HTTP status -> the error shape Bedrock names in ``x-amzn-ErrorType`` (and botocore's ``Error.Code``)."""
+
+_ERROR_NAMESPACE: Final = "http://internal.amazon.com/coral/com.amazon.bedrock/"
+_PADDING: Final = string.ascii_lowercase + string.ascii_uppercase + string.digits
+_TEXT_PIECE: Final = 12
+_INPUT_PIECE: Final = 10
+
+
+def model_of(request: wire.WireRequest) -> str:
+    """The model id the path names (the ``modelId`` path parameter, else read off the path)."""
+    model = request.path_params.get("modelId")
+    if model:
+        return model
+    return request.path.partition("/model/")[2].rpartition("/")[0]
+
+
+def request_id(ids: wire.IdSource) -> str:
+    """An ``x-amzn-RequestId``: a UUID's shape, deterministic digits."""
+    digits = ids.next("", 32)
+    return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+def _error_type(status: int) -> str:
+    return ERROR_TYPES.get(status, "InternalServerException" if status >= 500 else "ValidationException")
+
+
+def _stop_reason(turn: Turn) -> str:
+    if turn.stop_reason == "length":
+        return "max_tokens"
+    return "tool_use" if any(isinstance(block, ScriptedCall) for block in turn.blocks) else "end_turn"
+
+
+def _usage(turn: Turn, request_body: Any) -> dict[str, Any]:
+    usage = estimated_usage(turn, request_body)
+    fields: dict[str, Any] = {
+        "inputTokens": usage.input,
+        "outputTokens": usage.output,
+        "totalTokens": usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write,
+    }
+    if usage.cache_read or usage.cache_write:
+        fields["cacheReadInputTokens"] = usage.cache_read
+        fields["cacheWriteInputTokens"] = usage.cache_write
+    return fields
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# -- replies -------------------------------------------------------------------------------------
+
+
+def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.WireReply:
+    """The turn as Bedrock answers ``request``: Converse JSON, or ConverseStream frames."""
+    check_renderable(turn)
+    streamed = request.route.endpoint == "converse-stream"
+    if turn.stop_reason in ("error", "aborted"):
+        if streamed:
+            return stream_error_reply(500, turn.error or "", request, ids)
+        return error_reply(500, turn.error or "", request)
+    headers = {"x-amzn-RequestId": request_id(ids)}
+    if streamed:
+        headers["Content-Type"] = "application/vnd.amazon.eventstream"
+        return wire.WireReply(200, headers, chunks=_Stream(turn, request, ids).frames())
+    headers["Content-Type"] = "application/json"
+    content: list[dict[str, Any]] = []
+    for block in turn.blocks:
+        if isinstance(block, ScriptedCall):
+            arguments, text = arguments_of(block)
+            tool = {
+                "input": arguments if arguments is not None else text,
+                "name": block.name,
+                "toolUseId": block.id or ids.next("tooluse_", 22),
+            }
+            content.append({"toolUse": tool})
+        elif block[0] == "thinking":
+            content.append({"reasoningContent": {"reasoningText": {"signature": _signature(ids), "text": block[1]}}})
+        else:
+            content.append({"text": block[1]})
+    body = {
+        "metrics": {"latencyMs": 100},
+        "output": {"message": {"content": content, "role": "assistant"}},
+        "stopReason": _stop_reason(turn),
+        "usage": {**_usage(turn, request.body), "serverToolUsage": {}},
+    }
+    return wire.WireReply(200, headers, body=_json(body))
+
+
+def _signature(ids: wire.IdSource) -> str:
+    return ids.next("EmulatorReasoningSignature", 16)
+
+
+class _Stream:
+    """The frames of one ConverseStream reply; each payload padded the way AWS pads them."""
+
+    def __init__(self, turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> None:
+        self.turn, self.request, self.ids = turn, request, ids
+        self.count = 0
+        self.empty_first_fragment = "anthropic" in model_of(request)
+
+    def event(self, event_type: str, payload: dict[str, Any]) -> bytes:
+        self.count += 1
+        padding = _PADDING[: (self.count * 17 + len(payload)) % len(_PADDING) + 1]
+        return event_frame(event_type, _json({**payload, "p": padding}))
+
+    def frames(self) -> list[bytes]:
+        frames = [self.event("messageStart", {"role": "assistant"})]
+        for index, block in enumerate(self.turn.blocks):
+            frames += self.block(index, block)
+        frames.append(self.event("messageStop", {"stopReason": _stop_reason(self.turn)}))
+        usage = _usage(self.turn, self.request.body)
+        frames.append(self.event("metadata", {"metrics": {"latencyMs": 100}, "usage": usage}))
+        return frames
+
+    def block(self, index: int, block: tuple[str, str] | ScriptedCall) -> list[bytes]:
+        def delta(value: dict[str, Any]) -> bytes:
+            return self.event("contentBlockDelta", {"contentBlockIndex": index, "delta": value})
+
+        frames: list[bytes] = []
+        if isinstance(block, ScriptedCall):
+            tool = {"name": block.name, "toolUseId": block.id or self.ids.next("tooluse_", 22)}
+            frames.append(self.event("contentBlockStart", {"contentBlockIndex": index, "start": {"toolUse": tool}}))
+            text = block.arguments_text()
+            parts = ([""] if self.empty_first_fragment else []) + fragments(text, _INPUT_PIECE)
+            frames += [delta({"toolUse": {"input": part}}) for part in parts]
+        elif block[0] == "thinking":
+            frames += [delta({"reasoningContent": {"text": part}}) for part in pieces(block[1], _TEXT_PIECE)]
+            frames.append(delta({"reasoningContent": {"signature": _signature(self.ids)}}))
+        else:
+            frames += [delta({"text": part}) for part in pieces(block[1], _TEXT_PIECE)]
+        frames.append(self.event("contentBlockStop", {"contentBlockIndex": index}))
+        return frames
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def error_reply(status: int, message: str, request: wire.WireRequest) -> wire.WireReply:
+    """Bedrock's error: ``{"message"}`` and the ``x-amzn-ErrorType`` header botocore reads the code from.
+
+    A streamed request that fails before its stream starts gets this same JSON reply (the
+    recordings show it); a failure after the 200 is :func:`stream_error_reply`.
+    """
+    headers = {
+        "Content-Type": "application/json",
+        "x-amzn-ErrorType": f"{_error_type(status)}:{_ERROR_NAMESPACE}",
+        "x-amzn-RequestId": "00000000-0000-0000-0000-000000000000",
+    }
+    return wire.WireReply(status, headers, body=_json({"message": message}))
+
+
+def stream_error_reply(
+    status: int, message: str, request: wire.WireRequest, ids: wire.IdSource | None = None
+) -> wire.WireReply:
+    """A ConverseStream that answers 200, starts the message, then fails in band.
+
+    The exception frame is named as the stream's union member (``throttlingException``,
+    ``internalServerException``...), the lowerCamel form of the error type.
+    """
+    name = _error_type(status)
+    member = name[0].lower() + name[1:]
+    headers = {
+        "Content-Type": "application/vnd.amazon.eventstream",
+        "x-amzn-RequestId": request_id(ids or wire.IdSource()),
+    }
+    start = event_frame("messageStart", _json({"p": "abcd", "role": "assistant"}))
+    return wire.WireReply(200, headers, chunks=[start, exception_frame(member, _json({"message": message}))])
+
+
+# -- delivery faults -----------------------------------------------------------------------------
+
+_TERMINAL_EVENTS: Final = frozenset({"messageStop", "metadata"})
+
+
+def _frame_headers(frame: bytes) -> dict[str, str]:
+    return dict(decode_frame(frame)[0])
+
+
+def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
+    """How many trailing frames end the stream: ``messageStop`` and ``metadata``, or the closing
+    exception frame of a stream that fails in band. ``fault.truncate`` removes them."""
+    count = 0
+    for frame in reversed(reply.chunks or []):
+        headers = _frame_headers(frame)
+        if headers.get(":message-type") == "exception":
+            return count + 1
+        if headers.get(":event-type") not in _TERMINAL_EVENTS:
+            break
+        count += 1
+    return count
+
+
+def malformed(frame: bytes) -> bytes:
+    """The frame with its JSON payload cut in half, framed again with correct CRCs: the damage is
+    in the JSON, not in the framing (which botocore would catch as a checksum mismatch)."""
+    headers, payload = decode_frame(frame)
+    return encode_frame(headers, payload[: max(1, len(payload) // 2)])
+
+
+def unknown_event() -> bytes:
+    """A well-formed event of a type no client knows, padded like the others."""
+    return event_frame("emulatorUnknownEvent", _json({"note": "an event type no client knows", "p": "abcdefgh"}))

@@ -1,0 +1,205 @@
+"""Faults real providers produce, placed in an emulator script where a turn would go.
+
+A fault either replaces the reply (``fault.status``: any HTTP status with the provider's own
+error body) or changes how a rendered turn is delivered (dropped mid-stream, cut before its
+terminal event, slow, a broken JSON delta, an unknown event, gzip). The delivery faults wrap a
+turn (``fault.slow(0.05, turn.text("hi"))``) and combine by wrapping each other
+(``fault.gzip(fault.slow(0.01, turn.text("hi")))``); without a turn they deliver a short text.
+
+The byte-level edits work on SSE (``data:`` frames); a provider whose wire is not SSE (Bedrock's
+event stream) and one whose events differ from the generic SSE ones supply
+``malformed(chunk) -> bytes``, ``unknown_event() -> bytes`` and ``terminal(reply, request) -> int``
+in their module to say how these look on their wire (``openai``: ``terminal``; ``gemini``:
+``terminal``, ``unknown_event``; ``bedrock``: all three).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip as _gzip
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.emulator._wire import WireReply, WireRequest
+from harness.script import turn
+
+Wrapped = Any  # a Turn, a ScriptedCall, a str, or another Fault
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One request's fault. ``status`` set: the reply is that error; otherwise ``turn`` is rendered
+    and delivered as the other fields say."""
+
+    turn: Wrapped = None
+    status: int | None = None
+    message: str = ""
+    retry_after: float | None = None
+    drop_after: int | None = None
+    truncate: bool = False
+    delay: float = 0.0
+    malformed: bool = False
+    unknown_event: bool = False
+    gzip: bool = False
+
+    def describe(self) -> str:
+        changed = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "turn" and getattr(self, f.name) != f.default
+        }
+        return "fault(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+
+
+def _wrap(inner: Wrapped, **changes: Any) -> Fault:
+    if isinstance(inner, Fault):
+        return dataclasses.replace(inner, **changes)
+    return Fault(turn=inner if inner is not None else turn.text("This reply is cut short by a fault."), **changes)
+
+
+class fault:
+    """Builders for scripted faults (each one answers one request)."""
+
+    @staticmethod
+    def status(status: int, message: str = "", *, retry_after: float | None = None) -> Fault:
+        """The provider answers with HTTP ``status``, its own error body holding ``message``;
+        ``retry_after`` adds the ``retry-after`` header (seconds) real rate limits send."""
+        if not 400 <= status <= 599:
+            raise ValueError(f"fault.status takes an error status (400-599), got {status}")
+        return Fault(status=status, message=message or f"emulated HTTP {status}", retry_after=retry_after)
+
+    @staticmethod
+    def drop_mid_stream(after_chunks: int = 1, inner: Wrapped = None) -> Fault:
+        """The connection closes after ``after_chunks`` chunks of the (streamed) reply."""
+        if after_chunks < 0:
+            raise ValueError("after_chunks must be 0 or more")
+        return _wrap(inner, drop_after=after_chunks)
+
+    @staticmethod
+    def truncate(inner: Wrapped = None) -> Fault:
+        """The stream ends cleanly but without its terminal event (``[DONE]`` and the finish chunk,
+        ``response.completed``, ``message_stop``)."""
+        return _wrap(inner, truncate=True)
+
+    @staticmethod
+    def slow(seconds_per_chunk: float, inner: Wrapped = None) -> Fault:
+        """Each chunk (the whole body, when not streamed) waits ``seconds_per_chunk`` first."""
+        if seconds_per_chunk < 0:
+            raise ValueError("seconds_per_chunk must be 0 or more")
+        return _wrap(inner, delay=seconds_per_chunk)
+
+    @staticmethod
+    def malformed_chunk(inner: Wrapped = None) -> Fault:
+        """The first delta of the stream carries broken JSON."""
+        return _wrap(inner, malformed=True)
+
+    @staticmethod
+    def unknown_event(inner: Wrapped = None) -> Fault:
+        """An event of a type no client knows arrives after the stream's first event."""
+        return _wrap(inner, unknown_event=True)
+
+    @staticmethod
+    def gzip(inner: Wrapped = None) -> Fault:
+        """The body is sent gzip-encoded (``content-encoding: gzip``), streamed or not, to a client
+        whose ``accept-encoding`` admits gzip (as a real server would; botocore's does not)."""
+        return _wrap(inner, gzip=True)
+
+
+@dataclass
+class Delivery:
+    """A reply as it goes out: the chunks to send, a pause before each, and where to hang up."""
+
+    reply: WireReply
+    delay: float = 0.0
+    drop_after: int | None = None
+
+    @property
+    def parts(self) -> list[bytes]:
+        """The bytes in the pieces they are sent in (one piece for a whole body)."""
+        if self.reply.chunks is not None:
+            return list(self.reply.chunks)
+        return [self.reply.body or b""]
+
+
+def _is_delta(chunk: bytes) -> bool:
+    return b"delta" in chunk
+
+
+def _break_json(chunk: bytes) -> bytes:
+    """An SSE frame whose ``data:`` JSON is cut in half (the frame itself stays well-formed)."""
+    lines = chunk.split(b"\n")
+    for i, line in enumerate(lines):
+        if line.startswith(b"data:"):
+            payload = line[5:].strip()
+            lines[i] = b"data: " + payload[: max(1, len(payload) // 2)]
+            break
+    return b"\n".join(lines)
+
+
+def _unknown_sse() -> bytes:
+    data = {"type": "emulator.unknown_event", "note": "an event type no client knows"}
+    return f"event: emulator.unknown_event\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _gzip_chunks(chunks: list[bytes]) -> list[bytes]:
+    """Each chunk compressed and flushed, so a streamed body stays streamed (one gzip member)."""
+    compressor = zlib.compressobj(wbits=31)
+    out = [compressor.compress(chunk) + compressor.flush(zlib.Z_SYNC_FLUSH) for chunk in chunks]
+    out[-1:] = [(out[-1] if out else b"") + compressor.flush()]
+    return out
+
+
+def accepts_gzip(request: WireRequest) -> bool:
+    """Whether the client's ``accept-encoding`` admits gzip (RFC 9110: no header admits any coding).
+
+    A server never gzips for a client that refused it, so neither does the gzip fault: botocore
+    sends ``accept-encoding: identity`` (it cannot decode gzip), and gets the body plain, as from AWS.
+    """
+    header = request.headers.get("accept-encoding")
+    if header is None:
+        return True
+    for item in header.lower().split(","):
+        coding, _, parameters = item.strip().partition(";")
+        if coding.strip() in ("gzip", "x-gzip", "*"):
+            quality = parameters.strip().removeprefix("q=")
+            try:
+                return not parameters.strip().startswith("q=") or float(quality) > 0
+            except ValueError:
+                return True
+    return False
+
+
+def apply(
+    spec: Fault,
+    reply: WireReply,
+    request: WireRequest,
+    module: Any,
+) -> Delivery:
+    """The delivery of ``reply`` (rendered from ``spec.turn``) with the fault's changes applied."""
+    chunks = list(reply.chunks) if reply.chunks is not None else None
+    if chunks is not None and spec.truncate:
+        terminal: Callable[[WireReply, WireRequest], int] | None = getattr(module, "terminal", None)
+        cut = terminal(reply, request) if terminal is not None else 1
+        chunks = chunks[: max(0, len(chunks) - cut)]
+    if chunks is not None and spec.malformed:
+        breaker = getattr(module, "malformed", _break_json)
+        position = next((i for i, c in enumerate(chunks) if _is_delta(c)), min(1, len(chunks) - 1))
+        if chunks:
+            chunks[position] = breaker(chunks[position])
+    if chunks is not None and spec.unknown_event:
+        maker = getattr(module, "unknown_event", _unknown_sse)
+        chunks.insert(min(1, len(chunks)), maker())
+    headers = dict(reply.headers)
+    body = reply.body
+    if spec.gzip and accepts_gzip(request):
+        headers["content-encoding"] = "gzip"
+        headers.pop("content-length", None)
+        if chunks is not None:
+            chunks = _gzip_chunks(chunks)
+        else:
+            body = _gzip.compress(body or b"")
+    out = WireReply(reply.status, headers, body if chunks is None else None, chunks)
+    return Delivery(out, delay=spec.delay, drop_after=spec.drop_after)

@@ -1,0 +1,287 @@
+"""Gemini ``generateContent`` / ``streamGenerateContent``, rendered as the service sends them.
+
+Paths: the Developer API (``/v1beta/models/M:generateContent``), Vertex AI with a project
+(``/v1/projects/P/locations/L/publishers/google/models/M:...``) and Vertex express mode (an API
+key, no project: ``/v1/publishers/google/models/M:...``). Gemini puts the model and the method in
+one path segment (``gemini-2.0-flash:generateContent``); each route spells the method as a literal
+after the ``{model}`` parameter, which starlette compiles to ``(?P<model>[^/]+):generateContent``,
+so its regex match already splits the segment (the parameter backtracks to the last ``:``). A
+server that matches one ``{model_action}`` segment instead can use :func:`split_model_action`.
+
+What the recordings show, and this module reproduces:
+
+- the reply is ``{"candidates": [{"content": {"parts": [...], "role": "model"}, "finishReason",
+  ...}], "usageMetadata", "modelVersion", "responseId"}``; a non-streamed body is indented JSON,
+  a stream is ``data: <json>`` events separated by CRLF CRLF;
+- a function call is a whole ``functionCall`` part (``name``, ``args``; ``id`` only where the
+  model sends one, as gemini-3.5 does), also when streamed: never argument fragments;
+- thought parts are ``{"text", "thought": true}``; thinking models (2.5 and later) sign the
+  first function call of a reply, and here a thought's last part, with a base64
+  ``thoughtSignature``;
+- generations differ in small ways, chosen from the model name: before 2.5 a stream puts every
+  call in one chunk and the finish reason on the last content chunk, and a whole reply carries
+  ``avgLogprobs``; from 2.5 on every candidate has ``index: 0``, calls stream one a chunk, a
+  stream closes with an empty text part carrying the finish reason, and a
+  reply with calls says ``finishMessage: "Model generated function call(s)."``.
+
+Finish reasons: ``stop`` -> ``STOP``, ``length`` -> ``MAX_TOKENS``; a call whose scripted raw
+arguments are not a JSON object ends the reply with ``MALFORMED_FUNCTION_CALL`` (Gemini cannot
+send such arguments); an ``error`` (or ``aborted``) turn is Gemini's error body with status 500,
+in band as a ``data: {"error": ...}`` event when streamed.
+
+Delivery faults on the SSE stream (the hooks ``harness.emulator._faults`` looks for): a truncated
+stream loses its last chunk, the one carrying ``finishReason`` (or the in-band error event); a
+malformed chunk is a ``data:`` event whose JSON is cut in half, still CRLF-framed. Gemini's
+events carry no type: every one is a ``GenerateContentResponse``, so an unknown event is a chunk
+holding only a field no client knows, as a newer service version would send; google-genai keeps
+the fields it knows, so it reaches a backend as a chunk with no candidates.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any, Final
+
+import harness.emulator._wire as wire
+from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, pieces, thinking_tokens
+from harness.script import ScriptedCall, Turn
+
+_METHODS: Final = ("generateContent", "streamGenerateContent")
+_PREFIXES: Final = (
+    "/{version}/models/{model}",
+    "/{version}/projects/{project}/locations/{location}/publishers/google/models/{model}",
+    "/{version}/publishers/google/models/{model}",
+)
+
+ROUTES: Final[tuple[wire.Route, ...]] = tuple(
+    wire.Route("gemini", method, "POST", f"{prefix}:{method}") for prefix in _PREFIXES for method in _METHODS
+)
+"""Developer API, Vertex AI with a project, Vertex express mode; each for both methods."""
+
+STATUS_NAMES: Final[dict[int, str]] = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+"""HTTP status -> the google.rpc status name Gemini puts in ``error.status``."""
+
+_JSON_HEADERS: Final = {
+    "content-type": "application/json; charset=UTF-8",
+    "vary": "Origin, X-Origin, Referer",
+    "server": "scaffolding on HTTPServer2",
+    "server-timing": "gfet4t7; dur=1",
+}
+_SSE_HEADERS: Final = {
+    "content-type": "text/event-stream",
+    "content-disposition": "attachment",
+    "vary": "Origin, X-Origin, Referer",
+    "server": "scaffolding on HTTPServer2",
+    "server-timing": "gfet4t7; dur=1",
+}
+_CALLS_MESSAGE: Final = "Model generated function call(s)."
+_STREAM_PIECE: Final = 24
+_VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
+
+
+def split_model_action(segment: str) -> tuple[str, str]:
+    """``"gemini-2.0-flash:generateContent"`` -> ``("gemini-2.0-flash", "generateContent")``."""
+    model, _, action = segment.rpartition(":")
+    return model, action
+
+
+def model_of(request: wire.WireRequest) -> str:
+    """The model the path names (the ``model`` path parameter, else read off the path)."""
+    model = request.path_params.get("model")
+    if model:
+        return model
+    return split_model_action(request.path.rpartition("/models/")[2])[0]
+
+
+def _thinking_generation(model: str) -> bool:
+    """Gemini 2.5 and later think and sign; unknown names are taken as current models."""
+    found = _VERSION.search(model)
+    return found is None or float(found.group(1)) >= 2.5
+
+
+def _signature(ids: wire.IdSource) -> str:
+    return base64.b64encode(b"\x12\x1c" + ids.next("emulator-thought-signature-", 8).encode()).decode("ascii")
+
+
+# -- replies -------------------------------------------------------------------------------------
+
+
+def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.WireReply:
+    """The turn as Gemini answers ``request``: one JSON body, or SSE when the request streams."""
+    check_renderable(turn)
+    streamed = request.route.endpoint == "streamGenerateContent"
+    if turn.stop_reason in ("error", "aborted"):
+        if streamed and request.query.get("alt") == "sse":
+            return wire.WireReply(200, dict(_SSE_HEADERS), chunks=[stream_error_event(500, turn.error or "")])
+        return error_reply(500, turn.error or "", request)
+    model = model_of(request)
+    modern = _thinking_generation(model)
+    parts, finish = _parts(turn, modern, ids)
+    usage = _usage_metadata(turn, request.body, modern)
+    response_id = ids.next("", 23)
+    if not streamed:
+        candidate = _candidate(parts, finish, modern, whole=True)
+        body = _response(candidate, usage, model, response_id)
+        return wire.WireReply(200, dict(_JSON_HEADERS), body=_indented(body))
+    chunks = [_response(candidate, usage, model, response_id) for candidate in _stream(parts, finish, modern)]
+    if request.query.get("alt") != "sse":  # streamGenerateContent without SSE answers one JSON array
+        return wire.WireReply(200, dict(_JSON_HEADERS), body=_indented(chunks))
+    return wire.WireReply(200, dict(_SSE_HEADERS), chunks=[_event(chunk) for chunk in chunks])
+
+
+def _parts(turn: Turn, modern: bool, ids: wire.IdSource) -> tuple[list[dict[str, Any]], str]:
+    """The reply's parts in order, and its finish reason."""
+    parts: list[dict[str, Any]] = []
+    signed_call = False
+    for block in turn.blocks:
+        if isinstance(block, ScriptedCall):
+            arguments, _ = arguments_of(block)
+            if not isinstance(arguments, dict):
+                return parts, "MALFORMED_FUNCTION_CALL"
+            call: dict[str, Any] = {"name": block.name, "args": arguments}
+            if block.id is not None:
+                call["id"] = block.id
+            part: dict[str, Any] = {"functionCall": call}
+            if modern and not signed_call:
+                part["thoughtSignature"] = _signature(ids)
+                signed_call = True
+            parts.append(part)
+        else:
+            kind, text = block
+            if kind == "thinking":
+                parts.append({"text": text, "thought": True, "thoughtSignature": _signature(ids)})
+            else:
+                parts.append({"text": text})
+    return parts, "MAX_TOKENS" if turn.stop_reason == "length" else "STOP"
+
+
+def _candidate(parts: list[dict[str, Any]], finish: str | None, modern: bool, *, whole: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": parts or [{"text": ""}], "role": "model"}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+        if finish == "MALFORMED_FUNCTION_CALL":
+            candidate["finishMessage"] = "Malformed function call: the arguments are not a JSON object."
+        elif modern and whole and any("functionCall" in part for part in parts):
+            candidate["finishMessage"] = _CALLS_MESSAGE
+        if whole and not modern:
+            candidate["avgLogprobs"] = -0.0123
+    if modern:
+        candidate["index"] = 0
+    return candidate
+
+
+def _stream(parts: list[dict[str, Any]], finish: str, modern: bool) -> list[dict[str, Any]]:
+    """The candidates of a stream's chunks: text and thoughts in pieces, calls whole."""
+    pending: list[list[dict[str, Any]]] = []
+    legacy_calls: list[dict[str, Any]] = []
+    for part in parts:
+        if "functionCall" in part:
+            if modern:
+                pending.append([part])
+            else:
+                legacy_calls.append(part)
+            continue
+        if legacy_calls:
+            pending.append(legacy_calls)
+            legacy_calls = []
+        texts = pieces(part["text"], _STREAM_PIECE)
+        for number, text in enumerate(texts):
+            piece: dict[str, Any] = {"text": text}
+            if part.get("thought"):
+                piece["thought"] = True
+                if number == len(texts) - 1:
+                    piece["thoughtSignature"] = part["thoughtSignature"]
+            pending.append([piece])
+    if legacy_calls:
+        pending.append(legacy_calls)
+    if not pending or modern or finish == "MALFORMED_FUNCTION_CALL":
+        pending.append([{"text": ""}])
+    last = len(pending) - 1
+    return [_candidate(chunk, finish if i == last else None, modern, whole=False) for i, chunk in enumerate(pending)]
+
+
+def _usage_metadata(turn: Turn, request_body: Any, modern: bool) -> dict[str, Any]:
+    usage = estimated_usage(turn, request_body)
+    prompt = usage.input + usage.cache_read
+    thoughts = min(thinking_tokens(turn), usage.output) if turn.usage is None else 0
+    candidates = usage.output - thoughts
+    meta: dict[str, Any] = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": candidates,
+        "totalTokenCount": usage.total_tokens or prompt + usage.output,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+    }
+    if usage.cache_read:
+        meta["cachedContentTokenCount"] = usage.cache_read
+    if thoughts:
+        meta["thoughtsTokenCount"] = thoughts
+    if not modern:
+        meta["candidatesTokensDetails"] = [{"modality": "TEXT", "tokenCount": candidates}]
+    meta["serviceTier"] = "standard"
+    return meta
+
+
+def _response(candidate: dict[str, Any], usage: dict[str, Any], model: str, response_id: str) -> dict[str, Any]:
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": response_id}
+
+
+def _indented(body: Any) -> bytes:
+    return json.dumps(body, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def _event(chunk: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(chunk, separators=(",", ": "), ensure_ascii=False).encode("utf-8") + b"\r\n\r\n"
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """``{"error": {"code", "message", "status"}}``; a 429 also says how long to wait (``RetryInfo``)."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}
+    if status == 429:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]
+    return {"error": error}
+
+
+def error_reply(status: int, message: str, request: wire.WireRequest) -> wire.WireReply:
+    """Gemini's error: JSON with the google.rpc status name, also for a request that asked to stream."""
+    return wire.WireReply(status, dict(_JSON_HEADERS), body=_indented(error_body(status, message)))
+
+
+def stream_error_event(status: int, message: str) -> bytes:
+    """An error inside a stream that already answered 200: a ``data:`` event holding the error body."""
+    return _event(error_body(status, message))
+
+
+# -- delivery faults -----------------------------------------------------------------------------
+
+
+def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
+    """The stream's terminal event is its last chunk: the one with ``finishReason`` (or the error)."""
+    return 1
+
+
+def malformed(chunk: bytes) -> bytes:
+    """The chunk's JSON cut in half, the event still framed as Gemini frames them (CRLF CRLF)."""
+    payload = chunk.removeprefix(b"data: ").rstrip(b"\r\n")
+    return b"data: " + payload[: max(1, len(payload) // 2)] + b"\r\n\r\n"
+
+
+def unknown_event() -> bytes:
+    """A chunk of a shape no client knows: no candidates, one field from a newer API."""
+    return _event({"emulatorUnknownEvent": {"note": "a field no client knows"}, "modelVersion": "emulated"})

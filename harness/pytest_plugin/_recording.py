@@ -1,0 +1,106 @@
+"""The record-replay half of the harness's pytest plugin (``harness.recording._recorded``), on pytest-recording.
+
+pytest-recording owns ``--record-mode``, ``--block-network``, the ``vcr`` marker, ``vcr_config``
+and ``vcr_cassette_dir``; this module adds, through its ``pytest_recording_configure`` hook,
+scrubbing, the credential scan, semantic matching with diffs, atomic writes, event-by-event stream
+replay and unused-interaction checks, and gives the ``recorded`` fixture. ``harness.pytest_plugin``
+registers it (``pytest_plugins``); like that module it imports only pytest and the standard
+library until a fixture or hook needs more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+_RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
+
+
+def recorded_allows(item: pytest.Item) -> str | None:
+    """A test replaying or recording a cassette may reach the provider: in replay the cassette
+    answers everything (an unrecorded request fails), in a record mode recording is the point."""
+    if "recorded" in getattr(item, "fixturenames", ()) or item.get_closest_marker("vcr") is not None:
+        mode = item.config.getoption("--record-mode", None) or "the test's"
+        return f"its vcr cassette (record mode {mode})"
+    return None
+
+
+def _keep_failed(config: pytest.Config, options: dict[str, Any]) -> bool:
+    return bool(config.getoption("harness_keep_failed_recordings", False) or options.get("keep_failed_recording"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _RECORDING_ITEM[:] = [item]
+
+
+# optionalhook: with pytest-recording disabled (``-p no:recording``, which the HypoFuzz command in
+# docs/distributed-campaigns.md needs) the hook is simply never called instead of pytest refusing
+# to start with "unknown hook".
+@pytest.hookimpl(optionalhook=True)
+def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
+    """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
+    from harness.recording._wire import AtomicPersister, configure_vcr
+
+    def hold(path: str) -> str | None:
+        item = _RECORDING_ITEM[-1] if _RECORDING_ITEM else None
+        if item is None or not item.stash.get(_CALL_FAILED, False) or _keep_failed(config, {}):
+            return None
+        return "the test failed"
+
+    configure_vcr(vcr, persister=AtomicPersister(hold=hold))
+
+
+@pytest.fixture
+def recorded(
+    request: pytest.FixtureRequest, vcr_config: dict[str, Any], vcr_cassette_dir: str, default_cassette_name: str
+) -> Iterator[Any]:
+    """``recorded("openai", "chat.completions", model=...)`` -> a real backend over this test's cassette,
+    ``<test dir>/cassettes/<module>/<test>.yaml``, in ``--record-mode`` (default ``none``: replay).
+    Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
+    from pytest_recording.utils import merge_kwargs
+
+    from harness.recording._recorded import RecordedFixture, RecordingError, open_recording
+    from harness.recording._wire import CassetteCorruptError
+
+    markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
+    options = merge_kwargs(vcr_config, markers)
+    mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
+    path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
+    try:
+        fixture = RecordedFixture(open_recording(path, mode, options))
+    except (CassetteCorruptError, RecordingError) as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield fixture
+    failed = request.node.stash.get(_CALL_FAILED, False)
+    problems = fixture.finish(failed=failed, keep_failed=_keep_failed(request.config, options))
+    if fixture.discarded:
+        request.node.add_report_section("teardown", "harness cassette", fixture.discarded)
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("harness", "openprogram harness").addoption(
+        "--harness-keep-failed-recordings",
+        action="store_true",
+        default=False,
+        help="save what a failing test recorded (by default a failing test leaves its cassette as it was)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "recorded(**options): vcr_config options for this test's recorded fixture")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked

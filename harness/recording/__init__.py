@@ -1,0 +1,81 @@
+"""Record once, replay forever: vcrpy cassettes through the real backends, and the tools around them.
+
+Lazy (``harness._lazy``): the pytest plugin's record-replay options load with every session.
+The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
+-> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
+transport -> the vcr glue, matchers and persister (``_wire``), scrubbing (``_scrub``) -> the
+openprogram backend. Around it: cassettes as data (``_cassettes``), what a recorded request said
+(``_transcript``), ``harness cassettes show / to-scenario`` (``_tools``) and ``lint`` (``_lint``),
+third-party recordings through our backends (``_conformance``), live backends (``_live``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.recording._cassettes import Cassette, CassetteError, load
+    from harness.recording._clients import BackendError, MissingExtraError, backend, sdk_client
+    from harness.recording._conformance import replay_cassette
+    from harness.recording._lint import lint
+    from harness.recording._live import LiveError, live_backend
+    from harness.recording._recorded import (
+        CassetteMismatchError,
+        RecordingError,
+        open_recording,
+        recorded_backend,
+        recorded_client,
+    )
+    from harness.recording._scrub import CredentialLeakError, find_credentials
+    from harness.recording._tools import render_timeline, to_scenario
+    from harness.recording._wire import CassetteCorruptError
+
+_EXPORTS = {
+    "Cassette": "._cassettes",
+    "CassetteError": "._cassettes",
+    "load": "._cassettes",
+    "BackendError": "._clients",
+    "MissingExtraError": "._clients",
+    "backend": "._clients",
+    "sdk_client": "._clients",
+    "replay_cassette": "._conformance",
+    "lint": "._lint",
+    "LiveError": "._live",
+    "live_backend": "._live",
+    "CassetteMismatchError": "._recorded",
+    "RecordingError": "._recorded",
+    "open_recording": "._recorded",
+    "recorded_backend": "._recorded",
+    "recorded_client": "._recorded",
+    "CredentialLeakError": "._scrub",
+    "find_credentials": "._scrub",
+    "render_timeline": "._tools",
+    "to_scenario": "._tools",
+    "CassetteCorruptError": "._wire",
+}
+__all__ = [
+    "BackendError",
+    "Cassette",
+    "CassetteCorruptError",
+    "CassetteError",
+    "CassetteMismatchError",
+    "CredentialLeakError",
+    "LiveError",
+    "MissingExtraError",
+    "RecordingError",
+    "backend",
+    "find_credentials",
+    "lint",
+    "live_backend",
+    "load",
+    "open_recording",
+    "recorded_backend",
+    "recorded_client",
+    "render_timeline",
+    "replay_cassette",
+    "sdk_client",
+    "to_scenario",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,468 @@
+"""A vcrpy cassette as data: what was asked, of which provider endpoint, and what came back.
+
+Replaying a cassette, recording one, linting one and emulating a provider all start by reading
+the same file, and each used to need the same small decisions: which provider a URL belongs to,
+whether a body is gzip, where the model is named, whether a request asked for a stream. This
+module makes them once. It reads (never writes) the YAML that vcrpy writes, with vcrpy's own safe
+loader, and turns it into small frozen values: a :class:`Cassette` of :class:`Interaction` s, each
+a :class:`Request` and a :class:`Response` with :class:`Headers` and a :class:`Body`, and a
+:class:`Route` naming the ``(provider, endpoint)`` a request was sent to.
+
+Loading checks only what every use needs (the file parses, each interaction has a request method
+and URI and a response status) and fails with a :class:`CassetteError` naming the file and the
+reason. Routing is lazy: a cassette with one request to an unknown host still loads, and asking
+that request for its :attr:`Request.route` raises :class:`RouteError` saying why.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import yaml
+from vcr.serializers import yamlserializer
+
+from openprogram.types import ToolSpec
+
+ENDPOINTS: Final[frozenset[tuple[str, str]]] = frozenset(
+    {
+        ("openai", "chat.completions"),
+        ("openai", "responses"),
+        ("anthropic", "messages"),
+        ("gemini", "generateContent"),
+        ("gemini", "streamGenerateContent"),
+        ("bedrock", "converse"),
+        ("bedrock", "converse-stream"),
+    }
+)
+"""Every ``(provider, endpoint)`` a request can be routed to: the ones openprogram has a backend for."""
+
+STREAMING_ENDPOINTS: Final[frozenset[str]] = frozenset({"streamGenerateContent", "converse-stream"})
+"""Endpoints that stream by their URL alone; on the others the request body's ``stream`` decides."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class CassetteError(Exception):
+    """A file that cannot be read as a vcrpy cassette; the message starts with the path."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+class RouteError(ValueError):
+    """A request that goes to no provider endpoint openprogram has a backend for; the text says why."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing: (method, URL) -> (provider, endpoint), plus what the URL itself says about the call.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a request went: the provider endpoint and what its URL fixes about the call.
+
+    ``model`` is set where the URL names the model (Gemini, Bedrock) and ``None`` where the body
+    does (OpenAI, Anthropic). ``region`` is the Bedrock region or the Vertex location,
+    ``project`` the Vertex project, ``api_version`` the Gemini path's version (``v1beta``...):
+    a client rebuilt from these sends its request to the same URL.
+    """
+
+    provider: str
+    endpoint: str
+    model: str | None = None
+    region: str | None = None
+    vertex: bool = False
+    project: str | None = None
+    api_version: str | None = None
+
+    @property
+    def streams(self) -> bool | None:
+        """True or False where the endpoint decides streaming, ``None`` where the request body does."""
+        if self.provider in ("gemini", "bedrock"):
+            return self.endpoint in STREAMING_ENDPOINTS
+        return None
+
+
+def route(method: str, uri: str) -> Route:
+    """The provider endpoint of a request; raises :class:`RouteError` for one with no backend."""
+    parts = urlsplit(uri)
+    host, path = (parts.hostname or "").lower(), parts.path
+    if method.upper() != "POST":
+        raise RouteError(f"no backend for {method.upper()} requests (every provider endpoint takes a POST)")
+    if host == "api.openai.com":
+        if path.endswith("/chat/completions"):
+            return Route("openai", "chat.completions")
+        if path.endswith("/responses"):
+            return Route("openai", "responses")
+        raise RouteError(f"no backend for the OpenAI endpoint {path}")
+    if host == "api.anthropic.com":
+        if path.endswith("/messages"):
+            return Route("anthropic", "messages")
+        raise RouteError(f"no backend for the Anthropic endpoint {path}")
+    if host == "generativelanguage.googleapis.com":
+        return _gemini_route(path, vertex=False)
+    if host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com"):
+        return _gemini_route(path, vertex=True)
+    if host.startswith(("bedrock-runtime.", "bedrock-runtime-fips.")) and host.endswith(".amazonaws.com"):
+        model, _, operation = path.rpartition("/model/")[2].partition("/")
+        if operation not in ("converse", "converse-stream"):
+            raise RouteError(f"no backend for the Bedrock operation {operation or path}")
+        return Route("bedrock", operation, model=unquote(model) or None, region=host.split(".")[1])
+    raise RouteError(f"no backend for host {host!r}")
+
+
+def _gemini_route(path: str, *, vertex: bool) -> Route:
+    """Developer API: ``/v1beta/models/M:method``.
+
+    Vertex: ``/v1/projects/P/locations/L/publishers/google/models/M:method``, or in express mode
+    (an API key, no project) ``/v1/publishers/google/models/M:method`` on the global host.
+    """
+    model, _, method = path.rpartition("/models/")[2].partition(":")
+    if method not in ("generateContent", "streamGenerateContent"):
+        raise RouteError(f"no backend for the Gemini method {method or path}")
+    segments = path.strip("/").split("/")
+    named = dict(zip(segments[1::2], segments[2::2], strict=False)) if vertex else {}
+    project, location = named.get("projects"), named.get("locations")
+    if vertex and location is None:  # express mode: no project in the path, the global endpoint
+        location = "global"
+    return Route(
+        "gemini",
+        method,
+        model=unquote(model) or None,
+        region=location,
+        vertex=vertex,
+        project=project,
+        api_version=segments[0] if segments and segments[0] else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests and replies as data.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Headers:
+    """Recorded headers in their recorded order; lookups ignore case (HTTP header names do)."""
+
+    items: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, recorded: Any) -> Headers:
+        """From vcrpy's form (a mapping of a name to a value or a list of values; ``!!binary`` too)."""
+        if not isinstance(recorded, Mapping):
+            return cls()
+        pairs = []
+        for name, values in recorded.items():
+            for value in values if isinstance(values, list | tuple) else [values]:
+                pairs.append((_header_text(name), _header_text(value)))
+        return cls(tuple(pairs))
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The first value of ``name``, or ``default``."""
+        return next(iter(self.get_all(name)), default)
+
+    def get_all(self, name: str) -> tuple[str, ...]:
+        """Every value of ``name``, in order."""
+        wanted = name.lower()
+        return tuple(value for key, value in self.items if key.lower() == wanted)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _header_text(value: Any) -> str:
+    if isinstance(value, bytes):  # botocore records signed request headers as !!binary
+        return value.decode("latin-1")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Body:
+    """A recorded body: ``stored`` as in the file, ``data`` with gzip undone.
+
+    Ten of the shared recordings keep gzip bytes with the header still in place and some recorders
+    strip every header, so compression is recognized by its magic bytes, never by the header.
+    A streamed reply stays one body: ``text`` for SSE, ``data`` for the binary AWS event stream.
+    """
+
+    stored: bytes = b""
+    data: bytes = b""
+
+    @classmethod
+    def of(cls, recorded: Any) -> Body:
+        """From any form vcrpy stores a body in: text, ``!!binary`` bytes, ``{"string": ...}``, a buffer."""
+        if isinstance(recorded, Mapping) and "string" in recorded:  # responses, and some recorders' requests
+            recorded = recorded["string"]
+        if isinstance(recorded, io.BytesIO):
+            recorded = recorded.getvalue()
+        if isinstance(recorded, str):
+            stored = recorded.encode("utf-8")
+        elif isinstance(recorded, bytes | bytearray):
+            stored = bytes(recorded)
+        elif isinstance(recorded, Iterable) and not isinstance(recorded, Mapping):
+            stored = b"".join(chunk if isinstance(chunk, bytes) else str(chunk).encode() for chunk in recorded)
+        else:
+            stored = b""
+        return cls(stored=stored, data=_decompressed(stored))
+
+    @property
+    def compressed(self) -> bool:
+        """True when the file holds the body gzip-compressed."""
+        return self.data != self.stored
+
+    @cached_property
+    def text(self) -> str:
+        """The decoded body as text (undecodable bytes replaced: meant for JSON and SSE)."""
+        return self.data.decode("utf-8", "replace")
+
+    @cached_property
+    def json(self) -> Any | None:
+        """The body parsed as JSON, or ``None`` when it is empty or not JSON (a stream, say)."""
+        if not self.data:
+            return None
+        try:
+            return json.loads(self.text)
+        except ValueError:
+            return None
+
+    @property
+    def object(self) -> dict[str, Any]:
+        """The body as a JSON object, ``{}`` when it is anything else: the common way to read a field."""
+        value = self.json
+        return value if isinstance(value, dict) else {}
+
+
+def _decompressed(stored: bytes) -> bytes:
+    if not stored.startswith(_GZIP_MAGIC):
+        return stored
+    try:
+        return gzip.decompress(stored)
+    except (OSError, EOFError, zlib.error):  # magic bytes by coincidence, or a cut recording: keep it as is
+        return stored
+
+
+@dataclass(frozen=True)
+class Request:
+    """A recorded request. The properties read what a replay needs; routing is done on first use."""
+
+    method: str
+    uri: str
+    headers: Headers = Headers()
+    body: Body = Body()
+
+    @property
+    def host(self) -> str:
+        return (urlsplit(self.uri).hostname or "").lower()
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.uri).path
+
+    @property
+    def query(self) -> tuple[tuple[str, str], ...]:
+        """The query pairs in recorded order (blank values kept)."""
+        return tuple(parse_qsl(urlsplit(self.uri).query, keep_blank_values=True))
+
+    @cached_property
+    def route(self) -> Route:
+        """The provider endpoint; raises :class:`RouteError` when openprogram has no backend for it."""
+        return route(self.method, self.uri)
+
+    @property
+    def model(self) -> str | None:
+        """The model the request asked for: from the URL (Gemini, Bedrock) or the body's ``model``."""
+        if self.route.model:
+            return self.route.model
+        model = self.body.object.get("model")
+        return model if isinstance(model, str) and model else None
+
+    @property
+    def stream(self) -> bool:
+        """Whether the request asked for a streamed reply (the URL decides, else ``"stream": true``)."""
+        streams = self.route.streams
+        return streams if streams is not None else self.body.object.get("stream") is True
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The client tools the request declared, in JSON Schema (provider-run tools left out)."""
+        return _TOOL_READERS[self.route.provider](self.body.object, self.route.endpoint)
+
+
+@dataclass(frozen=True)
+class Response:
+    """A recorded reply: status, reason phrase, headers and body."""
+
+    status: int
+    reason: str = ""
+    headers: Headers = Headers()
+    body: Body = Body()
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One request and its reply; ``index`` is its position in the cassette, as vcrpy counts."""
+
+    index: int
+    request: Request
+    response: Response
+
+    @property
+    def where(self) -> str:
+        """How messages name this interaction: ``interaction 3 (POST https://...)``."""
+        return f"interaction {self.index} ({self.request.method} {self.request.uri})"
+
+
+@dataclass(frozen=True)
+class Cassette:
+    """A loaded cassette: its path and interactions in recorded order."""
+
+    path: Path
+    interactions: tuple[Interaction, ...]
+
+    def __iter__(self) -> Iterator[Interaction]:
+        return iter(self.interactions)
+
+    def __len__(self) -> int:
+        return len(self.interactions)
+
+
+def load(path: str | Path) -> Cassette:
+    """Read a vcrpy YAML cassette; raises :class:`CassetteError` naming the file and the reason."""
+    path = Path(path)
+    try:
+        text = path.read_bytes()
+    except OSError as exc:
+        raise CassetteError(path, f"cannot read the cassette: {exc.strerror or exc}") from exc
+    try:
+        data = yamlserializer.deserialize(text)
+    except yaml.YAMLError as exc:
+        raise CassetteError(path, f"not a YAML cassette: {exc}") from exc
+    recorded = data.get("interactions") if isinstance(data, dict) else None
+    if not recorded or not isinstance(recorded, list):
+        raise CassetteError(path, "not a vcrpy cassette (no interactions)")
+    return Cassette(path, tuple(_interaction(path, index, item) for index, item in enumerate(recorded)))
+
+
+def _interaction(path: Path, index: int, recorded: Any) -> Interaction:
+    request = recorded.get("request") if isinstance(recorded, Mapping) else None
+    if not isinstance(request, Mapping) or "method" not in request or "uri" not in request:
+        raise CassetteError(path, f"interaction {index} has no request method/uri")
+    response = recorded.get("response")
+    status = response.get("status") if isinstance(response, Mapping) else None
+    if not isinstance(response, Mapping) or not isinstance(status, Mapping) or not _is_code(status.get("code")):
+        raise CassetteError(path, f"interaction {index} has no response status code")
+    return Interaction(
+        index,
+        Request(
+            str(request["method"]),
+            str(request["uri"]),
+            Headers.of(request.get("headers")),
+            Body.of(request.get("body")),
+        ),
+        Response(
+            int(status["code"]),
+            str(status.get("message") or ""),
+            Headers.of(response.get("headers")),
+            Body.of(response.get("body")),
+        ),
+    )
+
+
+def _is_code(value: Any) -> bool:
+    try:
+        return 100 <= int(value) <= 599
+    except (TypeError, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools a request declared, per provider, as openprogram ToolSpecs (JSON Schema parameters).
+# ---------------------------------------------------------------------------------------------
+
+
+def _spec(name: Any, description: Any, parameters: Any) -> ToolSpec | None:
+    if not isinstance(name, str) or not name:
+        return None
+    schema = parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
+    return ToolSpec(name=name, description=description if isinstance(description, str) else "", parameters=schema)
+
+
+def _specs(candidates: Iterable[ToolSpec | None]) -> tuple[ToolSpec, ...]:
+    return tuple(spec for spec in candidates if spec is not None)
+
+
+def _openai_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
+    tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict) and tool.get("type") == "function"]
+    if endpoint == "responses":
+        return _specs(_spec(t.get("name"), t.get("description"), t.get("parameters")) for t in tools)
+    functions = [t.get("function") for t in tools if isinstance(t.get("function"), dict)]
+    return _specs(_spec(f.get("name"), f.get("description"), f.get("parameters")) for f in functions)
+
+
+def _anthropic_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") in (None, "custom")]
+    return _specs(_spec(t.get("name"), t.get("description"), t.get("input_schema")) for t in tools)
+
+
+def _gemini_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
+    declarations: list[dict[str, Any]] = []
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict):
+            found = tool.get("functionDeclarations") or tool.get("function_declarations") or []
+            declarations.extend(d for d in found if isinstance(d, dict))
+    specs = []
+    for declaration in declarations:
+        schema = declaration.get("parametersJsonSchema") or declaration.get("parameters_json_schema")
+        if schema is None:  # Gemini's OpenAPI subset spells types in capitals; ToolSpec holds JSON Schema
+            schema = _lowercase_types(declaration.get("parameters"))
+        specs.append(_spec(declaration.get("name"), declaration.get("description"), schema))
+    return _specs(specs)
+
+
+def _lowercase_types(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {
+            key: value.lower() if key == "type" and isinstance(value, str) else _lowercase_types(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_lowercase_types(item) for item in schema]
+    return schema
+
+
+def _bedrock_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
+    config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
+    specs = [t.get("toolSpec") for t in config.get("tools") or [] if isinstance(t, dict)]
+    return _specs(
+        _spec(s.get("name"), s.get("description"), (s.get("inputSchema") or {}).get("json"))
+        for s in specs
+        if isinstance(s, dict)
+    )
+
+
+_TOOL_READERS = {
+    "openai": _openai_tools,
+    "anthropic": _anthropic_tools,
+    "gemini": _gemini_tools,
+    "bedrock": _bedrock_tools,
+}

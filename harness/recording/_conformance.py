@@ -1,0 +1,287 @@
+"""Replay real, third-party provider recordings through our backends and report what they made of them.
+
+The backends are only as good as their reading of what providers really send, and what providers
+send (interleaved reasoning, proxies repeating ids, JSON errors to streamed requests, gzip SSE)
+is never what a hand-written fixture imagines. So this module takes vcrpy cassettes recorded by
+other projects' test suites, sends one request per recorded interaction through the matching
+backend, lets vcrpy answer it offline, and normalizes the resulting ``AssistantMessage`` into the
+shape of ``harness conformance --json``. Comparing that with the expected values kept next to the
+cassettes is then a plain dict comparison.
+
+Only the recorded response matters: requests are matched on method, scheme, host, port, path and
+query, never on the body, so the request we send is deliberately minimal (the recorded model,
+stream flag and tools, and one user message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import vcr
+
+import harness.recording._cassettes as cassettes
+import harness.recording._clients as backends
+from openprogram.providers import ModelRequest, Provider, allow_model_requests
+from openprogram.types import AssistantMessage, ToolSpec, UserMessage
+
+CASSETTES_ENV = "HARNESS_PROVIDER_CASSETTES"
+"""Environment variable naming the provider-cassettes folder, overriding the default location."""
+
+_IGNORED_QUERY_KEYS = frozenset({"beta"})
+"""Query keys that never select a different response. Anthropic SDKs once sent ``?beta=true`` on
+the same endpoint; current ones do not, so matching it would reject recordings for no reason."""
+
+
+class ReplayError(Exception):
+    """A cassette could not be replayed at all (as opposed to a backend that read it wrongly)."""
+
+
+def default_cassette_dir() -> Path:
+    """Where the shared provider cassettes live: ``$HARNESS_PROVIDER_CASSETTES`` or ``<repo>/../shared/...``.
+
+    The cassettes are third-party recordings kept outside the repository (they are read in place,
+    never copied in), so the default is relative to the checkout rather than the package.
+    """
+    override = os.environ.get(CASSETTES_ENV)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "provider-cassettes"
+
+
+# ---------------------------------------------------------------------------------------------
+# The replay plan: per recorded request, which backend, which model, streamed or not, which tools.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """What one recorded request asked for, as far as choosing and configuring a backend goes."""
+
+    index: int
+    method: str
+    uri: str
+    route: cassettes.Route
+    model: str
+    stream: bool
+    tools: tuple[ToolSpec, ...]
+
+    @property
+    def provider(self) -> str:
+        return self.route.provider
+
+    @property
+    def endpoint(self) -> str:
+        return self.route.endpoint
+
+
+def read_recorded_calls(path: str | Path) -> list[RecordedCall]:
+    """Parse a cassette's requests; raises ``ReplayError`` naming the file when one is unusable."""
+    try:
+        cassette = cassettes.load(path)
+    except cassettes.CassetteError as exc:
+        raise ReplayError(str(exc)) from exc
+    calls = [_recorded_call(cassette.path, interaction) for interaction in cassette]
+    providers = {call.provider for call in calls}
+    if len(providers) > 1:
+        raise ReplayError(f"{path}: mixes providers ({', '.join(sorted(providers))}); replay them as separate files")
+    return calls
+
+
+def _recorded_call(path: Path, interaction: cassettes.Interaction) -> RecordedCall:
+    request, where = interaction.request, f"{path}: {interaction.where}"
+    try:
+        route, model, stream, tools = request.route, request.model, request.stream, request.tools
+    except cassettes.RouteError as exc:
+        raise ReplayError(f"{where}: {exc}") from exc
+    if model is None:
+        raise ReplayError(f"{where}: the recorded request names no model")
+    return RecordedCall(interaction.index, request.method, request.uri, route, model, stream, tools)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replaying: one SDK client per file, one backend call per interaction, vcrpy answering offline.
+# ---------------------------------------------------------------------------------------------
+
+
+def replay_cassette(path: str | Path) -> dict[str, Any]:
+    """Replay every interaction of ``path`` through the matching backend, in order, offline.
+
+    Returns ``{"file", "provider", "interactions": [{"index", "stop_reason", "text", "tool_calls":
+    [{"id", "name", "arguments"}], "error_message"}]}``. Raises ``ReplayError`` when the file cannot
+    be replayed (unreadable, unknown provider, a request vcrpy could not match, a backend that raised
+    or never finished); a backend that reads a response wrongly is reported in the result, not raised.
+    """
+    return asyncio.run(areplay_cassette(path))
+
+
+async def areplay_cassette(path: str | Path) -> dict[str, Any]:
+    """``replay_cassette`` for callers already inside an event loop."""
+    replies = await areplay_messages(path)
+    interactions = [_normalize(call.index, message) for call, message in replies]
+    return {"file": str(path), "provider": replies[0][0].provider, "interactions": interactions}
+
+
+async def areplay_messages(path: str | Path) -> list[tuple[RecordedCall, AssistantMessage]]:
+    """Each recorded call of ``path`` with the ``AssistantMessage`` our backend made of its reply
+    (usage and thinking included), replayed as :func:`replay_cassette` does; raises ``ReplayError``."""
+    calls = read_recorded_calls(path)
+    recorder = vcr.VCR(
+        record_mode="none",
+        match_on=["method", "scheme", "host", "port", "path", "query_except_beta"],
+    )
+    recorder.register_matcher("query_except_beta", query_except_beta)
+    client = _client(path, calls[0].route)
+    results: list[tuple[RecordedCall, AssistantMessage]] = []
+    try:
+        # record_mode="none": vcrpy answers every request or refuses it, so none reaches a provider
+        with recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette, allow_model_requests():
+            for call in calls:
+                played_before = cassette.play_count
+                message = await _run_interaction(path, call, _backend(path, call, client))
+                if cassette.play_count - played_before != 1 or cassette.play_counts[call.index] != 1:
+                    raise ReplayError(_mismatch(path, call, cassette.play_count - played_before, message))
+                results.append((call, message))
+    finally:
+        await client.aclose()
+    return results
+
+
+def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:
+    """A test-key client (no retries: a retry would find no recording) aimed at the recorded host."""
+    connection = backends.Connection.test(
+        region=route.region, vertex=route.vertex, project=route.project, api_version=route.api_version
+    )
+    try:
+        return backends.sdk_client(route.provider, connection)
+    except backends.BackendError as exc:
+        raise ReplayError(f"{path}: cannot replay {route.provider} cassettes: {exc}") from exc
+
+
+def _backend(path: str | Path, call: RecordedCall, client: backends.SDKClient) -> Provider:
+    try:
+        return backends.backend(call.provider, call.endpoint, model=call.model, stream=call.stream, client=client)
+    except backends.BackendError as exc:
+        raise ReplayError(f"{path}: cannot replay {call.provider} cassettes: {exc}") from exc
+
+
+def query_except_beta(sent: Any, recorded: Any) -> None:
+    """vcrpy matcher (its name shows in vcrpy's mismatch report): the query, minus keys that select nothing."""
+
+    def significant(request: Any) -> list[tuple[str, str]]:
+        return [(key, value) for key, value in request.query if key not in _IGNORED_QUERY_KEYS]
+
+    assert significant(sent) == significant(recorded), f"sent query {sent.query}, recorded {recorded.query}"
+
+
+def _mismatch(path: str | Path, call: RecordedCall, played: int, message: AssistantMessage) -> str:
+    where = f"{path}: interaction {call.index} ({call.method} {call.uri})"
+    if played == 0:
+        why = message.error_message or "the backend finished without sending a request"
+        return f"{where}: the backend's request matched no recorded interaction: {why}"
+    if played > 1:
+        return f"{where}: the backend used {played} recorded responses for one call (retries or extra requests)"
+    return f"{where}: the backend's request was answered by another recorded interaction (out of order)"
+
+
+async def _run_interaction(path: str | Path, call: RecordedCall, backend: Provider) -> AssistantMessage:
+    request = ModelRequest(
+        model=call.model,
+        messages=(UserMessage(content=f"Replay of interaction {call.index} of {Path(path).name}."),),
+        tools=call.tools,
+    )
+    where = f"{path}: interaction {call.index}"
+    events = backend.stream(request)
+    try:
+        async for event in events:
+            if event.type == "done":
+                return event.message
+            if event.type == "error":
+                return event.error
+    except Exception as exc:  # a backend must report failures as events; raising is a contract breach
+        raise ReplayError(f"{where}: the {call.provider} backend raised {type(exc).__name__}: {exc}") from exc
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:  # release the SDK stream now, inside this cassette, not at garbage collection
+            await aclose()
+    raise ReplayError(f"{where}: the {call.provider} backend's stream ended without a done or error event")
+
+
+def _normalize(index: int, message: AssistantMessage) -> dict[str, Any]:
+    return {
+        "index": index,
+        "stop_reason": message.stop_reason,
+        "text": message.text,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "name": call.name,
+                "arguments": {"__raw__": call.raw_arguments} if call.raw_arguments is not None else call.arguments,
+            }
+            for call in message.tool_calls
+        ],
+        "error_message": message.error_message if message.stop_reason in ("error", "aborted") else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Presenting: a readable summary, and the logic of `harness conformance` (the command is in harness.cli).
+# ---------------------------------------------------------------------------------------------
+
+
+def render_result(result: Mapping[str, Any]) -> str:
+    """A replay result as text a person can scan: one block per interaction, calls one per line."""
+    lines = [f"{result['file']} ({result['provider']}, {len(result['interactions'])} interactions)"]
+    for item in result["interactions"]:
+        lines.append(f"  #{item['index']} {item['stop_reason']}")
+        if item["error_message"] is not None:
+            lines.append(f"     error: {item['error_message']}")
+        if item["text"]:
+            lines.append(f"     text: {_clip(item['text'])}")
+        for call in item["tool_calls"]:
+            arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
+            lines.append(f"     call {call['id']} {call['name']}({_clip(arguments)})")
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    flat = text.replace("\n", "\\n")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def report(
+    files: Iterable[str | Path], *, as_json: bool = False, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Replay each file and write what the backends read: the logic of ``harness conformance``.
+
+    One JSON object per line with ``as_json``, else :func:`render_result`'s summary; a file that
+    cannot be replayed is reported on ``err`` as ``error: ...`` (and, with ``as_json``, as
+    ``{"file", "error"}`` on ``out`` too, so a consumer of the JSON sees every file it asked for),
+    and the others still run. Returns the exit status: 1 when any file failed, else 0.
+    """
+    out, err = out or sys.stdout, err or sys.stderr
+    failed = False
+    for file in files:
+        try:
+            result = replay_cassette(file)
+        except ReplayError as exc:
+            message = str(exc)
+        except Exception as exc:  # a bug of ours: say so, per file, instead of a bare AttributeError
+            message = (
+                f"{file}: internal error while replaying ({type(exc).__name__}: {exc}); "
+                "this is a bug in the harness, not in the cassette"
+            )
+        else:
+            print(json.dumps(result, ensure_ascii=False) if as_json else render_result(result), file=out)
+            continue
+        failed = True
+        print(f"error: {message}", file=err)
+        if as_json:
+            print(json.dumps({"file": str(file), "error": message}, ensure_ascii=False), file=out)
+    return 1 if failed else 0

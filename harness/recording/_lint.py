@@ -1,0 +1,178 @@
+"""``harness cassettes lint``: the checks a folder of cassettes must pass before it is committed.
+
+A cassette is committed once and replayed for years, so what is wrong with it stays wrong: a
+file that no longer parses fails every run, a credential in it is a leak for as long as the
+repository lives, and a cassette whose test was renamed or deleted is dead weight nobody dares
+remove. Each rule below reports one :class:`Finding` (file and reason, never a secret's value):
+
+- **format**: the file loads as a vcrpy cassette and each request routes to a provider endpoint;
+- **secrets**: no credential or identity header (``harness.recording._scrub.CREDENTIAL_HEADERS``), no
+  ``key=``-style query parameter, no AWS account id left in an ARN, nothing shaped like an API
+  key, token or AWS access key, and no value of a credential variable of the environment
+  (``harness.recording._scrub.find_credentials``);
+- **usage**: the cassette sits at ``<module>/<test>.yaml`` (pytest-recording's layout:
+  ``<test dir>/cassettes/<module>/<test>.yaml``, or the project's ``cassettes/<module>/<test>.yaml``),
+  a test module ``<module>.py`` exists (next to the ``cassettes`` folder, else anywhere under the
+  tests folder, else a test module whose ``vcr_cassette_dir`` fixture names the folder), it
+  defines the test function (``def <test>``, a ``Class.`` prefix naming its class, a
+  ``[params]`` suffix ignored), else the cassette is **orphaned**; and the module mentions the
+  ``recorded`` fixture or the ``vcr`` marker, else it is **unused**.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import harness.recording._cassettes as cassettes
+import harness.recording._scrub as scrub
+
+SKIPPED_DIRS: Final = frozenset({"scenarios"})
+"""Folders directly under the linted one that hold no cassettes (saved regression scenarios)."""
+
+TOKEN_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("an OpenAI or Anthropic API key (sk-...)", re.compile(r"(?<![A-Za-z0-9_-])sk-(?:[A-Za-z]+-)*[A-Za-z0-9_]{20,}")),
+    ("an AWS access key id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])")),
+    ("a Google API key (AIza...)", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}")),
+    ("a Google OAuth token (ya29....)", re.compile(r"(?<![A-Za-z0-9_-])ya29\.[0-9A-Za-z_-]{20,}")),
+    ("a bearer token", re.compile(r"Bearer\s+[A-Za-z0-9._~+/-]{20,}")),
+    ("an AWS request signature", re.compile(r"Signature=[0-9a-f]{64}")),
+)
+"""What a credential looks like when nobody listed its header: (description, pattern)."""
+
+_USES = re.compile(r"\brecorded\b|\bvcr\b")
+_OVERRIDES_DIR = re.compile(r"^\s*def vcr_cassette_dir\b", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with one cassette; ``str()`` is the line ``lint`` prints."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {' '.join(self.reason.split())}"  # one line, whatever the reason holds
+
+
+def cassette_files(directory: Path) -> list[Path]:
+    """Every ``*.yaml`` / ``*.yml`` under ``directory``, sorted, :data:`SKIPPED_DIRS` left out."""
+    found = []
+    for path in sorted(directory.rglob("*")):
+        if path.suffix not in (".yaml", ".yml") or not path.is_file():
+            continue
+        if path.relative_to(directory).parts[0] in SKIPPED_DIRS:
+            continue
+        found.append(path)
+    return found
+
+
+def lint(
+    directory: Path, tests: Path | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[list[Finding], int]:
+    """Every finding under ``directory`` and how many cassettes were checked.
+
+    ``tests`` is the tests folder for the usage rule (``None`` skips it); ``environ`` is where the
+    credential variables are read (default ``os.environ``).
+    """
+    files = cassette_files(directory)
+    findings = [finding for path in files for finding in lint_file(path, directory, tests, environ)]
+    return findings, len(files)
+
+
+def lint_file(
+    path: Path, root: Path, tests: Path | None = None, environ: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """The findings of one cassette (``root``: the linted folder, for its ``<module>/<test>`` place)."""
+    findings: list[Finding] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return [Finding(path, f"cannot read: {exc.strerror or exc}")]
+    findings.extend(Finding(path, reason) for reason in _secrets_in_text(text, environ))
+    try:
+        cassette = cassettes.load(path)
+    except cassettes.CassetteError as exc:
+        findings.append(Finding(path, exc.reason))
+    else:
+        findings.extend(Finding(path, reason) for reason in _interaction_problems(cassette))
+    if tests is not None:
+        reason = _usage(path, root, tests)
+        if reason is not None:
+            findings.append(Finding(path, reason))
+    return findings
+
+
+def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
+    for interaction in cassette:
+        request, where = interaction.request, f"interaction {interaction.index}"
+        try:
+            request.route  # noqa: B018 - routing is the check
+        except cassettes.RouteError as exc:
+            yield f"{where}: {exc}"
+        for side, headers in (("request", request.headers), ("response", interaction.response.headers)):
+            for name in dict.fromkeys(name.lower() for name, _ in headers):
+                if scrub.is_credential_header(name):
+                    yield f"{where}: {side} header {name!r} carries a credential or an identity"
+        for name in dict.fromkeys(name for name, _ in request.query):
+            if name.lower() in scrub.CREDENTIAL_QUERY_PARAMS:
+                yield f"{where}: the request URI has a {name}= query parameter (a credential)"
+        if scrub.scrub_arns(request.uri) != request.uri:
+            yield f"{where}: the request URI holds an AWS account id (in an ARN)"
+
+
+def _secrets_in_text(text: str, environ: Mapping[str, str] | None) -> Iterator[str]:
+    for number, line in enumerate(text.splitlines(), 1):
+        for description, pattern in TOKEN_PATTERNS:
+            if pattern.search(line):
+                yield f"line {number}: looks like {description}"
+    for finding in scrub.find_credentials(text, environ):
+        yield f"holds {finding}"
+
+
+def _usage(path: Path, root: Path, tests: Path) -> str | None:
+    relative = path.relative_to(root)
+    if len(relative.parts) < 2:
+        return "orphaned: not at <test module>/<test name>.yaml, so no test can be found for it"
+    module, test = relative.parts[-2], path.stem
+    sources = _module_sources(path, module, tests)
+    if not sources:
+        return f"orphaned: no test module {module}.py (next to the cassettes folder or under {tests})"
+    cls, _, function = test.split("[", 1)[0].rpartition(".")
+    reasons = [_test_in(source, module, cls, function) for source in sources]
+    return None if None in reasons else reasons[0]
+
+
+def _test_in(source: str, module: str, cls: str, function: str) -> str | None:
+    if not re.search(rf"^\s*(?:async\s+)?def {re.escape(function)}\(", source, re.MULTILINE):
+        return f"orphaned: {module}.py has no test function {function}"
+    if cls and not re.search(rf"^\s*class {re.escape(cls)}\b", source, re.MULTILINE):
+        return f"orphaned: {module}.py has no test class {cls}"
+    if not _USES.search(source):
+        return f"unused: {module}.py uses neither the recorded fixture nor the vcr marker"
+    return None
+
+
+def _module_sources(path: Path, module: str, tests: Path) -> list[str]:
+    name = module.rpartition(".")[2] + ".py"
+    beside = path.parent.parent.parent / name  # pytest-recording: <test dir>/cassettes/<module>/<test>.yaml
+    candidates = [beside] if beside.is_file() else sorted(tests.rglob(name)) if tests.is_dir() else []
+    sources = [_read(candidate) for candidate in candidates]
+    if not any(sources) and tests.is_dir():  # a folder named by a vcr_cassette_dir fixture, not after a module
+        folder = re.compile(rf"""[\"'/]{re.escape(module)}[\"']""")
+        sources = [
+            text
+            for text in map(_read, sorted(tests.rglob("*.py")))
+            if _OVERRIDES_DIR.search(text) and folder.search(text)
+        ]
+    return [source for source in sources if source]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,270 @@
+"""What must never reach a cassette on disk: credentials, identities, and the secrets of the environment.
+
+A recorded exchange carries the caller's credentials in its headers (``Authorization``,
+``x-api-key``, AWS signatures...), sometimes in its query (``?key=`` for Gemini), its account in
+Bedrock ARNs, and, through the provider or a proxy echoing a request, possibly in a body. Real
+API keys committed in cassettes are a known leak in the wild. Two lines of defence live here,
+usable by the recorder (``harness.recording._recorded``) and by ``harness cassettes lint`` alike:
+
+1. **Scrubbing** (:func:`scrub_headers`, :func:`scrub_uri`, :func:`scrub_arns`): remove what is
+   known to carry a credential or an identity, before a request is matched or recorded.
+2. **Scanning** (:func:`find_credentials`, :func:`find_credentials_in`): look for the *value* of
+   every credential variable in the environment (``*_API_KEY``, ``*_TOKEN``, AWS secrets...) in
+   what is about to be written. Scrubbing knows names; scanning catches the header nobody listed
+   and the key a reply echoed. A finding names where it was (a header, a query parameter, a JSON
+   field inside a body, or a line of the text) and never repeats the value.
+
+Decisions (documented in ``docs/record-replay.md``): ``x-amz-date`` and ``x-amz-content-sha256``
+are kept (a timestamp and a hash of the body: no identity; matching ignores them), request ids
+(``x-request-id``, ``request-id``, ``x-amzn-requestid``) are kept (they identify one request, not
+an account, and are what a provider's support asks for), AWS account ids in ARNs become
+``000000000000``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+CREDENTIAL_HEADERS: Final[frozenset[str]] = frozenset(
+    {
+        # credentials
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-amz-credential",
+        "cookie",
+        "set-cookie",
+        # identities: who is calling, under which account
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+        "x-goog-user-project",
+        "x-amz-account-id",
+    }
+)
+"""Header names (lower case) removed from every recorded request and response."""
+
+CREDENTIAL_QUERY_PARAMS: Final[frozenset[str]] = frozenset(
+    {"key", "api_key", "apikey", "access_token", "x-amz-security-token", "x-amz-signature", "x-amz-credential"}
+)
+"""Query parameters (lower case) removed from recorded URIs (Gemini's ``?key=``, presigned AWS URLs)."""
+
+PLACEHOLDER_ACCOUNT: Final = "000000000000"
+"""What an AWS account id in an ARN is replaced with: the shape of an account id, owned by nobody."""
+
+MIN_SECRET_LENGTH: Final = 8
+"""Environment values shorter than this are not scanned for: ``GITHUB_TOKEN=1`` would match everywhere."""
+
+_CREDENTIAL_NAME = re.compile(
+    r"(_API_KEY|_APIKEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY|_PASSWORD)$|^AWS_(SECRET_ACCESS_KEY|SESSION_TOKEN|ACCESS_KEY_ID)$",
+    re.IGNORECASE,
+)
+# arn:PARTITION:SERVICE:REGION:ACCOUNT:..., also percent-encoded as it appears in a Bedrock path
+_COLON = r"(?::|%3[Aa])"
+_ARN = re.compile(rf"(arn{_COLON}aws[\w-]*{_COLON}[\w-]+{_COLON}[\w-]*{_COLON})(\d{{12}})(?={_COLON}|/|%2[Ff])")
+
+
+@dataclass(frozen=True)
+class CredentialFinding:
+    """The value of a credential variable found in text about to be written.
+
+    ``variable`` names the environment variable (or ``"extra"`` for a value the caller listed);
+    ``where`` says where it sat: ``interactions[0].response.headers.x-echo``, ``... body
+    choices[0].message.content`` or ``line 12 (interactions[0].response.body.string)``.
+    """
+
+    variable: str
+    where: str
+
+    def __str__(self) -> str:
+        return f"the value of {self.variable} in {self.where}"
+
+
+class CredentialLeakError(Exception):
+    """A cassette would have carried a credential to disk; nothing was written. The text says where."""
+
+    def __init__(self, target: str, findings: Iterable[CredentialFinding]) -> None:
+        self.target = target
+        self.findings = tuple(findings)
+        listed = "\n".join(f"  - {finding}" for finding in self.findings)
+        super().__init__(
+            f"{target}: not written, it would hold a credential from the environment:\n{listed}\n"
+            "(scrub it with vcr_config's before_record_request/before_record_response, or filter_headers)"
+        )
+
+
+def is_credential_header(name: str) -> bool:
+    """True for a header that carries a credential or an identity (case-insensitive)."""
+    return name.lower() in CREDENTIAL_HEADERS
+
+
+def scrub_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
+    """``headers`` without the credential and identity headers, order and value form kept."""
+    return {name: value for name, value in headers.items() if not is_credential_header(str(name))}
+
+
+def scrub_arns(text: str) -> str:
+    """``text`` with the account id of every AWS ARN (plain or percent-encoded) replaced by zeros."""
+    return _ARN.sub(lambda match: match.group(1) + PLACEHOLDER_ACCOUNT, text)
+
+
+def scrub_uri(uri: str) -> str:
+    """``uri`` without credential query parameters and with ARN account ids zeroed; the rest as it was."""
+    parts = urlsplit(uri)
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        kept = [(name, value) for name, value in pairs if name.lower() not in CREDENTIAL_QUERY_PARAMS]
+        if len(kept) != len(pairs):
+            query = urlencode(kept, quote_via=quote)
+    return scrub_arns(urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)))
+
+
+def is_credential_variable(name: str) -> bool:
+    """True for an environment variable whose value is a credential by its name."""
+    return bool(_CREDENTIAL_NAME.search(name))
+
+
+def credential_variables(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The credential variables of ``environ`` (default ``os.environ``) worth scanning for: name -> value."""
+    environ = os.environ if environ is None else environ
+    return {
+        name: value
+        for name, value in environ.items()
+        if is_credential_variable(name) and len(value.strip()) >= MIN_SECRET_LENGTH
+    }
+
+
+def _needles(environ: Mapping[str, str] | None, extra: Iterable[str]) -> dict[str, str]:
+    needles = {value: name for name, value in credential_variables(environ).items()}
+    for value in extra:
+        if len(value) >= MIN_SECRET_LENGTH:
+            needles.setdefault(value, "extra")
+    return needles
+
+
+def _forms(value: str) -> tuple[str, ...]:
+    # a value as it may appear in serialized text: plain, JSON-escaped, percent-encoded
+    escaped = json.dumps(value)[1:-1]
+    return tuple(dict.fromkeys((value, escaped, quote(value, safe=""))))
+
+
+def find_credentials(
+    text: str, environ: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
+) -> list[CredentialFinding]:
+    """Every credential value of ``environ`` (and ``extra``) that occurs in ``text``, by line.
+
+    ``where`` is ``line N (KEY.PATH)``, the path read from the YAML indentation above the line,
+    so the error can name the header or field without repeating the secret.
+    """
+    findings: list[CredentialFinding] = []
+    lines = text.splitlines()
+    for value, variable in _needles(environ, extra).items():
+        forms = _forms(value)
+        for number, line in enumerate(lines, 1):
+            if any(form in line for form in forms):
+                findings.append(CredentialFinding(variable, f"line {number} ({_yaml_path(lines, number - 1)})"))
+    return findings
+
+
+def _yaml_path(lines: list[str], index: int) -> str:
+    # PyYAML block style: a parent key is less indented than its content, except that list
+    # items ("- ") sit at their parent key's indentation
+    keys: list[str] = []
+    level, dash = _place(lines[index])
+    key = _key_of(lines[index])
+    if key:
+        keys.append(key)
+    for line in reversed(lines[:index]):
+        key = _key_of(line)
+        if key is None:
+            continue
+        here, here_dash = _place(line)
+        if here < level or (dash and here == level):
+            keys.append(key)
+            level, dash = (here - 2, True) if here_dash else (here, False)
+        if level <= 0 and not dash:
+            break
+    return ".".join(reversed(keys)) or "top level"
+
+
+def _place(line: str) -> tuple[int, bool]:
+    stripped = line.lstrip(" ")
+    indent = len(line) - len(stripped)
+    if stripped.startswith("- "):
+        return indent + 2, True
+    return indent, False
+
+
+def _key_of(line: str) -> str | None:
+    stripped = line.strip().removeprefix("- ")
+    match = re.match(r"""^("[^"]*"|'[^']*'|[^:#'"]+):(\s|$)""", stripped)
+    return match.group(1).strip("'\"") if match else None
+
+
+def find_credentials_in(
+    data: Any, environ: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
+) -> list[CredentialFinding]:
+    """Every credential value in structured data (a cassette dict), each named by its path.
+
+    Bytes are read as text (a binary body is what YAML writes as base64, so only here it shows); a string
+    that parses as JSON is searched field by field, so a key echoed in a reply is reported as
+    ``interactions[0].response.body.string: choices[0].message.content``.
+    """
+    needles = _needles(environ, extra)
+    if not needles:
+        return []
+    findings: list[CredentialFinding] = []
+    _walk(data, "", needles, findings)
+    return findings
+
+
+def _walk(value: Any, path: str, needles: dict[str, str], findings: list[CredentialFinding]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            name = key.decode("latin-1") if isinstance(key, bytes) else str(key)
+            _check(name, f"{path} (a key)" if path else "a key", needles, findings)
+            _walk(item, f"{path}.{name}" if path else name, needles, findings)
+    elif isinstance(value, list | tuple):
+        for number, item in enumerate(value):
+            _walk(item, f"{path}[{number}]", needles, findings)
+    elif isinstance(value, bytes | bytearray):
+        _string(bytes(value).decode("utf-8", "replace"), path, needles, findings)
+    elif isinstance(value, str):
+        _string(value, path, needles, findings)
+    elif value is not None and not isinstance(value, bool | int | float):
+        _check(str(value), path, needles, findings)
+
+
+def _string(text: str, path: str, needles: dict[str, str], findings: list[CredentialFinding]) -> None:
+    if not any(form in text for value in needles for form in _forms(value)):
+        return
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            parsed = json.loads(stripped)
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            inner: list[CredentialFinding] = []
+            _walk(parsed, "", needles, inner)
+            if inner:
+                findings.extend(CredentialFinding(f.variable, f"{path}: {f.where}") for f in inner)
+                return
+    _check(text, path, needles, findings)
+
+
+def _check(text: str, path: str, needles: dict[str, str], findings: list[CredentialFinding]) -> None:
+    for value, variable in needles.items():
+        if any(form in text for form in _forms(value)):
+            findings.append(CredentialFinding(variable, path or "top level"))

@@ -1,0 +1,248 @@
+"""What a recorded request said: its conversation as provider-neutral messages.
+
+Every provider sends the whole history again with each request, each in its own shape (OpenAI
+chat ``messages``, Responses ``input`` items, Anthropic content blocks, Gemini ``contents`` and
+parts, Bedrock ``messages``). Showing a cassette as a timeline and turning it into a scenario
+both need the same reading of those shapes: who said what, which tool calls the assistant made
+and which results came back. This module is that reading, and nothing else: it looks only at the
+request bodies (the replies are the backends' to decode, see :mod:`harness.recording._conformance`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.recording._cassettes import Request
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the assistant made: id, tool name, arguments (``raw`` when they were not a JSON object)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of a recorded conversation.
+
+    ``user`` and ``assistant`` messages carry ``text`` (an assistant's also its ``calls``); a
+    ``tool`` message is one tool result: ``text`` is the result, ``call_id`` the call it answers.
+    """
+
+    role: Role
+    text: str = ""
+    calls: tuple[Call, ...] = ()
+    call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A request's system prompt and messages, in the order the provider received them."""
+
+    system: str
+    messages: tuple[Said, ...]
+
+
+def conversation(request: Request) -> Conversation:
+    """The conversation a recorded request sent; raises ``RouteError`` for a request with no provider."""
+    reader = _READERS[request.route.provider]
+    system, messages = reader(request.body.object, request.route.endpoint)
+    return Conversation(system, tuple(_merge(messages)))
+
+
+def text_of(value: Any) -> str:
+    """Text from any of the shapes providers put it in: a string, text parts, JSON (as JSON text)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(text_of(part) for part in value)
+    if isinstance(value, dict):
+        for key in ("text", "output_text", "input_text"):
+            if isinstance(value.get(key), str):
+                return value[key]
+        if "json" in value:
+            return json.dumps(value["json"], ensure_ascii=False)
+        if value.get("type") in ("image", "image_url", "input_image", "document") or "image" in value:
+            return "[image]"
+        return ""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _call(call_id: Any, name: Any, arguments: Any) -> Call:
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return Call(str(call_id or ""), str(name or ""), {}, arguments)
+        arguments = parsed
+    return Call(str(call_id or ""), str(name or ""), arguments if isinstance(arguments, dict) else {})
+
+
+def _merge(messages: Iterable[Said]) -> Iterable[Said]:
+    """Adjacent assistant messages as one (some clients send the text and the calls apart), empty ones dropped."""
+    merged: list[Said] = []
+    for said in messages:
+        if said.role != "tool" and not said.text and not said.calls:
+            continue
+        if merged and said.role == "assistant" and merged[-1].role == "assistant":
+            last = merged.pop()
+            said = Said("assistant", last.text + said.text, last.calls + said.calls)
+        merged.append(said)
+    return merged
+
+
+# ---------------------------------------------------------------------------------------------
+# One reader per provider: (body, endpoint) -> (system prompt, messages).
+# ---------------------------------------------------------------------------------------------
+
+Reader = Callable[[dict[str, Any], str], tuple[str, list[Said]]]
+
+
+def _openai(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
+    if endpoint == "responses":
+        return _openai_responses(body)
+    system, out = [], []
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role in ("system", "developer"):
+            system.append(text_of(message.get("content")))
+        elif role == "user":
+            out.append(Said("user", text_of(message.get("content"))))
+        elif role == "assistant":
+            calls = tuple(
+                _call(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+                for c in message.get("tool_calls") or []
+                if isinstance(c, dict)
+            )
+            out.append(Said("assistant", text_of(message.get("content")), calls))
+        elif role == "tool":
+            out.append(Said("tool", text_of(message.get("content")), call_id=str(message.get("tool_call_id") or "")))
+    return "\n".join(system), out
+
+
+def _openai_responses(body: dict[str, Any]) -> tuple[str, list[Said]]:
+    system = [body["instructions"]] if isinstance(body.get("instructions"), str) else []
+    items = body.get("input")
+    out: list[Said] = []
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items or []:
+        if not isinstance(item, dict):
+            continue
+        kind, role = item.get("type", "message"), item.get("role")
+        if kind == "message" and role in ("system", "developer"):
+            system.append(text_of(item.get("content")))
+        elif kind == "message" and role in ("user", "assistant"):
+            out.append(Said(role, text_of(item.get("content"))))
+        elif kind == "function_call":
+            out.append(Said("assistant", calls=(_call(item.get("call_id"), item.get("name"), item.get("arguments")),)))
+        elif kind == "function_call_output":
+            out.append(Said("tool", text_of(item.get("output")), call_id=str(item.get("call_id") or "")))
+    return "\n".join(system), out
+
+
+def _anthropic(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
+    out: list[Said] = []
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        role, content = message.get("role"), message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        text, calls = [], []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                out.append(
+                    Said(
+                        "tool",
+                        text_of(block.get("content")),
+                        call_id=str(block.get("tool_use_id") or ""),
+                        is_error=block.get("is_error") is True,
+                    )
+                )
+            elif block.get("type") == "tool_use":
+                calls.append(_call(block.get("id"), block.get("name"), block.get("input")))
+            elif block.get("type") == "text":
+                text.append(text_of(block))
+        if role in ("user", "assistant"):
+            out.append(Said(role, "".join(text), tuple(calls)))
+    return text_of(body.get("system")), out
+
+
+def _gemini(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
+    instruction = body.get("systemInstruction") or body.get("system_instruction") or {}
+    system = text_of(instruction.get("parts") if isinstance(instruction, dict) else instruction)
+    out: list[Said] = []
+    for content in body.get("contents") or []:
+        if not isinstance(content, dict):
+            continue
+        role = "assistant" if content.get("role") == "model" else "user"
+        text, calls = [], []
+        for part in content.get("parts") or []:
+            if not isinstance(part, dict):
+                continue
+            call = part.get("functionCall") or part.get("function_call")
+            result = part.get("functionResponse") or part.get("function_response")
+            if isinstance(call, dict):
+                calls.append(_call(call.get("id") or "", call.get("name"), call.get("args") or {}))
+            elif isinstance(result, dict):
+                out.append(
+                    Said(
+                        "tool",
+                        json.dumps(result.get("response"), ensure_ascii=False),
+                        call_id=str(result.get("id") or ""),
+                        tool_name=str(result.get("name") or ""),
+                    )
+                )
+            elif isinstance(part.get("text"), str) and not part.get("thought"):
+                text.append(part["text"])
+        out.append(Said(role, "".join(text), tuple(calls)))
+    return system, out
+
+
+def _bedrock(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
+    out: list[Said] = []
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        text, calls = [], []
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if isinstance(block.get("toolResult"), dict):
+                result = block["toolResult"]
+                out.append(
+                    Said(
+                        "tool",
+                        text_of(result.get("content")),
+                        call_id=str(result.get("toolUseId") or ""),
+                        is_error=result.get("status") == "error",
+                    )
+                )
+            elif isinstance(block.get("toolUse"), dict):
+                use = block["toolUse"]
+                calls.append(_call(use.get("toolUseId"), use.get("name"), use.get("input")))
+            elif isinstance(block.get("text"), str):
+                text.append(block["text"])
+        if message.get("role") in ("user", "assistant"):
+            out.append(Said(message["role"], "".join(text), tuple(calls)))
+    return text_of(body.get("system")), out
+
+
+_READERS: dict[str, Reader] = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "bedrock": _bedrock}

@@ -1,0 +1,507 @@
+"""The vcrpy parts of recording: readable YAML, the atomic scanning persister, honest matchers, event streams.
+
+Each piece plugs into vcrpy by its own extension points, so it serves two callers alike: the
+recorded backend (``harness.recording._recorded``, which drives a :class:`vcr.cassette.Cassette` through
+its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest-recording's
+``pytest_recording_configure`` hook calls :func:`configure_vcr`).
+
+- :data:`READABLE_YAML`, a vcrpy serializer: standard vcrpy YAML (any vcrpy reads it), with JSON
+  bodies pretty-printed and multi-line text (SSE streams, JSON) written as literal blocks.
+- :class:`AtomicPersister`: reading a cassette that does not parse fails with
+  :class:`CassetteCorruptError` (path and reason) instead of vcrpy's "treat it as empty and
+  overwrite it"; writing scrubs (``harness.recording._scrub``), scans for credentials from the environment
+  (nothing is written when one is found) and replaces the file atomically (temp file +
+  ``os.replace``), so a killed recording leaves the old cassette whole.
+- :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
+  ``harness_query``): JSON bodies compared as data (key order and volatile fields ignored), the
+  query without credential parameters; a mismatch explains itself with a unified diff.
+- :func:`event_chunks`: a recorded stream split at its event boundaries (SSE events, AWS
+  event-stream messages), so a replay yields event by event (vcrpy#597) and
+  :func:`stream_replaying_httpx_response` puts that into vcrpy's own httpx stub.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from harness.recording._cassettes import CassetteError
+from harness.recording._scrub import (
+    CredentialLeakError,
+    find_credentials,
+    find_credentials_in,
+    is_credential_header,
+    scrub_arns,
+    scrub_headers,
+    scrub_uri,
+)
+
+VOLATILE_FIELDS: Final[frozenset[str]] = frozenset(
+    {"request_id", "idempotency_key", "client_request_id", "timestamp", "created", "created_at", "user_agent"}
+)
+"""JSON keys left out when request bodies are compared: generated per call, never what a test is about.
+
+Headers are not compared at all (SDK version, user agent, retry counters, AWS dates and
+signatures change with no change of meaning). Extend per test with ``ignore_fields`` in
+``vcr_config`` or the ``vcr`` marker.
+"""
+
+MATCH_ON: Final[tuple[str, ...]] = ("method", "host", "path", "harness_query", "harness_body")
+"""What a request must share with a recorded one to replay it."""
+
+
+class CassetteCorruptError(CassetteError):
+    """A cassette file that exists but cannot be read; it is left exactly as it is."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Scrubbing as vcrpy filters (before_record_request / before_record_response)
+# ---------------------------------------------------------------------------------------------
+
+
+def scrub_request(request: Any) -> Any:
+    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
+    for name in list(request.headers):
+        if is_credential_header(name):
+            del request.headers[name]
+    request.uri = scrub_uri(request.uri)
+    return request
+
+
+def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    """A vcrpy ``before_record_response``: identity headers (``set-cookie``, organisation ids) removed."""
+    response["headers"] = scrub_headers(response.get("headers") or {})
+    return response
+
+
+# ---------------------------------------------------------------------------------------------
+# The serializer: vcrpy YAML, readable
+# ---------------------------------------------------------------------------------------------
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def pretty_body(body: Any) -> Any:
+    """A JSON body as indented JSON text (key order kept: it is what the SDK parses); anything else as is."""
+    text = body.decode("utf-8") if isinstance(body, bytes) and _is_utf8(body) else body
+    if not isinstance(text, str) or text.lstrip()[:1] not in ("{", "["):
+        return body
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return body
+    return json.dumps(parsed, indent=2, ensure_ascii=False) + "\n"
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class _ReadableYaml:
+    """vcrpy's serializer protocol (``serialize``/``deserialize``) writing the readable form."""
+
+    @staticmethod
+    def deserialize(cassette_string: str) -> Any:
+        from vcr.serializers import yamlserializer
+
+        return yamlserializer.deserialize(cassette_string)
+
+    @staticmethod
+    def serialize(cassette_dict: dict[str, Any]) -> str:
+        for interaction in cassette_dict.get("interactions", []):
+            request, response = interaction["request"], interaction["response"]
+            request["body"] = pretty_body(request.get("body"))
+            body = response.get("body") or {}
+            if "string" in body:
+                pretty = pretty_body(body["string"])
+                if pretty is not body["string"]:
+                    body["string"] = pretty
+                    _set_length(response, pretty)
+        text = yaml.dump(cassette_dict, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+        if _ReadableYaml.deserialize(text) != cassette_dict:  # a literal block that would not round-trip
+            text = yaml.dump(cassette_dict, Dumper=yaml.SafeDumper, sort_keys=False, allow_unicode=True)
+        return text
+
+
+def _set_length(response: dict[str, Any], body: str) -> None:
+    headers = response.get("headers") or {}
+    for name in list(headers):
+        if name.lower() == "content-length":
+            headers[name] = [str(len(body.encode("utf-8")))]
+
+
+READABLE_YAML: Final = _ReadableYaml()
+"""The serializer every harness VCR registers as ``yaml`` (so the file suffix stays ``.yaml``)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The persister
+# ---------------------------------------------------------------------------------------------
+
+
+class AtomicPersister:
+    """vcrpy's persister protocol: strict loading, scanned atomic saving.
+
+    ``inner`` is the persister it stands in front of (pytest-recording's, which also loads the
+    extra cassettes a ``vcr`` marker names); ``hold`` is consulted before each write: when it
+    returns a reason, the cassette is not written and the reason is kept in ``withheld``.
+    ``environ`` and ``extra`` feed the credential scan (:func:`harness.recording._scrub.find_credentials`).
+    """
+
+    def __init__(
+        self,
+        inner: Any = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        extra: Iterable[str] = (),
+        hold: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.environ = environ
+        self.extra = tuple(extra)
+        self.hold = hold
+        self.withheld: list[tuple[str, str]] = []
+        self.written: list[str] = []
+
+    def load_cassette(self, cassette_path: str | os.PathLike[str], serializer: Any) -> Any:
+        from vcr.persisters.filesystem import CassetteNotFoundError
+
+        path = Path(cassette_path)
+        if path.is_file():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CassetteCorruptError(path, f"cannot read the cassette: {exc}") from exc
+            if text.strip():
+                loaded = _check_parses(path, text, serializer)
+                if self.inner is None:
+                    return loaded  # parsed once: checked and converted from the same data
+        elif self.inner is None:
+            raise CassetteNotFoundError()
+        if self.inner is not None and hasattr(self.inner, "load_cassette"):
+            return self.inner.load_cassette(str(cassette_path), serializer)
+        if not path.is_file() or not path.read_text(encoding="utf-8").strip():
+            raise CassetteNotFoundError()
+        from vcr.serialize import deserialize
+
+        return deserialize(path.read_text(encoding="utf-8"), serializer)
+
+    def save_cassette(
+        self, cassette_path: str | os.PathLike[str], cassette_dict: dict[str, Any], serializer: Any
+    ) -> None:
+        from vcr.serialize import serialize
+
+        path = Path(cassette_path)
+        for request in cassette_dict["requests"]:
+            scrub_request(request)
+        for response in cassette_dict["responses"]:
+            scrub_response(response)
+            body = response.get("body") or {}
+            if isinstance(body.get("string"), str):
+                body["string"] = scrub_arns(body["string"])
+        text = serialize(cassette_dict, serializer)
+        findings = find_credentials(text, self.environ, extra=self.extra)
+        if findings:
+            structured = find_credentials_in(_loaded(text, serializer), self.environ, extra=self.extra)
+            raise CredentialLeakError(str(path), structured or findings)
+        reason = self.hold(str(path)) if self.hold is not None else None
+        if reason is not None:
+            self.withheld.append((str(path), reason))
+            return
+        write_atomic(path, text)
+        self.written.append(str(path))
+
+
+def _loaded(text: str, serializer: Any) -> Any:
+    try:
+        return serializer.deserialize(text)
+    except Exception:
+        return {}
+
+
+class _Parsed:
+    """A serializer that hands vcrpy data parsed already, so a cassette's YAML is parsed once."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def deserialize(self, cassette_string: str) -> Any:
+        return self.data
+
+
+def _check_parses(path: Path, text: str, serializer: Any) -> Any:
+    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not."""
+    from vcr.serialize import deserialize
+
+    try:
+        data = serializer.deserialize(text)
+    except Exception as exc:
+        raise CassetteCorruptError(path, f"the cassette does not parse: {_first_line(exc)}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+        raise CassetteCorruptError(path, "not a vcrpy cassette (no interactions list)")
+    for index, interaction in enumerate(data["interactions"]):
+        if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
+            raise CassetteCorruptError(path, f"interaction {index} has no request or response")
+    try:
+        return deserialize(text, _Parsed(data))
+    except Exception as exc:
+        raise CassetteCorruptError(path, f"vcrpy cannot read it: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_WRITE_LOCK = threading.Lock()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same directory and ``os.replace``.
+
+    Readers, and a process killed halfway, see either the old file or the new one, never a part.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _WRITE_LOCK:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching
+# ---------------------------------------------------------------------------------------------
+
+
+def _body_bytes(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, bytes | bytearray):
+        return bytes(body)
+    return str(body).encode("utf-8")
+
+
+def normalized_body(body: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> Any:
+    """A request body as comparable data: parsed JSON without the ignored keys, else its text.
+
+    Memoized (treat the value as read-only): vcrpy asks the matcher for every pair of a sent and a
+    recorded request, so without it each replayed request re-parsed the whole cassette's bodies
+    and replay grew with the square of the cassette's length.
+    """
+    return _normalized(_body_bytes(body), frozenset(ignore))
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalized(data: bytes, ignore: frozenset[str]) -> Any:
+    try:
+        parsed = json.loads(data) if data.strip() else None
+    except ValueError:
+        return data.decode("utf-8", "replace")
+    return _without(parsed, ignore)
+
+
+def _without(value: Any, ignore: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {key: _without(item, ignore) for key, item in value.items() if key not in ignore}
+    if isinstance(value, list):
+        return [_without(item, ignore) for item in value]
+    return value
+
+
+def request_text(request: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> str:
+    """A request as the lines a diff shows: method, URI, then the body as sorted, indented JSON."""
+    body = normalized_body(request.body, ignore)
+    shown = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) if not isinstance(body, str) else body
+    return f"{request.method} {scrub_uri(request.uri)}\n{shown}\n"
+
+
+def json_body(r1: Any, r2: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> None:
+    """vcrpy matcher ``harness_body``: equal as data; raises AssertionError naming the first difference.
+
+    vcrpy runs every matcher on every (sent, recorded) pair while it looks for a match, and reads
+    each failure's text at once: a full diff here made replay cost grow with the cassette. The
+    first differing field is cheap and says what changed; the recorded backend's own mismatch
+    error (``CassetteMismatchError``) shows the whole diff against the closest request.
+    """
+    sent, recorded = normalized_body(r1.body, ignore), normalized_body(r2.body, ignore)
+    if sent == recorded:
+        return
+    raise AssertionError(f"body differs at {_first_difference(sent, recorded)}")
+
+
+def _first_difference(sent: Any, recorded: Any, path: str = "") -> str:
+    """``messages[1].content: sent 'bye', recorded 'hi'``: where two JSON values first part."""
+    if isinstance(sent, dict) and isinstance(recorded, dict):
+        for key in [*recorded, *(k for k in sent if k not in recorded)]:
+            where = f"{path}.{key}" if path else str(key)
+            if key not in sent:
+                return f"{where}: missing from the sent body"
+            if key not in recorded:
+                return f"{where}: not in the recorded body"
+            if sent[key] != recorded[key]:
+                return _first_difference(sent[key], recorded[key], where)
+    if isinstance(sent, list) and isinstance(recorded, list):
+        for index, (a, b) in enumerate(zip(sent, recorded, strict=False)):
+            if a != b:
+                return _first_difference(a, b, f"{path}[{index}]")
+        return f"{path or 'the body'}: {len(sent)} items sent, {len(recorded)} recorded"
+    shown = [_clip(json.dumps(v, ensure_ascii=False, default=str)) for v in (sent, recorded)]
+    return f"{path or 'the body'}: sent {shown[0]}, recorded {shown[1]}"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def safe_query(r1: Any, r2: Any) -> None:
+    """vcrpy matcher ``harness_query``: the query pairs, credential parameters left out."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    def pairs(request: Any) -> list[tuple[str, str]]:
+        return sorted(parse_qsl(urlsplit(scrub_uri(request.uri)).query, keep_blank_values=True))
+
+    assert pairs(r1) == pairs(r2), f"query {pairs(r1)} != recorded {pairs(r2)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Event streams
+# ---------------------------------------------------------------------------------------------
+
+
+def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
+    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
+
+    The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
+    """
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
+        return _sse_events(body)
+    if kind == "application/vnd.amazon.eventstream":
+        return _eventstream_messages(body)
+    return [body] if body else []
+
+
+def _sse_events(body: bytes) -> list[bytes]:
+    chunks, start = [], 0
+    while start < len(body):
+        ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n", b"\r\r") if (i := body.find(sep, start)) != -1]
+        if not ends:
+            chunks.append(body[start:])
+            break
+        index, width = min(ends)
+        chunks.append(body[start : index + width])
+        start = index + width
+    return chunks
+
+
+def _eventstream_messages(body: bytes) -> list[bytes]:
+    chunks, start = [], 0
+    while start < len(body):
+        if len(body) - start < 4:
+            chunks.append(body[start:])
+            break
+        total = int.from_bytes(body[start : start + 4], "big")
+        if total < 16:  # not a message prelude: keep the rest whole
+            chunks.append(body[start:])
+            break
+        chunks.append(body[start : start + total])
+        start += total
+    return chunks
+
+
+def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:
+    """A stand-in for vcrpy's ``httpx_stubs._deserialize_response``: the body streamed event by event."""
+    response = _ORIGINAL["deserialize"](vcr_response, httpx)
+    headers = {name.lower(): values for name, values in (vcr_response.get("headers") or {}).items()}
+    values = headers.get("content-type") or [""]
+    content_type = values[0] if isinstance(values, list) else str(values)
+    chunks = event_chunks(_body_bytes((vcr_response.get("body") or {}).get("string")), content_type)
+    if len(chunks) > 1:
+        response.stream = _ChunkStream(chunks)
+    return response
+
+
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
+
+
+class _ChunkStream:
+    """An httpx(2) sync and async byte stream over fixed chunks."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(list(self.chunks))
+
+    async def __aiter__(self) -> Any:
+        for chunk in self.chunks:
+            yield chunk
+
+    def close(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> AtomicPersister:
+    """Give a ``vcr.VCR`` the harness's additions; returns the persister now in front of its old one.
+
+    What the project already configured wins where vcrpy lets it (its own ``match_on``,
+    ``before_record_*`` filters); the persister's scrubbing and credential scan always run.
+    """
+    from vcr.stubs import httpx_stubs
+
+    if httpx_stubs._deserialize_response is not stream_replaying_httpx_response:
+        _ORIGINAL["deserialize"] = httpx_stubs._deserialize_response
+    vcr.register_serializer("yaml", READABLE_YAML)
+    vcr.register_matcher("harness_body", json_body)
+    vcr.register_matcher("harness_query", safe_query)
+    if tuple(vcr.match_on) == ("method", "scheme", "host", "port", "path", "query"):  # vcrpy's default
+        vcr.match_on = MATCH_ON
+    if vcr.before_record_request is None:
+        vcr.before_record_request = scrub_request
+    if vcr.before_record_response is None:
+        vcr.before_record_response = scrub_response
+    vcr.decode_compressed_response = True
+    persister = persister or AtomicPersister()
+    if persister.inner is None and not isinstance(vcr.persister, AtomicPersister):
+        persister.inner = vcr.persister
+    vcr.register_persister(persister)
+    vcr._custom_patches = (
+        *tuple(vcr._custom_patches),
+        (httpx_stubs, "_deserialize_response", stream_replaying_httpx_response),
+    )
+    return persister

@@ -1,0 +1,323 @@
+"""Record once, replay forever, as a user's project does it: pytester runs against the emulator.
+
+Each provider's agent run is recorded with sentinel credentials (``--record-mode=once``, the
+emulator as upstream), the cassette is searched for the sentinels, replayed with the network
+blocked (``--block-network``: no emulator is started) for a byte-identical trace, then asked a
+changed prompt (the mismatch diff) and handed a corrupt cassette (the error, the file untouched).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.recording import _cassettes as cassettes
+
+pytest_plugins = ["pytester"]
+
+SENTINELS = {
+    "OPENAI_API_KEY": "sk-sentinel-openai-7f3a9c",
+    "ANTHROPIC_API_KEY": "sk-ant-sentinel-41d8e2",
+    "GEMINI_API_KEY": "AIza-sentinel-gemini-93b1",
+    "AWS_ACCESS_KEY_ID": "AKIASENTINEL0000KEY1",
+    "AWS_SECRET_ACCESS_KEY": "sentinel/aws/secret/5c2e7d",
+    "AWS_SESSION_TOKEN": "sentinel-aws-session-token-8a6f",
+}
+
+CASES = [
+    ("openai", "chat.completions", True),
+    ("openai", "responses", True),
+    ("anthropic", "messages", True),
+    ("gemini", "streamGenerateContent", True),
+    ("bedrock", "converse", False),
+    ("bedrock", "converse-stream", True),
+]
+
+AGENT = '''
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import function, runtime
+
+PROVIDER, ENDPOINT, STREAM = {provider!r}, {endpoint!r}, {stream!r}
+
+
+@function(register=False)
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {{city}}"
+
+
+@pytest.fixture
+def upstream(recorded):
+    if not recorded.records:  # a replay needs no server
+        yield None
+        return
+    script = [turn.tool_call("weather", city="Paris"), turn.text({answer!r})]
+    with Emulator(*script) as emulator:
+        yield emulator.base_url
+
+
+def test_agent(recorded, upstream, trace, clock):
+    backend = recorded(PROVIDER, ENDPOINT, model="m-1", stream=STREAM, upstream=upstream, keys="env")
+    text = runtime.exec(os.environ.get("AGENT_PROMPT", "Weather in Paris?"), tools=[weather], provider=backend)
+    assert text == {answer!r}
+    Path(os.environ["AGENT_TRACE"]).write_text(trace.last.to_json(indent=1), encoding="utf-8")
+'''
+
+ANSWER = "Sunny in Paris today: no umbrella needed."
+
+
+@pytest.fixture
+def sentinel_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    for name, value in SENTINELS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    return SENTINELS
+
+
+def _project(pytester: pytest.Pytester, provider: str, endpoint: str, stream: bool) -> Path:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_agent=AGENT.format(provider=provider, endpoint=endpoint, stream=stream, answer=ANSWER))
+    return pytester.path / "cassettes" / "test_agent" / "test_agent.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_suite_offline_guard() -> Iterator[None]:
+    # pytest-recording's --block-network, when it ends, puts back the socket functions it saw at
+    # import, which would undo the suite's own offline guard (root conftest): keep ours
+    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
+    yield
+    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
+
+
+def _run(
+    pytester: pytest.Pytester, *args: str, trace: Path | None = None, prompt: str | None = None
+) -> pytest.RunResult:
+    os.environ["AGENT_TRACE"] = str(trace or pytester.path / "unused-trace.json")
+    if prompt is None:
+        os.environ.pop("AGENT_PROMPT", None)
+    else:
+        os.environ["AGENT_PROMPT"] = prompt
+    try:
+        return pytester.runpytest("-p", "no:cacheprovider", "-q", *args)
+    finally:
+        os.environ.pop("AGENT_TRACE", None)
+        os.environ.pop("AGENT_PROMPT", None)
+
+
+@pytest.mark.parametrize(("provider", "endpoint", "stream"), CASES, ids=[f"{p}-{e}-{s}" for p, e, s in CASES])
+def test_record_then_replay_offline(
+    pytester: pytest.Pytester, sentinel_env: dict[str, str], provider: str, endpoint: str, stream: bool
+) -> None:
+    cassette = _project(pytester, provider, endpoint, stream)
+    live, replayed = pytester.path / "live.json", pytester.path / "replayed.json"
+
+    _run(pytester, "--record-mode=once", trace=live).assert_outcomes(passed=1)
+
+    text = cassette.read_text(encoding="utf-8")
+    for name, value in sentinel_env.items():
+        assert value not in text, f"{name} reached the cassette"
+    loaded = cassettes.load(cassette)
+    assert len(loaded) == 2  # the tool call, then the answer
+    for interaction in loaded:
+        assert interaction.request.route.provider == provider  # the real host, not 127.0.0.1:PORT
+        assert interaction.request.route.endpoint == endpoint
+        for part in (interaction.request, interaction.response):
+            assert not any(value in v for _, v in part.headers for value in sentinel_env.values())
+            assert not any(value in part.body.text for value in sentinel_env.values())
+        names = {name.lower() for name, _ in interaction.request.headers}
+        assert not names & {"authorization", "x-api-key", "x-goog-api-key", "x-amz-security-token"}
+    if provider != "bedrock":  # JSON bodies are readable structured text in the file
+        assert '"role": "user"' in text or '"text": "Weather in Paris?"' in text
+
+    _run(pytester, "--block-network", trace=replayed).assert_outcomes(passed=1)
+    assert replayed.read_bytes() == live.read_bytes()
+    if stream:  # the trace holds every streamed delta: they arrive one event at a time on replay too
+        assert live.read_text(encoding="utf-8").count('"type": "text_delta"') > 1
+
+    changed = _run(pytester, "--block-network", prompt="Weather in Oslo?")
+    changed.assert_outcomes(failed=1, errors=1)
+    output = changed.stdout.str()
+    assert f"{cassette}: request 1 (POST https://" in output
+    assert "matches no unused recorded interaction (record mode 'none')" in output
+    assert "Weather in Paris?" in output and "Weather in Oslo?" in output
+    assert "--- recorded interaction 0" in output and "+++ request 1" in output
+
+    corrupt = b"interactions:\n- request: [unclosed\n"
+    cassette.write_bytes(corrupt)
+    broken = _run(pytester, "--block-network")
+    broken.assert_outcomes(errors=1)
+    assert f"{cassette}: the cassette does not parse" in broken.stdout.str()
+    assert cassette.read_bytes() == corrupt
+
+
+@pytest.mark.parametrize("mode", ["once", "new_episodes", "all", "rewrite"])
+def test_a_corrupt_cassette_is_never_overwritten_by_a_record_mode(pytester: pytest.Pytester, mode: str) -> None:
+    pytester.makepyfile(test_two=TWO_CALLS)
+    cassette = pytester.path / "cassettes" / "test_two" / "test_two.yaml"
+    cassette.parent.mkdir(parents=True)
+    corrupt = b"version: 1\ninteractions: {not: [a list\n"
+    cassette.write_bytes(corrupt)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--record-mode={mode}")
+    result.assert_outcomes(errors=1)
+    assert f"{cassette}: the cassette does not parse" in result.stdout.str()
+    assert cassette.read_bytes() == corrupt
+
+
+def test_a_credential_in_a_reply_is_never_written(pytester: pytest.Pytester, sentinel_env: dict[str, str]) -> None:
+    pytester.makepyfile(
+        test_leak=f"""
+        from harness.emulator import Emulator
+        from harness.script import turn
+        from openprogram import runtime
+
+        def test_leak(recorded):
+            with Emulator(turn.text("your key is {SENTINELS["OPENAI_API_KEY"]}")) as emulator:
+                backend = recorded("openai", model="m-1", stream=False, upstream=emulator.base_url)
+                runtime.exec("hi", provider=backend)
+        """
+    )
+    result = _run(pytester, "--record-mode=once")
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    assert "not written, it would hold a credential from the environment" in output
+    assert "the value of OPENAI_API_KEY in interactions[0].response.body.string: choices[0].message.content" in output
+    assert SENTINELS["OPENAI_API_KEY"] not in output.replace("your key is " + SENTINELS["OPENAI_API_KEY"], "")
+    assert not (pytester.path / "cassettes").exists() or not list((pytester.path / "cassettes").rglob("*.yaml"))
+
+
+TWO_CALLS = """
+import os
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import runtime
+
+def test_two(recorded):
+    calls = int(os.environ.get("CALLS", "2"))
+    with Emulator(turn.text("one"), turn.text("two")) as emulator:
+        upstream = emulator.base_url if recorded.records else None
+        backend = recorded("anthropic", model="m-1", upstream=upstream)
+        for number in range(calls):
+            runtime.exec(f"question {number}", provider=backend)
+    assert os.environ.get("FAIL") != "1", "asked to fail"
+"""
+
+
+def test_unused_interactions_fail_at_teardown_unless_allowed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_two=TWO_CALLS)
+    pytester.makeconftest("")
+    assert pytester.runpytest("--record-mode=once").ret == 0
+    monkeypatch.setenv("CALLS", "1")
+    result = _run(pytester, "--block-network")
+    result.assert_outcomes(passed=1, errors=1)
+    assert "1 of 2 recorded interaction(s) were never requested" in result.stdout.str()
+    assert "interaction 1 (POST https://api.anthropic.com/v1/messages)" in result.stdout.str()
+    pytester.makeconftest("import pytest\n@pytest.fixture\ndef vcr_config():\n    return {'allow_unused': True}\n")
+    _run(pytester, "--block-network").assert_outcomes(passed=1)
+
+
+def test_rewrite_replaces_the_cassette_only_when_the_test_passes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_two=TWO_CALLS)
+    cassette = pytester.path / "cassettes" / "test_two" / "test_two.yaml"
+    assert pytester.runpytest("--record-mode=once").ret == 0
+    before = cassette.read_bytes()
+    monkeypatch.setenv("CALLS", "1")
+    monkeypatch.setenv("FAIL", "1")
+    failed = pytester.runpytest("--record-mode=rewrite")
+    failed.assert_outcomes(failed=1)
+    assert cassette.read_bytes() == before
+    assert "the new recording was not saved because the test failed" in failed.stdout.str()
+    kept = pytester.runpytest("--record-mode=rewrite", "--harness-keep-failed-recordings")
+    kept.assert_outcomes(failed=1)
+    assert len(cassettes.load(cassette)) == 1
+    monkeypatch.setenv("FAIL", "0")
+    cassette.write_bytes(before)
+    pytester.runpytest("--record-mode=rewrite").assert_outcomes(passed=1)
+    assert len(cassettes.load(cassette)) == 1  # the unused second exchange is gone with the rewrite
+
+
+def test_a_recording_killed_mid_write_leaves_the_old_cassette_whole(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_two=TWO_CALLS)
+    cassette = pytester.path / "cassettes" / "test_two" / "test_two.yaml"
+    assert pytester.runpytest("--record-mode=once").ret == 0
+    before = cassette.read_bytes()
+    # the process dies after the new text is written to disk and before it replaces the cassette
+    pytester.makeconftest(
+        "import os, signal\n"
+        "def pytest_configure(config):\n"
+        "    os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--record-mode=rewrite", "test_two.py"],
+        cwd=pytester.path,
+        env={**os.environ, "CALLS": "1"},
+        capture_output=True,
+        timeout=240,
+    )
+    assert process.returncode == -signal.SIGKILL, process.stdout.decode()[-2000:]
+    assert cassette.read_bytes() == before
+    assert len(cassettes.load(cassette)) == 2
+
+
+MARKED_TEST = textwrap.dedent(  # a user's test under @pytest.mark.vcr; PROMPT and FAIL change it between runs
+    """
+            import asyncio, os
+            import openai, pytest
+            from harness.emulator import Emulator
+            from harness.script import turn
+
+            @pytest.mark.vcr
+            @pytest.mark.allow_model_requests
+            def test_marked():
+                async def ask(base_url):
+                    key = os.environ.get("OPENAI_API_KEY", "k")
+                    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key=key, max_retries=0)
+                    messages = [{"role": "user", "content": os.environ.get("PROMPT", "hi")}]
+                    reply = await client.chat.completions.create(model="m", messages=messages)
+                    await client.close()
+                    return reply.choices[0].message.content
+                with Emulator(turn.text("hello")) as emulator:
+                    assert asyncio.run(ask(emulator.base_url)) == "hello"
+                assert os.environ.get("FAIL") != "1"
+    """
+)
+
+
+def test_the_vcr_marker_gets_scrubbing_and_readable_bodies(pytester: pytest.Pytester, sentinel_env: dict) -> None:
+    pytester.makepyfile(test_marked=MARKED_TEST)
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    text = (pytester.path / "cassettes" / "test_marked" / "test_marked.yaml").read_text(encoding="utf-8")
+    assert sentinel_env["OPENAI_API_KEY"] not in text
+    assert "authorization" not in text.lower()
+    assert '"content": "hi"' in text  # the JSON body pretty-printed
+
+
+def test_a_failing_vcr_marker_test_keeps_its_old_cassette(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_marked=MARKED_TEST)
+    cassette = pytester.path / "cassettes" / "test_marked" / "test_marked.yaml"
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    before = cassette.read_bytes()
+    monkeypatch.setenv("FAIL", "1")
+    monkeypatch.setenv("PROMPT", "changed")
+    _run(pytester, "--record-mode=new_episodes").assert_outcomes(failed=1)
+    assert cassette.read_bytes() == before
