@@ -15,6 +15,7 @@ import ast
 import importlib
 import pkgutil
 import re
+import typing
 from collections import defaultdict
 from pathlib import Path
 
@@ -140,3 +141,22 @@ def test_the_harness_facade_offers_what_a_user_writes_first() -> None:
     assert first <= set(harness.__all__)
     for name in harness.__all__:
         assert getattr(harness, name) is not None
+
+
+def _facade_names() -> list[str]:
+    return [
+        f"{name}.{exported}"
+        for name in MODULES
+        if name.split(".")[0] == "harness"
+        for exported in getattr(importlib.import_module(name), "__all__", ())
+    ]
+
+
+@pytest.mark.parametrize("qualified", _facade_names())
+def test_every_name_a_facade_offers_says_what_it_is_for(qualified: str) -> None:
+    """A name offered to users is documented where they meet it: help(), an editor's hover."""
+    module_name, name = qualified.rsplit(".", 1)
+    value = getattr(importlib.import_module(module_name), name)
+    if isinstance(value, str | int | float | tuple | frozenset | dict | list) or typing.get_origin(value):
+        return  # constants are documented by the attribute docstring in their module's source
+    assert (getattr(value, "__doc__", None) or "").strip(), f"{qualified} has no docstring"

@@ -152,6 +152,7 @@ class Trace(BaseModel):
 
 
 def render_message(message: Message, *, full: bool = False) -> str:
+    """One message as one timeline line; long values clipped unless ``full`` (a failure report wants them whole)."""
     at, short_at, args_at = (None, None, None) if full else (120, 60, 80)  # how long a value may get
     if isinstance(message, ToolResultMessage):
         flag = " ERROR" if message.is_error else ""

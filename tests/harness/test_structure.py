@@ -145,3 +145,16 @@ def test_every_harness_module_has_its_place_in_the_layers() -> None:
     packages = {"harness." + p.name for p in HARNESS.iterdir() if (p / "__init__.py").exists()}
     missing = sorted((modules | packages) - placed)
     assert not missing, f"modules in no layer of pyproject's [tool.importlinter]: {missing}"
+
+
+def test_each_public_module_has_its_tests_where_a_newcomer_looks() -> None:
+    """``harness/<package>/`` is tested in ``tests/harness/<package>/``, ``harness/<module>.py`` in
+    ``tests/harness/test_<module>.py``."""
+    tests = HARNESS.parent / "tests" / "harness"
+    missing = [f"tests/harness/{p.name}/" for p in PACKAGES if not list((tests / p.name).glob("test_*.py"))]
+    missing += [
+        f"tests/harness/test_{p.stem}.py"
+        for p in HARNESS.glob("*.py")
+        if not p.stem.startswith("_") and not (tests / f"test_{p.stem}.py").exists()
+    ]
+    assert not missing, f"public modules without a test module of their name: {missing}"

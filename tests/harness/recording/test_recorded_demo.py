@@ -1,4 +1,4 @@
-"""The example agent (harness/demo.py) replayed from the project's own cassettes, one per provider.
+"""The example agent (harness/cli/_demo.py) replayed from the project's own cassettes, one per provider.
 
 The cassettes in ``cassettes/demo/`` were recorded by this file against the loopback emulator
 playing the demo's script (see ``cassettes/README.md``). In CI they replay offline: a change in
