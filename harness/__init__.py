@@ -16,9 +16,9 @@ pydantic and jsonschema into a session that never asks for a fixture.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness._lazy import lazy_exports
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.checking import arun, assert_scenario, check, run
@@ -67,4 +67,28 @@ __all__ = [
     "run",
     "turn",
 ]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+# The one lazy mechanism of every facade (``harness.campaigns`` and ``harness.recording`` use it
+# too): defined here, in the module every import of the harness loads anyway, so the facades the
+# pytest plugin passes through cost one small module each and no helper module of their own.
+def _lazy_exports(package: str, table: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package``: name -> the module (relative or absolute) defining it.
+
+    The answer is not cached in the package's globals: it follows ``sys.modules``, so a test runner
+    that unloads and reimports a module (pytester does, between in-process runs) gets one class.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = table.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module, package), name)
+
+    def __dir__() -> list[str]:
+        return sorted(table)
+
+    return __getattr__, __dir__
+
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

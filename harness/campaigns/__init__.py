@@ -1,6 +1,6 @@
 """Campaigns: ``harness fuzz`` (generate, run, judge, shrink), the boundary table, the profiles.
 
-Lazy (``harness._lazy``): the pytest plugin reads the Hypothesis profiles (``_profiles``) in every
+Lazy (``harness._lazy_exports``): the pytest plugin reads the Hypothesis profiles (``_profiles``) in every
 session, and must not pay for the campaign (``_fuzz``) or the boundary table (``_boundaries``).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.campaigns._boundaries import BOUNDARIES, reached
@@ -41,4 +41,4 @@ __all__ = [
     "register",
     "run_campaign",
 ]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,6 @@
 """Record once, replay forever: vcrpy cassettes through the real backends, and the tools around them.
 
-Lazy (``harness._lazy``): the pytest plugin's record-replay options load with every session.
+Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load with every session.
 The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
 -> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
 transport -> the vcr glue, matchers and persister (``_wire``), scrubbing (``_scrub``) -> the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.recording._cassettes import Cassette, CassetteError, load
@@ -78,4 +78,4 @@ __all__ = [
     "sdk_client",
     "to_scenario",
 ]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
