@@ -198,7 +198,7 @@ def _check_call_id(name: str, call_id: Any) -> None:
         raise TypeError(f"turn.tool_call({name!r}, ...): call_id is a str, got {call_id!r:.60}")
 
 
-def _as_turn(value: Any, where: str) -> Turn:
+def as_turn(value: Any, where: str) -> Turn:
     if isinstance(value, Turn):
         return value
     if isinstance(value, ScriptedCall):
@@ -330,7 +330,7 @@ class ScriptedProvider:
             turns = tuple(turns[0])
         if chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
-        self.turns: list[Turn] = [_as_turn(t, f"turn {i + 1}") for i, t in enumerate(turns)]
+        self.turns: list[Turn] = [as_turn(t, f"turn {i + 1}") for i, t in enumerate(turns)]
         self.strict = strict
         self.chunk_size = chunk_size
         self.violations: list[ScriptViolation] = []
@@ -364,7 +364,7 @@ class ScriptedProvider:
 
     def add(self, *turns: TurnLike) -> None:
         """Extend the script (for tests that build it as they go)."""
-        self.turns.extend(_as_turn(t, f"turn {len(self.turns) + i + 1}") for i, t in enumerate(turns))
+        self.turns.extend(as_turn(t, f"turn {len(self.turns) + i + 1}") for i, t in enumerate(turns))
 
     # -- the Provider protocol --------------------------------------------------------------
     async def stream(
@@ -386,7 +386,7 @@ class ScriptedProvider:
         scripted = self.turns[number - 1]
         if scripted.respond is not None:
             reply = scripted.respond(request)
-            scripted = _as_turn(reply, f"turn {number} (respond)")
+            scripted = as_turn(reply, f"turn {number} (respond)")
             if scripted.respond is not None:
                 raise TypeError(f"turn {number}: a respond function must return a turn, not another respond")
         if scripted.usage is not None:

@@ -280,7 +280,7 @@ _PICK, _TWO_PICKS, _ANSWER = (
     ModelTurn(text="done"),
 )
 _A = ToolDef(name="a", parameters=_OPEN)
-_STOPS = ToolDef(name="a", parameters=_OPEN, plan=(Behaviour(cancel=True),))
+STOPS = ToolDef(name="a", parameters=_OPEN, plan=(Behaviour(cancel=True),))
 _NESTS = ToolDef(
     name="a",
     parameters=_OPEN,
@@ -318,7 +318,7 @@ EXAMPLES: tuple[Scenario, ...] = (
         steering={2: ("stop",)},
         config=Config(max_iterations=1),
     ),
-    Scenario(tools=(_STOPS,), turns=(_TWO_PICKS, _ANSWER), config=Config(max_iterations=1)),
+    Scenario(tools=(STOPS,), turns=(_TWO_PICKS, _ANSWER), config=Config(max_iterations=1)),
     Scenario(tools=(_NESTS,), turns=(_TWO_PICKS, _ANSWER)),
     Scenario(turns=(_ANSWER, ModelTurn(kind="hang_up", text="part")), steering={2: ("go on",)}),
     Scenario(prompts=(), history=(HistoryMessage("user", text="hi"),), turns=(ModelTurn(kind="bad_done"),)),

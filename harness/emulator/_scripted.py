@@ -14,7 +14,7 @@ from typing import Any
 from harness.script import ScriptedCall, Turn
 from openprogram.types import Usage
 
-_WORDS = re.compile(r"\s*\S+|\s+")
+WORDS = re.compile(r"\s*\S+|\s+")
 
 
 def check_renderable(turn: Turn) -> None:
@@ -29,7 +29,7 @@ def pieces(text: str, size: int) -> list[str]:
         return [""]
     out: list[str] = []
     current = ""
-    for word in _WORDS.findall(text):
+    for word in WORDS.findall(text):
         if current and len(current) + len(word) > size:
             out.append(current)
             current = ""

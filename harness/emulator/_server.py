@@ -35,7 +35,7 @@ import httpx2
 
 from harness.emulator._faults import Delivery, Fault, apply, fault
 from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
-from harness.script import Turn, _as_turn
+from harness.script import Turn, as_turn
 
 PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
 """The provider modules under ``harness.emulator``, imported when present."""
@@ -87,7 +87,7 @@ class Emulator:
         if len(script) == 1 and isinstance(script[0], list | tuple):
             script = tuple(script[0])
         self.script: list[Turn | Fault] = [
-            entry if isinstance(entry, Fault) else _as_turn(entry, f"script entry {i + 1}")
+            entry if isinstance(entry, Fault) else as_turn(entry, f"script entry {i + 1}")
             for i, entry in enumerate(script)
         ]
         self.requests: list[WireRequest] = []
@@ -112,7 +112,7 @@ class Emulator:
         with self._lock:
             start = len(self.script)
             self.script.extend(
-                e if isinstance(e, Fault) else _as_turn(e, f"script entry {start + i + 1}")
+                e if isinstance(e, Fault) else as_turn(e, f"script entry {start + i + 1}")
                 for i, e in enumerate(entries)
             )
 
@@ -193,9 +193,9 @@ class Emulator:
         return Delivery(module.render(self._resolve(entry, request, number), request, self.ids))
 
     def _resolve(self, entry: Any, request: WireRequest, number: int) -> Turn:
-        scripted = _as_turn(entry, f"script entry {number}")
+        scripted = as_turn(entry, f"script entry {number}")
         if scripted.respond is not None:  # respond functions receive the WireRequest here
-            scripted = _as_turn(scripted.respond(request), f"script entry {number} (respond)")
+            scripted = as_turn(scripted.respond(request), f"script entry {number} (respond)")
         return scripted
 
     # -- in process -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from harness.scenarios._parts import Call
 from harness.scenarios._scenario import ToolDef
-from harness.strategies._schemas import _ALIENS, PROPERTY_SCHEMAS, _json, _key, _memoized, arguments, invalid_arguments
+from harness.strategies._schemas import ALIENS, PROPERTY_SCHEMAS, _json, _key, arguments, invalid_arguments, memoized
 
 TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
 UNKNOWN_TOOL = "no_such_tool"
@@ -34,7 +34,7 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _menu_key(tools: Sequence[ToolDef]) -> tuple[Any, ...]:
+def menu_key(tools: Sequence[ToolDef]) -> tuple[Any, ...]:
     """What the strategies of a menu are cached under: its names, schemas and whether each is real."""
     return tuple((t.name, _schema_key(t.parameters), t.is_real) for t in tools)
 
@@ -48,23 +48,23 @@ def _schema_key(schema: Mapping[str, Any]) -> str:
 # text says seldom matters to the loop), shrinking to the first word. The odd ones are the texts
 # that break naive code (multi-byte, combining, zero-width, blank, long, JSON-looking), and one
 # draw in about twenty is any printable text at all.
-_WORDS = ("ok", "done", "wait", "stop", "the answer is 42", "hmm", "")
+WORDS = ("ok", "done", "wait", "stop", "the answer is 42", "hmm", "")
 _ODD = ("héllo wörld ✓", "🙂🙃", "日本語", "line one\nline two", "  ", "a\u0301", "\u200b", '{"a": 1}', "x" * 30)
-_ANY = object()
+ANY = object()
 _any_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24)
 
 
 @st.composite
 def _word_or_any(draw: st.DrawFn, vocabulary: Any) -> Any:
     picked = draw(vocabulary)
-    return draw(_any_text) if picked is _ANY else picked
+    return draw(_any_text) if picked is ANY else picked
 
 
 def _say(draw: st.DrawFn, vocabulary: st.SearchStrategy[Any]) -> Any:
     """``_word_or_any`` inside a composite: one draw fewer (Hypothesis' cost is per draw too)."""
     picked = draw(vocabulary)
-    if picked is _ANY:
-        return draw(_prompts if vocabulary is _prompt_picks else _any_text)
+    if picked is ANY:
+        return draw(_prompts if vocabulary is prompt_picks else _any_text)
     return picked
 
 
@@ -83,7 +83,7 @@ def _product(*tables: Sequence[Any]) -> tuple[st.SearchStrategy[tuple[Any, ...]]
     ``sampled_from`` (one draw, one choice) over its precomputed product, first table fastest.
     Shrinking an index towards 0 moves every entry of its group towards its table's first.
     Draw it with ``_take``."""
-    return _memoized(("product", repr(tables)), lambda: _grouped_product(tables))
+    return memoized(("product", repr(tables)), lambda: _grouped_product(tables))
 
 
 def _grouped_product(tables: Sequence[Sequence[Any]]) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
@@ -128,19 +128,19 @@ def _joint(
     index shrinks; the last entry is another copy of the likeliest, since Hypothesis draws a
     range's ends more often than its inside. Built once per set of tables."""
     key = ("joint", repr(tables), relevant)
-    return _memoized(key, lambda: st.sampled_from(_joint_table(tables, relevant)))
+    return memoized(key, lambda: st.sampled_from(_joint_table(tables, relevant)))
 
 
-_HOLE = object()
+HOLE = object()
 
 
-def _joint_with(value: Any, *tables: Sequence[Any]) -> st.SearchStrategy[tuple[Any, ...]]:
-    """``_joint`` of tables where ``_HOLE`` stands for ``value``: the table is built once for
+def joint_with(value: Any, *tables: Sequence[Any]) -> st.SearchStrategy[tuple[Any, ...]]:
+    """``_joint`` of tables where ``HOLE`` stands for ``value``: the table is built once for
     every value (menus that differ only in a tool's name share it), then the value put in. The
     same entries in the same order as ``_joint`` with the value itself, as long as its ``repr``
     is neither a table's first entry's nor another entry's of its table."""
-    table = _memoized(("holed joint", repr(tables)), lambda: _joint_table(tables, None))
-    return st.sampled_from(tuple(tuple(value if v is _HOLE else v for v in entry) for entry in table))
+    table = memoized(("holed joint", repr(tables)), lambda: _joint_table(tables, None))
+    return st.sampled_from(tuple(tuple(value if v is HOLE else v for v in entry) for entry in table))
 
 
 def _joint_table(
@@ -196,41 +196,41 @@ def _sizes(low: int, high: int, more: float, empty: float = 0.0) -> st.SearchStr
     return _joint((0,) * round(1000 * empty) + tuple(table) if empty else tuple(table))
 
 
-def _draw_list(draw: st.DrawFn, sizes: st.SearchStrategy[tuple[int]], element: st.SearchStrategy[Any]) -> list[Any]:
+def draw_list(draw: st.DrawFn, sizes: st.SearchStrategy[tuple[int]], element: st.SearchStrategy[Any]) -> list[Any]:
     """A list inside a composite: its size (``_sizes``), then its elements, and no span of its own
     (Hypothesis' cost is per draw too)."""
     (count,) = draw(sizes)
     return [draw(element) for _ in range(count)]
 
 
-def _one_in_table(n: int) -> tuple[bool, ...]:
+def one_in_table(n: int) -> tuple[bool, ...]:
     """A table for ``_product`` that is True once in ``n`` (0: never). The True entry sits in the
     middle: Hypothesis favours the ends of a range, and shrinks towards its start, i.e. to False."""
     return tuple(i == n // 2 for i in range(n)) if n > 0 else (False,)
 
 
-_words = st.sampled_from(_WORDS)
-_text_words = st.sampled_from((*_WORDS, *_ODD, _ANY))
-_message_words = st.sampled_from(("stop", "wait, use search", "also check x", "thanks", *_WORDS, *_ODD, _ANY))
-_error_words = st.sampled_from(("", *_WORDS, *_ODD, _ANY))
-_texts = _word_or_any(_text_words)
+_words = st.sampled_from(WORDS)
+text_words = st.sampled_from((*WORDS, *_ODD, ANY))
+_message_words = st.sampled_from(("stop", "wait, use search", "also check x", "thanks", *WORDS, *_ODD, ANY))
+error_words = st.sampled_from(("", *WORDS, *_ODD, ANY))
+_texts = _word_or_any(text_words)
 _messages = _word_or_any(_message_words)
 
 
 _JSON_RESULTS = (None, 0, 42, -3, 100, True, [], {}, [1, "two", None], {"a": {"b": [1, 2]}}, 1.5)
-_RETURN_VALUES = (*_WORDS, *_JSON_RESULTS, *_ODD)
-_return_values = st.sampled_from((*_RETURN_VALUES[:14], _ANY, *_RETURN_VALUES[14:]))
-"""One choice; now and then (``_ANY``, drawn with ``_value``) any JSON value, a Hypothesis recursive value."""
+_RETURN_VALUES = (*WORDS, *_JSON_RESULTS, *_ODD)
+_return_values = st.sampled_from((*_RETURN_VALUES[:14], ANY, *_RETURN_VALUES[14:]))
+"""One choice; now and then (``ANY``, drawn with ``_value``) any JSON value, a Hypothesis recursive value."""
 
 
 def _value(draw: st.DrawFn) -> Any:
     picked = draw(_return_values)
-    return draw(_json) if picked is _ANY else picked
+    return draw(_json) if picked is ANY else picked
 
 
-_error_texts = _word_or_any(_error_words)
-_DETAILS = (None, None, None, None, None, None, {"status": 200}, {"status": 404}, {"status": 503})
-_UPDATES = ((),) * 18 + (("ok",), (0,), (50,), ("ok", 100), ("wait", "done"), (1, 2))  # mostly none
+error_texts = _word_or_any(error_words)
+DETAILS = (None, None, None, None, None, None, {"status": 200}, {"status": 404}, {"status": 503})
+UPDATES = ((),) * 18 + (("ok",), (0,), (50,), ("ok", 100), ("wait", "done"), (1, 2))  # mostly none
 
 
 def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
@@ -254,7 +254,7 @@ def _schema_vocabulary(size: int = 64) -> tuple[dict[str, Any], ...]:
 
 
 _SCHEMA_VOCABULARY = _schema_vocabulary()
-_tool_schemas = st.sampled_from(_SCHEMA_VOCABULARY)
+tool_schemas = st.sampled_from(_SCHEMA_VOCABULARY)
 _VOCABULARY_KEYS = {id(schema): (schema, _key(schema)) for schema in _SCHEMA_VOCABULARY}
 
 
@@ -265,7 +265,7 @@ _ids = st.sampled_from(_IDS)
 def tool_calls(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Call]:
     """A pick: mostly valid arguments for a menu tool; else broken arguments, non-JSON text or an unknown name."""
     tools = tuple(tools)
-    return _memoized(("calls", _menu_key(tools)), lambda: _tool_calls(tools))
+    return memoized(("calls", menu_key(tools)), lambda: _tool_calls(tools))
 
 
 _CALL_FORMS = ("valid", "valid", "valid", "valid", "invalid", "raw")
@@ -310,11 +310,11 @@ def _argument_tables(schema: Mapping[str, Any]) -> tuple[tuple[str, tuple[Any, .
 
 
 def _tool_calls(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[Call]:
-    return _call(*_call_parts(tools))
+    return _call(*call_parts(tools))
 
 
-def _call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
-    return _memoized(("call parts", _menu_key(tools)), lambda: _build_call_parts(tools))
+def call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
+    return memoized(("call parts", menu_key(tools)), lambda: _build_call_parts(tools))
 
 
 def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]:
@@ -323,8 +323,8 @@ def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]
     # arguments. Mostly menu tools. The first pick, valid arguments for the first tool, is where
     # shrinking goes. Tools are named by index (an unknown name too: 0 is UNKNOWN_TOOL, i the
     # i-th tool's name in capitals), so menus of as many tools share one table.
-    return _memoized(("call picks", len(tools)), lambda: _call_picks(len(tools))), tuple(
-        _memoized(("argument forms", t.name, _schema_key(t.parameters)), lambda t=t: _argument_forms(t)) for t in tools
+    return memoized(("call picks", len(tools)), lambda: _call_picks(len(tools))), tuple(
+        memoized(("argument forms", t.name, _schema_key(t.parameters)), lambda t=t: _argument_forms(t)) for t in tools
     )
 
 
@@ -343,7 +343,7 @@ def _what_a_call_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
 def _argument_forms(tool: ToolDef) -> tuple[Any, ...]:
     # per schema, whatever the tool's name: tools of one schema share (and validate) one strategy
     schema = tool.parameters
-    return (tool.name, *_memoized(("schema forms", _schema_key(schema)), lambda: _schema_forms(schema)))
+    return (tool.name, *memoized(("schema forms", _schema_key(schema)), lambda: _schema_forms(schema)))
 
 
 def _schema_forms(schema: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -355,17 +355,17 @@ def _schema_forms(schema: Mapping[str, Any]) -> tuple[Any, ...]:
     ways = ("wrong type",) * bool(properties) + ("missing required",) * bool(required)
     ways += ("extra key",) * (schema.get("additionalProperties") is False or not ways)
     values = tuple(table for _, table in tables)
-    valid = _product(*values, _NOW_AND_THEN) if not values else _product((*values[0], _ANY), *values[1:])
-    invalid = _product(*values, ways, properties or ("",), required or ("",), _ALIENS)
+    valid = _product(*values, _NOW_AND_THEN) if not values else _product((*values[0], ANY), *values[1:])
+    invalid = _product(*values, ways, properties or ("",), required or ("",), ALIENS)
     return tuple(name for name, _ in tables), valid, invalid, arguments(schema).map(_as_dict)
 
 
 @st.composite
 def _call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
-    return _draw_call(draw, picks, forms)
+    return draw_call(draw, picks, forms)
 
 
-def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
+def draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
     index, form, id, raw = draw(picks)
     if index == "unknown":
         return Call(forms[form - 1][0].upper() if form else UNKNOWN_TOOL, id=id)
@@ -376,8 +376,8 @@ def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
         return Call(name, args=draw(valid if form == "valid" else invalid), id=id)
     drawn = _take(draw, valid if form == "valid" else invalid)
     args = {n: v for n, v in zip(names, drawn, strict=False) if v is not _ABSENT}
-    if form == "valid":  # now and then (the first property's _ANY, or the empty schema's one in 16) anything
-        return Call(name, args=draw(anything[0]) if _ANY in drawn or drawn == (True,) else args, id=id)
+    if form == "valid":  # now and then (the first property's ANY, or the empty schema's one in 16) anything
+        return Call(name, args=draw(anything[0]) if ANY in drawn or drawn == (True,) else args, id=id)
     way, prop, needed, alien = drawn[-4:]
     if way == "wrong type":
         args[prop] = alien
@@ -388,23 +388,23 @@ def _draw_call(draw: st.DrawFn, picks: Any, forms: tuple[Any, ...]) -> Call:
     return Call(name, args=args, id=id)
 
 
-_STOPS = ("stop", "stop", "stop", "length")
-_CALL_COUNTS = (1, 1, 1, 2, 2, 3)
-_MAYBE_WORDS = (None,) * len(_WORDS) + _WORDS
-_maybe_word = st.sampled_from(_MAYBE_WORDS)
+STOPS = ("stop", "stop", "stop", "length")
+CALL_COUNTS = (1, 1, 1, 2, 2, 3)
+MAYBE_WORDS = (None,) * len(WORDS) + WORDS
+maybe_word = st.sampled_from(MAYBE_WORDS)
 
 
-_BATCHES = (
+BATCHES = (
     *((word,) for word in ("stop", "wait, use search", "also check x", "thanks", "ok", "")),
     ("stop", "thanks"),
     ("also check x", "ok"),
     *((word,) for word in _ODD[:3]),
-    _ANY,  # now and then one or two messages of any text
+    ANY,  # now and then one or two messages of any text
 )
 _batch = st.lists(_messages, min_size=1, max_size=2).map(tuple)
 
 
-_CONFIG_TABLES: tuple[tuple[Any, ...], ...] = (
+CONFIG_TABLES: tuple[tuple[Any, ...], ...] = (
     (None,) * 36 + (1, 2, 3, 4, 5, 6) * 2 + (0, -1, -2, -3) * 2 + (51, 55, 60),  # the cap: unset mostly, else
     # small, 0, negative or above 50; then parallel_tool_calls, model, system_prompt (tool_choice between)
     (None, False, True),
@@ -414,8 +414,8 @@ _CONFIG_TABLES: tuple[tuple[Any, ...], ...] = (
 
 
 _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-_prompt_picks = st.sampled_from(
-    (*((m,) for m in _message_words.elements[:-1]), ("stop", "thanks"), ("ok", "hmm"), _ANY)
+prompt_picks = st.sampled_from(
+    (*((m,) for m in _message_words.elements[:-1]), ("stop", "thanks"), ("ok", "hmm"), ANY)
 )
 
 
@@ -423,14 +423,14 @@ _prompt_picks = st.sampled_from(
 # and its menus of names.
 
 
-def _what_matters(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+def what_matters(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
     kind, updates, details, base, unprintable = drawn
     if kind != "raise":
         base = unprintable = False
     return kind, updates, details if kind in ("return", "error") else None, base, unprintable and not base
 
 
-def _what_nests(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+def what_nests(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
     return drawn if not drawn[0] else (*drawn[:4], (), drawn[5])
 
 
@@ -440,7 +440,7 @@ def _menus(low: int, high: int) -> st.SearchStrategy[tuple[tuple[str, ...]]]:
     high = min(high, len(TOOL_NAMES))
     if low > high:
         return st.nothing()
-    return _memoized(
+    return memoized(
         ("menus of names", low, high),
         lambda: _joint(
             tuple(
@@ -453,10 +453,10 @@ def _menus(low: int, high: int) -> st.SearchStrategy[tuple[tuple[str, ...]]]:
     )
 
 
-_PARTIALS = ("nothing", "text", "calls")
+PARTIALS = ("nothing", "text", "calls")
 
 
-def _what_a_turn_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+def what_a_turn_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
     (kind, cancel), stop, text, count, partial = drawn
     if kind == "calls":
         return (kind, cancel), stop, text, count, "nothing"
@@ -469,5 +469,5 @@ def _what_a_turn_uses(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
     return (kind, cancel), "stop", text if partial != "nothing" else None, count if partial == "calls" else 1, partial
 
 
-def _no_how(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
+def no_how(drawn: tuple[Any, ...]) -> tuple[Any, ...]:
     return drawn if drawn[0] is not None else (None, *drawn[1:3], 0, *drawn[4:])

@@ -31,45 +31,45 @@ from hypothesis import strategies as st
 from harness.scenarios._parts import FAULTS, LEAVE_HOWS, LEAVE_POINTS, Leave
 from harness.scenarios._scenario import Behaviour, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.strategies._parts import (
-    _ANY,
-    _BATCHES,
-    _CALL_COUNTS,
-    _CONFIG_TABLES,
-    _DETAILS,
-    _HOLE,
-    _MAYBE_WORDS,
-    _PARTIALS,
-    _STOPS,
-    _UPDATES,
-    _WORDS,
+    ANY,
+    BATCHES,
+    CALL_COUNTS,
+    CONFIG_TABLES,
+    DETAILS,
+    HOLE,
+    MAYBE_WORDS,
+    PARTIALS,
+    STOPS,
     TOOL_NAMES,
+    UPDATES,
+    WORDS,
     _batch,
-    _call_parts,
-    _draw_call,
-    _draw_list,
-    _error_texts,
-    _error_words,
     _joint,
-    _joint_with,
-    _maybe_word,
-    _menu_key,
     _menus,
     _messages,
-    _no_how,
-    _one_in_table,
     _product,
-    _prompt_picks,
     _say,
     _sizes,
     _take,
-    _text_words,
-    _tool_schemas,
     _value,
-    _what_a_turn_uses,
-    _what_matters,
-    _what_nests,
     _words,
+    call_parts,
+    draw_call,
+    draw_list,
+    error_texts,
+    error_words,
+    joint_with,
+    maybe_word,
+    menu_key,
+    no_how,
+    one_in_table,
+    prompt_picks,
+    text_words,
     tool_calls,
+    tool_schemas,
+    what_a_turn_uses,
+    what_matters,
+    what_nests,
 )
 from harness.strategies._parts import (
     DUPLICATE_ID as DUPLICATE_ID,
@@ -80,7 +80,7 @@ from harness.strategies._parts import (
 from harness.strategies._parts import (
     UNKNOWN_TOOL as UNKNOWN_TOOL,
 )
-from harness.strategies._schemas import _key, _memoized, schemas
+from harness.strategies._schemas import _key, memoized, schemas
 from openprogram.tools import as_agent_tool
 
 # ---------------------------------------------------------------------------------------------
@@ -101,8 +101,8 @@ def behaviours(
 ) -> st.SearchStrategy[Behaviour]:
     """One execution of a planned tool: return, is_error, raise (with or without text), nested exec."""
     tools = tuple(tools)
-    return _memoized(
-        ("behaviours", _menu_key(tools), nesting, cancel_one_in, base_one_in),
+    return memoized(
+        ("behaviours", menu_key(tools), nesting, cancel_one_in, base_one_in),
         lambda: _behaviours(tools, nesting, cancel_one_in, base_one_in),
     )
 
@@ -117,8 +117,8 @@ def _behaviour_parts(
     tools: tuple[ToolDef, ...], nesting: bool, cancel_one_in: int, base_one_in: int
 ) -> tuple[Any, ...]:
     """The leaf strategies of one behaviour, built once per menu (drawing them is what is cheap)."""
-    return _memoized(
-        ("behaviour parts", _menu_key(tools), nesting, cancel_one_in, base_one_in),
+    return memoized(
+        ("behaviour parts", menu_key(tools), nesting, cancel_one_in, base_one_in),
         lambda: (_flags(nesting, cancel_one_in, base_one_in), nested_runs(tools) if nesting else st.nothing()),
     )
 
@@ -126,16 +126,16 @@ def _behaviour_parts(
 def _flags(nesting: bool, cancel_one_in: int, base_one_in: int) -> tuple[st.SearchStrategy[tuple[Any, ...]], ...]:
     """Two choices (``_joint``): the kind with its updates, details and how a ``raise`` raises;
     then the four rare flags any behaviour may have. Each flag is true in the middle of its
-    table (``_one_in_table``), and the simplest entries come first, so shrinking goes to a
+    table (``one_in_table``), and the simplest entries come first, so shrinking goes to a
     plain return and clears the flags."""
     kinds = ("return", "return", "error", "raise", *(("exec",) if nesting else ()))
-    raising = (_one_in_table(base_one_in), _one_in_table(UNPRINTABLE_ONE_IN))
+    raising = (one_in_table(base_one_in), one_in_table(UNPRINTABLE_ONE_IN))
     rare = (cancel_one_in, MUTATE_ONE_IN, 2 * cancel_one_in, LATE_UPDATE_ONE_IN)
-    return _memoized(
+    return memoized(
         ("flags", nesting, cancel_one_in, base_one_in),
         lambda: (
-            _joint(kinds, _UPDATES, _DETAILS, *raising, relevant=_what_matters),
-            _joint(*map(_one_in_table, rare)),
+            _joint(kinds, UPDATES, DETAILS, *raising, relevant=what_matters),
+            _joint(*map(one_in_table, rare)),
         ),
     )
 
@@ -148,9 +148,9 @@ def _behaviour(draw: st.DrawFn, parts: tuple[Any, ...]) -> Behaviour:
     if kind == "return":
         drawn = Behaviour("return", _value(draw), updates, cancel, details=details)
     elif kind == "error":
-        drawn = Behaviour(kind, _say(draw, _error_words), updates, cancel, details=details)
+        drawn = Behaviour(kind, _say(draw, error_words), updates, cancel, details=details)
     elif kind == "raise":
-        drawn = Behaviour(kind, _say(draw, _error_words), updates, cancel, base=base, unprintable=unprintable)
+        drawn = Behaviour(kind, _say(draw, error_words), updates, cancel, base=base, unprintable=unprintable)
     else:
         drawn = Behaviour("exec", updates=updates, cancel=cancel, nested=draw(nested))
     if mutate or late_update or wait:  # misbehaving tools (DESIGN 4, Robustness)
@@ -169,13 +169,13 @@ UNPRINTABLE_ONE_IN = 4
 def nested_runs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[NestedRun]:
     """A nested ``runtime.exec`` with its own short script, over some of the tools or the whole menu."""
     tools = tuple(tools)
-    return _memoized(("nested", _menu_key(tools)), lambda: _nested_runs(tools))
+    return memoized(("nested", menu_key(tools)), lambda: _nested_runs(tools))
 
 
 def _nested_runs(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[NestedRun]:
     planned = tuple(i for i, t in enumerate(tools) if not t.is_real)
     can_inherit = len(planned) == len(tools)
-    settings = _memoized(("nest settings", planned, can_inherit), lambda: _nest_settings(planned, can_inherit))
+    settings = memoized(("nest settings", planned, can_inherit), lambda: _nest_settings(planned, can_inherit))
     return _nested(tools, settings)
 
 
@@ -190,10 +190,10 @@ def _nest_settings(planned: tuple[int, ...], can_inherit: bool) -> st.SearchStra
         inherit,
         (None,) * 4 + (0, 1, 2, 3),
         (False,) * 7 + (True,),
-        _WORDS,
+        WORDS,
         subsets if planned else ((),),
         (1, 1, 1, 1, 2, 2, 3),
-        relevant=_what_nests,
+        relevant=what_nests,
     )
 
 
@@ -202,7 +202,7 @@ def _nested(draw: st.DrawFn, tools: tuple[ToolDef, ...], settings: Any) -> Neste
     inherits, cap, sync, prompt, subset, count = draw(settings)
     chosen = tuple(tools[i] for i in subset)
     visible = tools if inherits else chosen
-    turns = _memoized(("nested turns", _menu_key(visible)), lambda: model_turns(visible))
+    turns = memoized(("nested turns", menu_key(visible)), lambda: model_turns(visible))
     return NestedRun(
         prompt=prompt,
         tools=None if inherits else tuple(t.name for t in chosen),
@@ -235,11 +235,11 @@ def tools(
 ) -> list[ToolDef]:
     """A menu of planned tools with distinct names; nested runs may use any of them."""
     (names,) = draw(_menus(min_size, max_size))
-    shells = tuple(ToolDef(name=n, parameters=draw(_tool_schemas)) for n in names)
+    shells = tuple(ToolDef(name=n, parameters=draw(tool_schemas)) for n in names)
     plans = behaviours(shells, nesting, cancel_one_in, base_one_in)
     sizes = _sizes(0, 3, PLANS_MORE)
     return [
-        ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(_draw_list(draw, sizes, plans)))
+        ToolDef(name=shell.name, parameters=shell.parameters, plan=tuple(draw_list(draw, sizes, plans)))
         for shell in shells
     ]
 
@@ -331,7 +331,7 @@ def model_turns(
     if unknown or not any(chosen.values()):
         raise ValueError(f"weights: kinds are {', '.join(TURN_WEIGHTS)} with at least one weight above 0")
     answer = weights is FINAL_TURN_WEIGHTS
-    return _memoized(("turns", _menu_key(tools), _key(chosen), answer), lambda: _model_turns(tools, chosen, answer))
+    return memoized(("turns", menu_key(tools), _key(chosen), answer), lambda: _model_turns(tools, chosen, answer))
 
 
 _REPLY_KINDS = ("calls", "text", "empty")
@@ -340,7 +340,7 @@ _REPLY_KINDS = ("calls", "text", "empty")
 def _model_turns(
     tools: tuple[ToolDef, ...], weights: Mapping[str, int], answer: bool = False
 ) -> st.SearchStrategy[ModelTurn]:
-    calls = _call_parts(tools)
+    calls = call_parts(tools)
     # One choice: the kind, and whether the user cancels the reply as it streams (about one
     # reply in CANCEL_TURN_ONE_IN; a short list: Hypothesis skews long index ranges to the front).
     # The first kind, not cancelled, is where shrinking goes.
@@ -351,14 +351,14 @@ def _model_turns(
     # with the stop reason, the text beside the calls, how many calls (a count, not a list: no
     # choice a call, and ``harness.checking._regressions.minimize`` still deletes any call a failure does not
     # need) and what a provider fault had streamed: one choice (``_joint``) for them all
-    header = _memoized(  # the same strategy _joint caches by its tables' repr, without a repr per menu
+    header = memoized(  # the same strategy _joint caches by its tables' repr, without a repr per menu
         ("turn header", tuple(weights.items())),
-        lambda: _joint(kinds, _STOPS, _MAYBE_WORDS, _CALL_COUNTS, _PARTIALS, relevant=_what_a_turn_uses),
+        lambda: _joint(kinds, STOPS, MAYBE_WORDS, CALL_COUNTS, PARTIALS, relevant=what_a_turn_uses),
     )
     return (_answer if answer else _model_turn)(header, calls)
 
 
-_turn_messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": _error_texts}
+_turn_messages = {"raise": _words, "cancelled_error": _words, "error_keeps_stop": error_texts}
 
 
 @st.composite
@@ -377,12 +377,12 @@ def _answer(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
 def _turn(draw: st.DrawFn, kinds: Any, calls: Any) -> ModelTurn:
     (kind, cancel), stop, text, count, partial = draw(kinds)
     if kind == "text":
-        return ModelTurn(text=_say(draw, _text_words), thinking=text, cancel=cancel)
+        return ModelTurn(text=_say(draw, text_words), thinking=text, cancel=cancel)
     if kind == "empty":
         return ModelTurn(stop=stop, cancel=cancel)
     if kind in ("error", "aborted"):
-        return ModelTurn(kind=kind, message=_say(draw, _error_words))
-    picks = tuple(_draw_call(draw, *calls) for _ in range(count)) if kind == "calls" or partial == "calls" else ()
+        return ModelTurn(kind=kind, message=_say(draw, error_words))
+    picks = tuple(draw_call(draw, *calls) for _ in range(count)) if kind == "calls" or partial == "calls" else ()
     if kind == "calls":
         return ModelTurn(text=text, calls=picks, stop=stop, cancel=cancel)
     return ModelTurn(
@@ -399,7 +399,7 @@ def _schedules(max_poll: int, max_entries: int, one_in: int) -> st.SearchStrateg
     # its first messages. The larger ``one_in``, the more often a schedule is empty (1: never).
     if max_poll < 1 or max_entries < 1:
         return st.just({})
-    entry = _product(range(1, max_poll + 1), _BATCHES)  # one choice
+    entry = _product(range(1, max_poll + 1), BATCHES)  # one choice
     filled = min(3, max(1, 12 // one_in)) if one_in > 1 else 0
     sizes = _sizes(1, max_entries, SCHEDULE_MORE, empty=1 / (1 + filled) if filled else 0.0)
     return _schedule(sizes, entry, max_entries)
@@ -415,7 +415,7 @@ def _schedule(draw: st.DrawFn, sizes: Any, entry: Any, max_entries: int) -> dict
     entries = []
     for _ in range(count):
         poll, batch = _take(draw, entry)
-        entries.append((poll, draw(_batch) if batch is _ANY else batch))
+        entries.append((poll, draw(_batch) if batch is ANY else batch))
     return _schedule_of(entries, max_entries)
 
 
@@ -433,26 +433,26 @@ def steering_schedules(
     tool call and after each turn, so small numbers land mid-batch as often as between turns.
     One to ``max_entries`` polls deliver; the larger ``one_in``, the more often none does (1:
     never empty; 4, the default: empty one time in four)."""
-    return _memoized(("steering", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
+    return memoized(("steering", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
 def follow_up_schedules(
     max_poll: int = 3, max_entries: int = 2, one_in: int = 4
 ) -> st.SearchStrategy[dict[int, tuple[str, ...]]]:
     """``{poll number: messages}`` for follow-ups, which are polled once each time the run drains."""
-    return _memoized(("follow_ups", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
+    return memoized(("follow_ups", max_poll, max_entries, one_in), lambda: _schedules(max_poll, max_entries, one_in))
 
 
 def configs(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[Config]:
     """max_iterations mostly unset, else small, 0, negative or above the hard cap of 50."""
     choices: tuple[Any, ...] = (None, "auto", "required", "none")
     if not tools:
-        return _memoized(("configs",), lambda: _config(_joint(*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:])))
+        return memoized(("configs",), lambda: _config(_joint(*CONFIG_TABLES[:1], choices, *CONFIG_TABLES[1:])))
     named = {"type": "function", "name": tools[0].name}
-    # one table for every first tool's name (``_joint_with``): the same draws as a table per name
-    return _memoized(
+    # one table for every first tool's name (``joint_with``): the same draws as a table per name
+    return memoized(
         ("configs", _key(named)),
-        lambda: _config(_joint_with(named, *_CONFIG_TABLES[:1], (*choices, _HOLE), *_CONFIG_TABLES[1:])),
+        lambda: _config(joint_with(named, *CONFIG_TABLES[:1], (*choices, HOLE), *CONFIG_TABLES[1:])),
     )
 
 
@@ -471,7 +471,7 @@ def histories(tools: Sequence[ToolDef] = ()) -> st.SearchStrategy[tuple[HistoryM
     """A context to resume (``agent_loop_continue``): it ends with a user message or tool results,
     and now and then with an assistant message or is empty, which the loop must refuse."""
     tools = tuple(tools)
-    return _memoized(("history", _menu_key(tools)), lambda: _histories(tools))
+    return memoized(("history", menu_key(tools)), lambda: _histories(tools))
 
 
 def _histories(tools: tuple[ToolDef, ...]) -> st.SearchStrategy[tuple[HistoryMessage, ...]]:
@@ -491,7 +491,7 @@ def _history(draw: st.DrawFn, calls: Any) -> tuple[HistoryMessage, ...]:
         results = [
             HistoryMessage("toolResult", text=draw(_words), tool_call_id=c.id or "", tool_name=c.name) for c in picks
         ]
-        return (first, HistoryMessage("assistant", text=draw(_maybe_word), calls=tuple(picks)), *results)
+        return (first, HistoryMessage("assistant", text=draw(maybe_word), calls=tuple(picks)), *results)
     answered = HistoryMessage("assistant", text=draw(_words))
     if shape == "answered, then user":
         return (first, answered, HistoryMessage("user", text=draw(_messages)))
@@ -548,7 +548,7 @@ def scenarios(
         ]
     else:
         menu = draw(
-            _memoized(
+            memoized(
                 ("menus", max_tools, nesting, cancel_one_in, base_one_in),
                 lambda: _tools_strategy(0, max_tools, nesting, cancel_one_in, base_one_in),
             )
@@ -557,17 +557,17 @@ def scenarios(
     middle: list[ModelTurn] = []
     if default_mix:
         # picks for a few rounds, then (mostly) an answer: deep runs that end normally
-        middle = _draw_list(draw, *_turn_lists(menu, MIDDLE_TURN_WEIGHTS, min(2, max_turns - 1), max_turns - 1))
+        middle = draw_list(draw, *_turn_lists(menu, MIDDLE_TURN_WEIGHTS, min(2, max_turns - 1), max_turns - 1))
         turns = [*middle, draw(model_turns(menu, FINAL_TURN_WEIGHTS))]
         answer_at = len(turns)
     else:
-        turns = _draw_list(draw, *_turn_lists(menu, turn_weights, 1, max_turns))
+        turns = draw_list(draw, *_turn_lists(menu, turn_weights, 1, max_turns))
     # one choice for the scenario's rare settings: the cap at the script's edge (and what meets
     # it there), a resumed history, the three faults from outside, and a consumer that leaves
-    faults = _one_in_table(fault_one_in)
+    faults = one_in_table(fault_one_in)
     leaving = _LEAVING if fault_one_in else _NEVER
     edge, resumes, cancels, how, odd_getter, second, leaves = draw(
-        _joint(_EDGES, _one_in_table(resume_one_in), faults, (0, 1), faults, faults, leaving, relevant=_no_how)
+        _joint(_EDGES, one_in_table(resume_one_in), faults, (0, 1), faults, faults, leaving, relevant=no_how)
     )
     edge = edge if default_mix and config is None else None
     steering_plan = draw(steering if steering is not None else steering_schedules())
@@ -582,7 +582,7 @@ def scenarios(
         turns += [draw(model_turns(menu, FINAL_TURN_WEIGHTS)) for _ in follow_up_plan]
     shapes = {poll: draw(_shapes if len(m) == 1 else _junk_shapes) for poll, m in steering_plan.items() if odd_getter}
     scenario = Scenario(
-        prompts=() if resumes else _say(draw, _prompt_picks),
+        prompts=() if resumes else _say(draw, prompt_picks),
         history=draw(histories(menu)) if resumes else (),
         resume=True if resumes else None,
         tools=tuple(menu),
@@ -601,7 +601,7 @@ def scenarios(
 
 
 _NEVER = (False,)
-_LEAVING = _one_in_table(8)
+_LEAVING = one_in_table(8)
 _leave_points = st.sampled_from((*LEAVE_POINTS, "tool"))  # a tool point is reached less often
 _leaves = st.builds(Leave, _leave_points, st.integers(1, 2), st.integers(0, 3), st.sampled_from(LEAVE_HOWS))
 
@@ -609,7 +609,7 @@ _leaves = st.builds(Leave, _leave_points, st.integers(1, 2), st.integers(0, 3), 
 def _turn_lists(
     menu: Sequence[ToolDef], weights: Mapping[str, int] | None, low: int, high: int
 ) -> tuple[st.SearchStrategy[tuple[int]], st.SearchStrategy[ModelTurn]]:
-    """How many turns (``_sizes``) and each turn, for ``_draw_list``."""
+    """How many turns (``_sizes``) and each turn, for ``draw_list``."""
     return _sizes(low, high, TURNS_MORE), model_turns(menu, weights)
 
 

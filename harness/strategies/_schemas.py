@@ -3,7 +3,7 @@ arguments broken on purpose.
 
 The lower half of ``harness.strategies``, which re-exports ``schemas``, ``arguments`` and
 ``invalid_arguments`` (it is the public namespace of strategies); this module knows nothing of
-scenarios, tools or turns. ``harness.strategies`` also shares its strategy cache (``_memoized``),
+scenarios, tools or turns. ``harness.strategies`` also shares its strategy cache (``memoized``),
 ``_key`` and ``_json``. Keep new string constants out of here: Hypothesis draws text from the
 string constants of the project's modules, so a new one changes what fixed seeds generate.
 """
@@ -41,7 +41,7 @@ _booleans = st.booleans()
 def schemas(draw: st.DrawFn, max_properties: int = 3) -> dict[str, Any]:
     """Object schemas of zero to ``max_properties`` typed properties, some required, maybe closed."""
     names = draw(
-        _memoized(("names", max_properties), lambda: st.lists(_property_names, max_size=max_properties, unique=True))
+        memoized(("names", max_properties), lambda: st.lists(_property_names, max_size=max_properties, unique=True))
     )
     properties = {name: draw(_property_schemas) for name in names}
     schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -77,7 +77,7 @@ _json = st.recursive(
 _memo: dict[Any, Any] = {}
 
 
-def _memoized(key: Any, build: Any) -> Any:
+def memoized(key: Any, build: Any) -> Any:
     """Strategies are built once per key: building and validating them costs more than drawing."""
     found = _memo.get(key)
     if found is None:
@@ -99,9 +99,9 @@ def arguments(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) 
     """
     text = _key(schema)
     if "$ref" not in text:  # the root matters only to a reference: one strategy (validated once) for any
-        return _memoized(("arguments", text), lambda: _arguments(schema, schema if root is None else root))
+        return memoized(("arguments", text), lambda: _arguments(schema, schema if root is None else root))
     root = schema if root is None else root
-    return _memoized(("arguments", text, _key(root)), lambda: _arguments(schema, root))
+    return memoized(("arguments", text, _key(root)), lambda: _arguments(schema, root))
 
 
 def _arguments(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStrategy[Any]:
@@ -167,15 +167,15 @@ def _objects(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStr
     )
 
 
-_ALIENS = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"nested": "object"})
+ALIENS = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"nested": "object"})
 
 
-_aliens = st.sampled_from(_ALIENS)
+_aliens = st.sampled_from(ALIENS)
 
 
 def invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     """Valid arguments broken on purpose: a wrong type, a missing required key, or an extra key."""
-    return _memoized(("invalid", _key(schema)), lambda: _invalid_arguments(schema))
+    return memoized(("invalid", _key(schema)), lambda: _invalid_arguments(schema))
 
 
 def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:

@@ -24,7 +24,7 @@ from harness.strategies import (
     scenarios,
     tools,
 )
-from harness.strategies._parts import _CONFIG_TABLES, JOINT_SIZE, _joint, _menus, _one_in_table, _sizes
+from harness.strategies._parts import CONFIG_TABLES, JOINT_SIZE, _joint, _menus, _sizes, one_in_table
 from harness.strategies._scenarios import _answer, _flags, _model_turn
 
 
@@ -33,7 +33,7 @@ def _shares(table: tuple[tuple[object, ...], ...], field: int) -> Counter[str]:
 
 
 def test_a_joint_table_keeps_each_tables_share_within_two_percent() -> None:
-    cap, parallel = _CONFIG_TABLES[0], _CONFIG_TABLES[1]
+    cap, parallel = CONFIG_TABLES[0], CONFIG_TABLES[1]
     table = _joint(cap, ("auto", "none"), parallel).elements
     assert len(table) == JOINT_SIZE
     for field, values in ((0, cap), (2, parallel)):
@@ -45,7 +45,7 @@ def test_a_joint_table_keeps_each_tables_share_within_two_percent() -> None:
 
 
 def test_a_joint_table_starts_with_the_simplest_combination_and_ends_with_the_likeliest() -> None:
-    table = _joint(_one_in_table(16), _one_in_table(4), ("a", "b")).elements
+    table = _joint(one_in_table(16), one_in_table(4), ("a", "b")).elements
     assert table[0] == (False, False, "a")  # where an index shrinks to
     assert table[-1] == Counter(table).most_common(1)[0][0]  # Hypothesis favours a range's ends
     complexity = [sum((entry[0], entry[1], entry[2] != "a")) for entry in table[:-1]]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harness.scenarios._scenario import ToolDef
 from harness.strategies import configs
-from harness.strategies._parts import _CONFIG_TABLES, TOOL_NAMES, _joint, _joint_table, _product
+from harness.strategies._parts import CONFIG_TABLES, TOOL_NAMES, _joint, _joint_table, _product
 from harness.strategies._schemas import arguments
 
 
@@ -21,7 +21,7 @@ def _elements(strategy: st.SearchStrategy[object]) -> tuple[object, ...]:
 def test_the_config_table_shared_by_first_tool_names_is_the_table_built_for_each_name() -> None:
     for name in TOOL_NAMES:
         choices = (None, "auto", "required", "none", {"type": "function", "name": name})
-        own = _joint_table((*_CONFIG_TABLES[:1], choices, *_CONFIG_TABLES[1:]), None)
+        own = _joint_table((*CONFIG_TABLES[:1], choices, *CONFIG_TABLES[1:]), None)
         drawn = configs([ToolDef(name=name, parameters={"type": "object", "properties": {}})])
         fields = drawn.wrapped_strategy.args[0] if hasattr(drawn, "wrapped_strategy") else None
         assert fields is not None
