@@ -39,8 +39,8 @@ from harness.campaigns._boundaries import BOUNDARIES
 from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
 from harness.checking._check import problems_of
 from harness.checking._runner import run
-from harness.scenarios._parts import Call
-from harness.scenarios._scenario import Behaviour, Config, ModelTurn, Scenario, ToolDef
+from harness.scenarios._parts import Behaviour, Call
+from harness.scenarios._scenario import Config, ModelTurn, Scenario, ToolDef
 from harness.strategies import scenarios
 
 TARGET = 200.0

@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
-from harness.scenarios._parts import MAX_NESTING
-from harness.scenarios._scenario import Behaviour, Leave, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._parts import MAX_NESTING, Behaviour
+from harness.scenarios._scenario import Leave, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.script import ScriptedProvider
 from harness.trace._leaving import Left
 from harness.trace._trace import Trace, TraceRecorder

@@ -28,8 +28,8 @@ from harness._contract import (
 )
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.oracle._compare import Prediction, differences
-from harness.scenarios._parts import MAX_NESTING, Call
-from harness.scenarios._scenario import Behaviour, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._parts import MAX_NESTING, Behaviour, Call
+from harness.scenarios._scenario import ModelTurn, NestedRun, Scenario, ToolDef
 from harness.trace._leaving import Left
 from harness.trace._trace import LedgerEntry, Trace
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments

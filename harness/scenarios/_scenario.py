@@ -5,8 +5,8 @@ person writes by hand to pin a rule: the prompts, the tools (a JSON Schema and a
 behaviour plan each), the model's turns, when steering and follow-up messages arrive (keyed by
 poll number), and the loop's config. ``harness.checking._runner`` runs it and ``harness.checking._check`` judges the
 run; this module holds only the value (its parts are in ``harness.scenarios._parts``, re-exported
-here), so everything else can import it. The forms of the model's turns are in
-``harness.scenarios._turn_forms``, the ``meta.expect`` checks in ``harness.scenarios._expectations``.
+here), so everything else can import it. The file forms of the parts are in
+``harness.scenarios._forms``, the ``meta.expect`` checks in ``harness.scenarios._expectations``.
 
 The file form is meant to be read and edited by people (``docs/scenarios.md``)::
 
@@ -34,26 +34,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     AfterValidator,
     BeforeValidator,
     ConfigDict,
-    Discriminator,
     Field,
-    StrictBool,
-    StrictInt,
-    Tag,
     ValidationError,
 )
 
 from harness._contract import effective_cap
 from harness.scenarios._expectations import expectation_errors, meta_schema
+from harness.scenarios._forms import (
+    AbortedForm,
+    AssistantForm,
+    BehaviourForm,
+    CallForm,
+    ConfigForm,
+    ErrorForm,
+    HistoryEntry,
+    LeaveForm,
+    NestedForm,
+    ReplyForm,
+    Schedule,
+    ToolForm,
+    ToolResultForm,
+    TurnEntry,
+    UserForm,
+    history_entry,
+    not_bool,
+    poll_number,
+    schedule_data,
+    turn_entry,
+    turn_value,
+)
 from harness.scenarios._parts import (
     STEERING_SHAPES,
-    Behaviour,
     Config,
     HistoryMessage,
     Leave,
@@ -63,21 +81,7 @@ from harness.scenarios._parts import (
     ToolDef,
     schedule,
 )
-from harness.scenarios._turn_forms import (
-    AbortedForm,
-    CallForm,
-    ErrorForm,
-    NestedForm,
-    ReplyForm,
-    Schedule,
-    TurnEntry,
-    not_bool,
-    poll_number,
-    schedule_data,
-    turn_entry,
-    turn_value,
-)
-from harness.scenarios._yamlform import Form, describe_fields, dump_yaml, jsonish, located, tagger
+from harness.scenarios._yamlform import Form, describe_fields, dump_yaml, jsonish, located
 
 
 @dataclass(frozen=True)
@@ -229,272 +233,6 @@ class Scenario:
             raise ScenarioError(f"{where}: {exc}") from None
 
 
-# ---------------------------------------------------------------------------------------------
-# The YAML form, declared: one pydantic model per mapping of a scenario file. Validating one
-# checks its keys and types and builds its value (so a ScenarioError a value raises is located
-# too); ``of`` is the way back, setting only the keys a readable file would have.
-# ---------------------------------------------------------------------------------------------
-
-
-BEHAVIOUR_KINDS = ("return", "error", "raise", "exec")
-
-
-class BehaviourForm(Form):
-    """What one execution of a tool does: exactly one of ``return``, ``error``, ``raise``, ``exec``."""
-
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [k]} for k in BEHAVIOUR_KINDS]})
-    shape = "a plan entry is {return: VALUE}, {error: TEXT}, {raise: TEXT} or {exec: ...}"
-    return_: Any = Field(None, alias="return")
-    """Return this value: a text as is, null as "", other JSON values as JSON text."""
-    error: str | None = None
-    """Return an is_error result with this text."""
-    raise_: str | None = Field(None, alias="raise")
-    """Raise ``RuntimeError(TEXT)`` (with ``base: true`` a BaseException the loop does not catch)."""
-    exec_: NestedForm | None = Field(None, alias="exec")
-    base: bool = False
-    details: Any = None
-    """Goes into the result's ``details`` (with return or error)."""
-    updates: list[Any] | None = None
-    """Partial results reported with ``on_update`` first."""
-    cancel: bool = False
-    """Set the run's ``cancel_event`` first (a user pressing stop while the tool runs)."""
-    mutate: bool = False
-    """Rewrite the arguments in place first (the committed history must not change)."""
-    late_update: bool = False
-    """Call ``on_update`` again after returning (the loop must drop it)."""
-    unprintable: bool = False
-    """With raise: an exception whose ``str()`` raises."""
-    wait: bool = False
-    """Wait until the user (the harness) sets ``cancel_event`` from outside."""
-
-    def build(self) -> Behaviour:
-        kinds = [k for k in BEHAVIOUR_KINDS if f"{k}_" in self.model_fields_set or k in self.model_fields_set]
-        if len(kinds) != 1:
-            raise ScenarioError("give exactly one of return, error, raise, exec")
-        kind = kinds[0]
-        value = {"return": self.return_, "error": self.error or "", "raise": self.raise_ or "", "exec": None}[kind]
-        return Behaviour(
-            kind,  # type: ignore[arg-type]
-            value=value,
-            updates=tuple(self.updates or ()),
-            cancel=self.cancel,
-            nested=None if self.exec_ is None else self.exec_.value,
-            details=self.details,
-            base=self.base,
-            mutate=self.mutate,
-            late_update=self.late_update,
-            unprintable=self.unprintable,
-            wait=self.wait,
-        )
-
-    @classmethod
-    def of(cls, b: Behaviour) -> BehaviourForm:
-        given: dict[str, Any] = {"exec_": NestedForm.of(b.nested)} if b.nested is not None else {}
-        if b.kind != "exec":
-            given[f"{b.kind}_" if b.kind != "error" else "error"] = jsonish(b.value)
-        if b.base:
-            given["base"] = True
-        if b.details is not None:
-            given["details"] = jsonish(b.details)
-        if b.updates:
-            given["updates"] = jsonish(list(b.updates))
-        for flag in ("cancel", "mutate", "late_update", "unprintable", "wait"):
-            if getattr(b, flag):
-                given[flag] = True
-        return cls.model_construct(**given)
-
-
-class LeaveForm(Form):
-    """``{reply: N, after: K}``, ``{tool: N}`` or ``{poll: N}``, with ``how:``: where the run is
-    when its consumer stops reading (see ``Leave``)."""
-
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [k]} for k in ("reply", "tool", "poll")]})
-    shape = "leave is {reply: N, after: K}, {tool: N} or {poll: N}, with how: aclose, break or with"
-    reply: Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
-    """Leave while the N-th top-level model request streams its reply (a plain reply)."""
-    tool: Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
-    """Leave while the N-th top-level execution of a planned tool runs (after its updates)."""
-    poll: Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)] | None = None
-    """Leave while the loop waits on its N-th steering poll."""
-    after: Annotated[int, BeforeValidator(not_bool), Field(ge=0)] = 0
-    """With reply: after this many of its message_update events (fewer when the reply has fewer)."""
-    how: Literal["aclose", "break", "with"] = "aclose"
-    """``aclose``: ``await stream.aclose()`` inside the ``async for``; ``break``: break, then
-    ``aclose()``; ``with``: break out of ``async with agent_loop(...) as stream:``."""
-
-    def build(self) -> Leave:
-        points = [(k, getattr(self, k)) for k in ("reply", "tool", "poll") if getattr(self, k) is not None]
-        if len(points) != 1:
-            raise ScenarioError("give exactly one of reply, tool, poll")
-        if self.after and self.reply is None:
-            raise ScenarioError("after counts a reply's message_update events: give it only with reply")
-        (at, number), how = points[0], self.how
-        return Leave(at, number, self.after, how)  # type: ignore[arg-type]
-
-    @classmethod
-    def of(cls, leave: Leave) -> LeaveForm:
-        given: dict[str, Any] = {leave.at: leave.number}
-        if leave.after:
-            given["after"] = leave.after
-        if leave.how != "aclose":
-            given["how"] = leave.how
-        return cls.model_construct(**given)
-
-
-class ToolForm(Form):
-    """A tool on the menu: its spec and a behaviour plan, or ``python:`` naming a real tool."""
-
-    shape = "a tool is {name: ..., parameters: {JSON Schema}, plan: [...]} or {python: package.module:attribute}"
-    name: str | None = None
-    """Required for a planned tool; a ``python:`` tool takes its function's tool name unless given."""
-    description: str = ""
-    parameters: dict[str, Any] | None = None
-    """The arguments' JSON Schema; none: an object with no properties."""
-    python: str | None = None
-    """``package.module:attribute`` of a real tool (an ``@function``, ``AgentTool`` or dict)."""
-    plan: list[BehaviourForm] | None = None
-    """Execution N follows entry N; past the end the last repeats; none: every execution returns "ok"."""
-    nested_turns: list[TurnEntry] | None = None
-    """With ``python:``: the model that answers a nested exec in the tool's body (an ``@agentic_function``)."""
-
-    def build(self) -> ToolDef:
-        nested = tuple(turn_value(t) for t in self.nested_turns or ())
-        if self.name is None and self.python is None:
-            raise ScenarioError("name: required (or python: package.module:attribute, whose tool names itself)")
-        if self.python is not None:
-            if self.plan:
-                raise ScenarioError(f"tool {self.name!r} is real (python) and cannot also have a plan")
-            given = self.model_fields_set  # what the file says wins over the function's own spec
-            return ToolDef.real(
-                self.name,
-                self.python,
-                parameters=dict(self.parameters or {}) if "parameters" in given else None,
-                description=self.description if "description" in given else None,
-                nested_turns=nested,
-            )
-        assert self.name is not None  # checked above
-        return ToolDef(
-            name=self.name,
-            parameters=dict(self.parameters or {"type": "object", "properties": {}}),
-            description=self.description,
-            plan=tuple(b.value for b in self.plan or ()),
-            nested_turns=nested,
-        )
-
-    @classmethod
-    def of(cls, t: ToolDef) -> ToolForm:
-        given: dict[str, Any] = {"description": t.description} if t.description else {}
-        if t.is_real:
-            given["python"] = t.python
-            if t.nested_turns:
-                given["nested_turns"] = [turn_entry(n) for n in t.nested_turns]
-        elif t.plan:
-            given["plan"] = [BehaviourForm.of(b) for b in t.plan]
-        return cls.model_construct(name=t.name, parameters=jsonish(t.parameters), **given)
-
-
-class UserForm(Form):
-    """``{user: TEXT}``: a user message already in the context."""
-
-    user: str | None
-
-    def build(self) -> HistoryMessage:
-        return HistoryMessage("user", text=self.user or "")
-
-
-class AssistantForm(Form):
-    """``{assistant: TEXT or null, calls: [...]}``: an assistant message; its calls need ids."""
-
-    assistant: str | None
-    calls: list[CallForm] | None = None
-
-    def build(self) -> HistoryMessage:
-        return HistoryMessage("assistant", text=self.assistant, calls=tuple(c.value for c in self.calls or ()))
-
-
-class ToolResultForm(Form):
-    """``{tool_result: TEXT, id: CALL_ID, name: TOOL}``: a tool result already in the context."""
-
-    tool_result: str | None
-    id: str | int = ""
-    name: str | int = ""
-    is_error: bool = False
-
-    def build(self) -> HistoryMessage:
-        return HistoryMessage(
-            "toolResult",
-            text=self.tool_result or "",
-            tool_call_id=str(self.id),
-            tool_name=str(self.name),
-            is_error=self.is_error,
-        )
-
-
-HistoryEntry = Annotated[
-    Union[
-        Annotated[UserForm, Tag("UserForm")],
-        Annotated[AssistantForm, Tag("AssistantForm")],
-        Annotated[ToolResultForm, Tag("ToolResultForm")],
-    ],
-    Discriminator(
-        tagger({"user": "UserForm", "tool_result": "ToolResultForm", "assistant": "AssistantForm"}, default=None),
-        custom_error_type="shape",
-        custom_error_message="a history message is {user: TEXT}, {assistant: TEXT, calls: [...]} "
-        "or {tool_result: TEXT, id: ..., name: ...}",
-    ),
-]
-
-
-def _history_entry(h: HistoryMessage) -> Form:
-    if h.role == "user":
-        return UserForm.model_construct(user=h.text or "")
-    if h.role == "toolResult":
-        flag = {"is_error": True} if h.is_error else {}
-        return ToolResultForm.model_construct(tool_result=h.text or "", id=h.tool_call_id, name=h.tool_name, **flag)
-    calls = {"calls": [CallForm.of(c) for c in h.calls]} if h.calls else {}
-    return AssistantForm.model_construct(assistant=h.text, **calls)
-
-
-class ToolChoiceForm(Form):
-    """``{type: function, name: TOOL}``: the model must call TOOL."""
-
-    shape = "tool_choice is auto, required, none or {type: function, name: TOOL}"
-    type: Literal["function"]
-    name: str = Field(min_length=1)
-
-    def build(self) -> dict[str, str]:
-        return {"type": self.type, "name": self.name}
-
-
-class ConfigForm(Form):
-    """The loop's knobs."""
-
-    max_iterations: StrictInt | None = None
-    """Passed through unclamped (null, 0, -3, 99 ...); the loop's cap is min(50, it), floored at 1."""
-    tool_choice: Literal["auto", "required", "none"] | ToolChoiceForm | None = None
-    """``auto``, ``required``, ``none`` or ``{type: function, name: TOOL}`` (checked as exec checks it)."""
-    parallel_tool_calls: StrictBool | None = None
-    model: str | None = None
-    system_prompt: str = ""
-
-    def build(self) -> Config:
-        choice = self.tool_choice.value if isinstance(self.tool_choice, ToolChoiceForm) else self.tool_choice
-        return Config(self.max_iterations, choice, self.parallel_tool_calls, self.model, self.system_prompt)
-
-    @classmethod
-    def of(cls, c: Config) -> ConfigForm | None:
-        choice = c.tool_choice
-        given = {
-            "max_iterations": c.max_iterations,
-            "tool_choice": ToolChoiceForm.model_construct(**choice) if isinstance(choice, Mapping) else choice,
-            "parallel_tool_calls": c.parallel_tool_calls,
-            "model": c.model,
-            "system_prompt": c.system_prompt or None,
-        }
-        given = {k: v for k, v in given.items() if v is not None}
-        return cls.model_construct(**given) if given else None
-
-
 class ScenarioForm(Form):
     """A scenario file: everything that determines one run of the loop."""
 
@@ -563,7 +301,7 @@ class ScenarioForm(Form):
             "meta": jsonish(s.meta) or None,
             "prompts": list(s.prompts),
             "resume": s.resume,
-            "history": [_history_entry(h) for h in s.history] or None,
+            "history": [history_entry(h) for h in s.history] or None,
             "tools": [ToolForm.of(t) for t in s.tools] or None,
             "turns": [turn_entry(t) for t in s.turns],
             "steering": schedule_data(s.steering),

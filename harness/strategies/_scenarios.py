@@ -28,8 +28,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.scenarios._parts import FAULTS, LEAVE_HOWS, LEAVE_POINTS, Leave
-from harness.scenarios._scenario import Behaviour, Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._parts import FAULTS, LEAVE_HOWS, LEAVE_POINTS, Behaviour, Leave
+from harness.scenarios._scenario import Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
 from harness.strategies._parts import (
     ANY,
     BATCHES,
@@ -292,7 +292,7 @@ TURN_WEIGHTS: Mapping[str, int] = {
 }
 """How often each kind of reply is drawn. Mostly picks, so runs go several rounds deep; the kinds
 that end a run are rarer. The first kind is also where shrinking goes. The last four are
-misbehaving providers (``harness.scenarios._parts.FAULTS``)."""
+misbehaving providers (the scenario faults)."""
 FINAL_TURN_WEIGHTS: Mapping[str, int] = {
     **{"text": 10, "calls": 1, "empty": 1},
     **{kind: 1 for kind in ("error", "aborted", "raise", "hang_up", *FAULTS)},

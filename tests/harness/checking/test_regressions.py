@@ -119,7 +119,8 @@ def test_assert_scenario_saves_outside_hypothesis_and_raises(tmp_path: Path) -> 
 
 def test_minimize_removes_everything_the_failure_does_not_need() -> None:
     from harness.checking._regressions import minimize
-    from harness.scenarios._scenario import Behaviour, Config, ToolDef
+    from harness.scenarios._parts import Behaviour
+    from harness.scenarios._scenario import Config, ToolDef
 
     big = Scenario(
         prompts=("a", "b"),

@@ -838,8 +838,9 @@ def test_the_ledger_is_written_the_same_way_by_every_writer() -> None:
 
 
 def test_the_scenario_planned_tools_and_the_wrapper_write_equal_entries() -> None:
+    from harness.scenarios._parts import Behaviour
     from harness.scenarios._parts import Call as PlannedCall
-    from harness.scenarios._scenario import Behaviour, ModelTurn, Scenario, ToolDef
+    from harness.scenarios._scenario import ModelTurn, Scenario, ToolDef
 
     scenario = Scenario(
         prompts=("go",),

@@ -17,9 +17,8 @@ import harness.checking._runner as runner_module
 from harness.checking._check import check
 from harness.checking._runner import ScenarioProvider, arun, run
 from harness.cli import main
-from harness.scenarios._parts import Call
+from harness.scenarios._parts import Behaviour, Call
 from harness.scenarios._scenario import (
-    Behaviour,
     Config,
     HistoryMessage,
     ModelTurn,
