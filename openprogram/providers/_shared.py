@@ -25,7 +25,6 @@ import inspect
 import ipaddress
 import math
 import os
-import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -204,9 +203,6 @@ def _discard(awaitable: Awaitable[Any]) -> None:
 
 _OFF = frozenset({"0", "false", "no", "off"})
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-_TEST_GATE_MODULE = "harness.pytest_plugin"
-"""The harness's pytest plugin: when it is loaded, ``model_request_refusal()`` there says whether
-the running test allows real requests. Looked up, not imported, so this layer needs no harness."""
 
 
 def is_loopback_url(url: str) -> bool:
@@ -244,15 +240,9 @@ def client_base_url(client: Any) -> str | None:
     return None
 
 
-IN_PROCESS_MARK = "answers_in_process"
-"""An ``httpx2`` transport with this attribute set to True answers requests itself, in process,
-and never opens a socket (the harness's emulator transport sets it): the guard lets a client on
-such a transport send, as it lets a loopback URL, since no model provider can receive it."""
-
-
 def answers_in_process(client: Any) -> bool:
-    """Whether ``client`` sends over an in-process ``httpx2`` transport: a mock or one marked
-    :data:`IN_PROCESS_MARK`. Read, not assumed: any other client may reach the network."""
+    """Whether ``client`` sends over an in-process ``httpx2`` transport: a mock, or one registered
+    with ``register_in_process_transport``. Read, not assumed: any other client may reach the network."""
     for read in (
         lambda: client._client._transport,  # openai, anthropic: their http_client's transport
         lambda: client._api_client._async_httpx_client._transport,  # google-genai
@@ -265,7 +255,7 @@ def answers_in_process(client: Any) -> bool:
             continue
         import httpx2  # the SDKs' own HTTP library, loaded already once a client exists
 
-        return isinstance(transport, httpx2.MockTransport) or getattr(transport, IN_PROCESS_MARK, False) is True
+        return isinstance(transport, httpx2.MockTransport) or _switch._registered_in_process(transport)
     return False
 
 
@@ -282,20 +272,15 @@ def _switch_off() -> str | None:
     return None
 
 
-def _test_gate() -> str | None:
-    plugin = sys.modules.get(_TEST_GATE_MODULE)
-    gate = getattr(plugin, "model_request_refusal", None)
-    return gate() if callable(gate) else None
-
-
 def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     """The ``error_message`` a backend ends with instead of sending, or None to send.
 
     In order: ``allow_model_requests(flag)`` around the call decides alone; else the switch
-    (``ALLOW_MODEL_REQUESTS``, ``OPENPROGRAM_ALLOW_MODEL_REQUESTS``) may refuse; else the running
-    test, under the harness's pytest plugin. Whatever refuses, the request still goes when
-    ``target()`` (called only then) is a loopback URL, since it reaches this machine and not a
-    model provider, or None: no SDK client could be read or built, so nothing can reach one.
+    (``ALLOW_MODEL_REQUESTS``, ``OPENPROGRAM_ALLOW_MODEL_REQUESTS``) may refuse; else a gate
+    registered with ``register_request_gate`` (a test framework's, which knows the running test)
+    may. Whatever refuses, the request still goes when ``target()`` (called only then) is a
+    loopback URL, since it reaches this machine and not a model provider, or None: no SDK client
+    could be read or built, so nothing can reach one.
     """
     forced = _switch._allowed_here.get()
     if forced is True:
@@ -303,7 +288,7 @@ def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     if forced is False:
         why = "openprogram.providers.allow_model_requests(False) is in force around this call"
     else:
-        why = _switch_off() or _test_gate()
+        why = _switch_off() or _switch._gate_refusal()
     if why is None:
         return None
     url = target()
