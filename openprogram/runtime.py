@@ -21,9 +21,8 @@ from typing import Any, TypeVar
 from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageSource, agent_loop, inherited
 from openprogram.agent.events import AgentEvent, EndReason
 from openprogram.functions import matches, registry
-from openprogram.providers import Provider, ToolChoice
+from openprogram.providers import Provider, ToolChoice, close_loop_clients
 from openprogram.providers import tool_choice as tool_choice_table
-from openprogram.providers._shared import close_loop_clients
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram.types import AssistantMessage, Message, Usage, UserMessage
 

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from openprogram.providers._clients import close_loop_clients
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import FROZEN_ANY, AssistantMessageEvent, Message, ToolSpec
 
@@ -181,6 +182,7 @@ __all__ = [
     "RequestGate",
     "ToolChoice",
     "allow_model_requests",
+    "close_loop_clients",
     "register_in_process_transport",
     "register_request_gate",
 ]

@@ -7,8 +7,8 @@ four cannot drift apart on it:
   cancelled-before-start errors, every failure turned into an ``error`` event) and the lazily
   built SDK client (each backend names its SDK's constructor in ``client_factory``).
 - :class:`Decoder`: the one shape of every backend's wire decoder (``feed``, ``finish``, ``whole``).
-- :class:`PerLoopClients`: one SDK client per event loop, for SDKs whose async HTTP pool is bound
-  to the loop that first used it.
+- :class:`PerLoopClients` (from ``_clients.py``): one SDK client per event loop, for SDKs whose
+  async HTTP pool is bound to the loop that first used it.
 - :class:`CancelRace`: races each network wait against the caller's cancel event.
 - :func:`http_error_text`, :func:`retry_after`, :func:`error_body_fields`: the one shape of an
   HTTP failure's text, ``HTTP <status> <type>: <message> (retry after <delay>)``.
@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import ipaddress
 import math
 import os
-import threading
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, ClassVar, Generic, TypeVar
@@ -34,6 +31,7 @@ from urllib.parse import urlsplit
 
 from openprogram import providers as _switch
 from openprogram.providers import ModelRequest
+from openprogram.providers._clients import PerLoopClients
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, Usage
 
@@ -67,61 +65,6 @@ def describe_exception(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------------
 # Clients
 # ---------------------------------------------------------------------------------------------
-
-
-class PerLoopClients(Generic[_ClientT]):
-    """One lazily built client per event loop, safe to use from several threads.
-
-    An async SDK client's connection pool belongs to the loop that first used it; a sync
-    ``runtime.exec`` nested in a tool runs a second loop on a helper thread, and reusing the first
-    loop's client there fails. Clients of loops that have closed since (a finished ``asyncio.run``)
-    are dropped whenever a client is asked for, so they do not pile up.
-    """
-
-    def __init__(self, build: Callable[[], _ClientT]) -> None:
-        self._build = build
-        self._clients: dict[asyncio.AbstractEventLoop, _ClientT] = {}
-        self._lock = threading.Lock()
-        _all_per_loop_clients.add(self)
-
-    def get(self) -> _ClientT:
-        """The running loop's client, built on its first use; call it from inside a coroutine."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            for stale in [known for known in self._clients if known.is_closed()]:
-                del self._clients[stale]
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._build()
-                self._clients[loop] = client
-            return client
-
-    def __len__(self) -> int:
-        return len(self._clients)
-
-    async def aclose_running(self) -> None:
-        """Close and forget the running loop's client, while that loop can still close it."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.pop(loop, None)
-        if client is None:
-            return
-        close = getattr(client, "aclose", None) or getattr(client, "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
-
-
-_all_per_loop_clients: weakref.WeakSet[PerLoopClients[Any]] = weakref.WeakSet()
-
-
-async def close_loop_clients() -> None:
-    """Close every client built for the running loop: call it before a short-lived loop ends
-    (a nested ``runtime.exec`` on a helper loop), so no connection outlives its loop."""
-    for clients in list(_all_per_loop_clients):
-        await clients.aclose_running()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -575,7 +518,6 @@ __all__ = [
     "CancelRace",
     "Decoder",
     "PerLoopClients",
-    "close_loop_clients",
     "ReplyError",
     "SDKProvider",
     "describe_exception",
