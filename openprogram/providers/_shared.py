@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from openprogram import providers as _switch
+from openprogram.errors import describe_exception
 from openprogram.providers import ModelRequest
 from openprogram.providers._clients import PerLoopClients
 from openprogram.providers.builder import MessageBuilder
@@ -48,23 +49,6 @@ END: Any = object()
 
 class Aborted(Exception):
     """The caller's cancel event fired while a backend was waiting on the network."""
-
-
-class ReplyError(Exception):
-    """A failure whose text is already the whole ``error_message`` (a stream cut after a 2xx, an
-    error frame inside one): reported as it is, not re-described."""
-
-
-def describe_exception(exc: BaseException) -> str:
-    """The error text of a failure no backend knows more about: ``<ExceptionType>: <text>``."""
-    if isinstance(exc, ReplyError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Clients
-# ---------------------------------------------------------------------------------------------
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,9 +502,7 @@ __all__ = [
     "CancelRace",
     "Decoder",
     "PerLoopClients",
-    "ReplyError",
     "SDKProvider",
-    "describe_exception",
     "error_body_fields",
     "client_base_url",
     "http_error_text",

@@ -36,14 +36,13 @@ import httpx2
 import openai
 from openai import AsyncOpenAI
 
+from openprogram.errors import ReplyError, describe_exception
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     END,
     CancelRace,
     Decoder,
-    ReplyError,
     SDKProvider,
-    describe_exception,
     error_body_fields,
     http_error_text,
     is_replayable,

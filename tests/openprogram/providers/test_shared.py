@@ -16,14 +16,13 @@ from typing import Any, ClassVar
 
 import pytest
 
+from openprogram.errors import ReplyError, describe_exception
 from openprogram.providers import ModelRequest, Provider
 from openprogram.providers._shared import (
     Aborted,
     CancelRace,
     PerLoopClients,
-    ReplyError,
     SDKProvider,
-    describe_exception,
     error_body_fields,
     http_error_text,
     is_replayable,
@@ -499,11 +498,6 @@ def test_retry_after(headers: dict[str, str], delay: str | None) -> None:
 )
 def test_error_body_fields(body: object, fields: tuple[str | None, str | None]) -> None:
     assert error_body_fields(body) == fields
-
-
-def test_describe_exception() -> None:
-    assert describe_exception(TimeoutError("slow")) == "TimeoutError: slow"
-    assert describe_exception(ReplyError("stream ended early")) == "stream ended early"
 
 
 # -- history rules and usage -----------------------------------------------------------------------
