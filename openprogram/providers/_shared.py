@@ -297,6 +297,15 @@ class SDKProvider(Generic[_ClientT]):
         self._client_kwargs = client_kwargs
         self._loop_clients: PerLoopClients[_ClientT] = PerLoopClients(self._build_client)
 
+    @property
+    def client(self) -> _ClientT | None:
+        """The client given to the constructor (None: one is built per event loop)."""
+        return self._client
+
+    @client.setter
+    def client(self, client: _ClientT | None) -> None:
+        self._client = client
+
     # -- what each backend defines ---------------------------------------------------------
     def _build_client(self) -> _ClientT:
         """A new SDK client from ``client_kwargs`` (and the SDK's own environment variables)."""
