@@ -128,8 +128,8 @@ def register_request_gate(gate: RequestGate) -> Callable[[], None]:
     running, openprogram does not, and openprogram must not know the framework either, so the
     framework registers itself instead of being looked up. ``gate()`` returns the reason for the
     refusal (it ends up in the reply's ``error_message``) or None to let the request go; it is
-    called only when a backend is about to send, so it may be cheap or not. The returned callable
-    is idempotent; calling it undoes this registration only, not another of the same gate.
+    called only when a backend is about to send, never on the loop's own path. The returned
+    callable is idempotent; calling it undoes this registration only, not another of the same gate.
     """
     if not callable(gate):
         raise TypeError(f"register_request_gate() takes a callable, got {gate!r}")
