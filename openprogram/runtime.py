@@ -12,23 +12,24 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import difflib
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from openprogram.agent.agent_loop import AgentContext, AgentLoopConfig, MessageSource, agent_loop, inherited
 from openprogram.agent.events import AgentEvent, EndReason
 from openprogram.functions import matches, registry
-from openprogram.providers import Provider, ToolChoice
+from openprogram.providers import Provider, ToolChoice, close_loop_clients
 from openprogram.providers import tool_choice as tool_choice_table
-from openprogram.providers._shared import close_loop_clients
 from openprogram.tools import AgentTool, as_agent_tool
 from openprogram.types import AssistantMessage, Message, Usage, UserMessage
 
 __all__ = [
     "ExecError",
+    "ExecOptions",
     "ExecResult",
     "aexec",
     "aexec_result",
@@ -222,32 +223,84 @@ def _check_tool_choice(tool_choice: ToolChoice | None, menu: list[AgentTool]) ->
     return choice
 
 
+class ExecOptions(TypedDict, total=False):
+    """The keywords every ``exec`` entry point takes (``exec``, ``aexec``, ``exec_result``,
+    ``aexec_result``), declared once so the four cannot drift apart; all are optional.
+
+    A type checker checks a call against these fields (``**options: Unpack[ExecOptions]``), and
+    at run time a keyword that is not one of them is refused with a ``TypeError`` naming it.
+    """
+
+    tools: Sequence[Any] | None
+    """The menu: ``@function`` / ``@agentic_function`` objects, ``{"spec", "execute"}`` dicts or
+    objects with ``.spec`` and ``.execute``. ``[]`` is a text-only call. Without it (and without
+    ``toolset``), a nested exec gets the outer run's menu and a top-level one the whole registry."""
+    toolset: str | None
+    """A named toolset instead of ``tools``: ``"none"``, ``"full"`` (the registry) or a name given
+    with ``@function(toolset=...)``."""
+    tools_source: str | Iterable[str] | None
+    """Keep only tools whose ``source`` tag matches one of these glob patterns."""
+    tools_allow: str | Iterable[str] | None
+    """Keep only tools whose name matches one of these names or glob patterns."""
+    tools_deny: str | Iterable[str] | None
+    """Drop tools whose name matches one of these names or glob patterns (deny wins over allow)."""
+    tool_choice: ToolChoice | None
+    """``"auto"`` (the default), ``"required"``, ``"none"`` or ``{"type": "function", "name": X}``;
+    checked against the menu before any request."""
+    parallel_tool_calls: bool | None
+    """``False`` forbids several picks in one round where the provider has the knob."""
+    max_iterations: int | None
+    """The cap on model requests of the run: ``min(50, max_iterations)``, at least 1."""
+    system_prompt: str
+    """The system prompt of the run (default ``""``)."""
+    history: Sequence[Message]
+    """Messages that come before ``content`` (default none)."""
+    provider: Provider | None
+    """The backend, when no ``runtime.use`` (or outer run) gives one; ``runtime.override`` beats it."""
+    model: str | None
+    """The model name sent with each request (default: the bound one, or the provider's own)."""
+    on_event: Callable[[AgentEvent], None] | None
+    """Called with every event of the run, in order; if it raises, the run stops and exec raises."""
+    get_steering_messages: MessageSource | None
+    """Polled for user messages that steer the run mid-way (see DESIGN 4, steering polls)."""
+    get_follow_up_messages: MessageSource | None
+    """Polled for follow-up user messages when the run would otherwise end."""
+    clock: Callable[[], int] | None
+    """Epoch milliseconds for every message the run stamps (default: the bound clock, else the system's)."""
+    cancel_event: asyncio.Event | None
+    """Set it to stop the run: no further model call or tool starts, and it ends ``aborted``
+    (default: the outer run's, for a nested exec)."""
+
+
+_KEYWORDS = frozenset(ExecOptions.__optional_keys__ | ExecOptions.__required_keys__)
+
+
+def _check_keywords(entry: str, options: Mapping[str, object]) -> None:
+    """Refuse a keyword ``ExecOptions`` does not declare, as a signature would: ``**options``
+    takes any name, and a misspelled ``tool`` silently ignored would give the model every tool."""
+    for name in options:
+        if name not in _KEYWORDS:
+            close = difflib.get_close_matches(name, sorted(_KEYWORDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}{hint}")
+
+
 async def aexec_result(
     content: str | Message,
-    *,
-    tools: Sequence[Any] | None = None,
-    toolset: str | None = None,
-    tools_source: str | Iterable[str] | None = None,
-    tools_allow: str | Iterable[str] | None = None,
-    tools_deny: str | Iterable[str] | None = None,
-    tool_choice: ToolChoice | None = "auto",
-    parallel_tool_calls: bool | None = None,
-    max_iterations: int | None = None,
-    system_prompt: str = "",
-    history: Sequence[Message] = (),
-    provider: Provider | None = None,
-    model: str | None = None,
-    on_event: Callable[[AgentEvent], None] | None = None,
-    get_steering_messages: MessageSource | None = None,
-    get_follow_up_messages: MessageSource | None = None,
-    clock: Callable[[], int] | None = None,
-    cancel_event: asyncio.Event | None = None,
+    **options: Unpack[ExecOptions],
 ) -> ExecResult:
     """``aexec``, returning the whole result instead of raising on an error finish.
 
     Inside a run (a tool body), what is not given comes from that run: its provider object and
     model, its menu, its clock and its cancel event.
+
+    Keywords (each documented on :class:`ExecOptions`): ``tools``, ``toolset``, ``tools_source``,
+    ``tools_allow``, ``tools_deny``, ``tool_choice``, ``parallel_tool_calls``, ``max_iterations``,
+    ``system_prompt``, ``history``, ``provider``, ``model``, ``on_event``,
+    ``get_steering_messages``, ``get_follow_up_messages``, ``clock``, ``cancel_event``.
     """
+    _check_keywords("aexec_result", options)
+    provider, model = options.get("provider"), options.get("model")
     outer = inherited.get()
     bound = _override.get()
     if bound is not None:
@@ -260,24 +313,34 @@ async def aexec_result(
             )
         provider = outer.provider
         model = model if model is not None else outer.model
-    menu = resolve_tools(tools, toolset, tools_source, tools_allow, tools_deny)
-    tool_choice = _check_tool_choice(tool_choice, menu)
+    menu = resolve_tools(
+        options.get("tools"),
+        options.get("toolset"),
+        options.get("tools_source"),
+        options.get("tools_allow"),
+        options.get("tools_deny"),
+    )
+    tool_choice = _check_tool_choice(options.get("tool_choice", "auto"), menu)
+    clock = options.get("clock")
     if clock is None:
         clock = outer.clock
+    cancel_event = options.get("cancel_event")
     if cancel_event is None:
         cancel_event = outer.cancel_event
+    on_event = options.get("on_event")
     prompt = UserMessage(content=content) if isinstance(content, str) else content
     config = AgentLoopConfig(
         provider=provider,
         model=model,
         tool_choice=tool_choice,
-        parallel_tool_calls=parallel_tool_calls,
-        max_iterations=max_iterations,
-        get_steering_messages=get_steering_messages,
-        get_follow_up_messages=get_follow_up_messages,
+        parallel_tool_calls=options.get("parallel_tool_calls"),
+        max_iterations=options.get("max_iterations"),
+        get_steering_messages=options.get("get_steering_messages"),
+        get_follow_up_messages=options.get("get_follow_up_messages"),
         clock=clock,
     )
-    stream = agent_loop([prompt], AgentContext(system_prompt, list(history), menu), config, cancel_event)
+    context = AgentContext(options.get("system_prompt", ""), list(options.get("history", ())), menu)
+    stream = agent_loop([prompt], context, config, cancel_event)
     reason: EndReason = "stop"
     try:
         async for event in stream:
@@ -303,31 +366,19 @@ async def _abandon(task: asyncio.Task[Any] | None) -> None:
 
 async def aexec(
     content: str | Message,
-    *,
-    tools: Sequence[Any] | None = None,
-    toolset: str | None = None,
-    tools_source: str | Iterable[str] | None = None,
-    tools_allow: str | Iterable[str] | None = None,
-    tools_deny: str | Iterable[str] | None = None,
-    tool_choice: ToolChoice | None = "auto",
-    parallel_tool_calls: bool | None = None,
-    max_iterations: int | None = None,
-    system_prompt: str = "",
-    history: Sequence[Message] = (),
-    provider: Provider | None = None,
-    model: str | None = None,
-    on_event: Callable[[AgentEvent], None] | None = None,
-    get_steering_messages: MessageSource | None = None,
-    get_follow_up_messages: MessageSource | None = None,
-    clock: Callable[[], int] | None = None,
-    cancel_event: asyncio.Event | None = None,
+    **options: Unpack[ExecOptions],
 ) -> str:
     """Run the loop and return the final text; raise ``ExecError`` on an error or aborted finish.
 
     After the iteration cap it returns whatever the last assistant message holds (possibly
     ``""``), as the seed specifies.
+
+    Keywords (each documented on :class:`ExecOptions`): ``tools``, ``toolset``, ``tools_source``,
+    ``tools_allow``, ``tools_deny``, ``tool_choice``, ``parallel_tool_calls``, ``max_iterations``,
+    ``system_prompt``, ``history``, ``provider``, ``model``, ``on_event``,
+    ``get_steering_messages``, ``get_follow_up_messages``, ``clock``, ``cancel_event``.
     """
-    options = {name: value for name, value in locals().items() if name != "content"}
+    _check_keywords("aexec", options)
     return _text_of(await aexec_result(content, **options))
 
 
@@ -341,50 +392,24 @@ def _text_of(result: ExecResult) -> str:
 
 def exec_result(
     content: str | Message,
-    *,
-    tools: Sequence[Any] | None = None,
-    toolset: str | None = None,
-    tools_source: str | Iterable[str] | None = None,
-    tools_allow: str | Iterable[str] | None = None,
-    tools_deny: str | Iterable[str] | None = None,
-    tool_choice: ToolChoice | None = "auto",
-    parallel_tool_calls: bool | None = None,
-    max_iterations: int | None = None,
-    system_prompt: str = "",
-    history: Sequence[Message] = (),
-    provider: Provider | None = None,
-    model: str | None = None,
-    on_event: Callable[[AgentEvent], None] | None = None,
-    get_steering_messages: MessageSource | None = None,
-    get_follow_up_messages: MessageSource | None = None,
-    clock: Callable[[], int] | None = None,
-    cancel_event: asyncio.Event | None = None,
+    **options: Unpack[ExecOptions],
 ) -> ExecResult:
-    """Synchronous ``aexec_result``: see ``exec`` for where the run goes."""
-    options = {name: value for name, value in locals().items() if name != "content"}
-    return _run_sync(lambda event: aexec_result(content, **{**options, "cancel_event": event}), cancel_event)
+    """Synchronous ``aexec_result``: see ``exec`` for where the run goes.
+
+    Keywords (each documented on :class:`ExecOptions`): ``tools``, ``toolset``, ``tools_source``,
+    ``tools_allow``, ``tools_deny``, ``tool_choice``, ``parallel_tool_calls``, ``max_iterations``,
+    ``system_prompt``, ``history``, ``provider``, ``model``, ``on_event``,
+    ``get_steering_messages``, ``get_follow_up_messages``, ``clock``, ``cancel_event``.
+    """
+    _check_keywords("exec_result", options)
+    return _run_sync(
+        lambda event: aexec_result(content, **{**options, "cancel_event": event}), options.get("cancel_event")
+    )
 
 
 def exec(
     content: str | Message,
-    *,
-    tools: Sequence[Any] | None = None,
-    toolset: str | None = None,
-    tools_source: str | Iterable[str] | None = None,
-    tools_allow: str | Iterable[str] | None = None,
-    tools_deny: str | Iterable[str] | None = None,
-    tool_choice: ToolChoice | None = "auto",
-    parallel_tool_calls: bool | None = None,
-    max_iterations: int | None = None,
-    system_prompt: str = "",
-    history: Sequence[Message] = (),
-    provider: Provider | None = None,
-    model: str | None = None,
-    on_event: Callable[[AgentEvent], None] | None = None,
-    get_steering_messages: MessageSource | None = None,
-    get_follow_up_messages: MessageSource | None = None,
-    clock: Callable[[], int] | None = None,
-    cancel_event: asyncio.Event | None = None,
+    **options: Unpack[ExecOptions],
 ) -> str:
     """Synchronous ``aexec``: blocks until the run ends.
 
@@ -394,10 +419,17 @@ def exec(
     (sequential calls share it, and so share an SDK client's connections); called on a thread
     whose event loop is running (a sync tool running inline), that loop cannot be blocked *and*
     serve the run, so the run gets a loop of its own on a helper thread.
+
+    Keywords (each documented on :class:`ExecOptions`): ``tools``, ``toolset``, ``tools_source``,
+    ``tools_allow``, ``tools_deny``, ``tool_choice``, ``parallel_tool_calls``, ``max_iterations``,
+    ``system_prompt``, ``history``, ``provider``, ``model``, ``on_event``,
+    ``get_steering_messages``, ``get_follow_up_messages``, ``clock``, ``cancel_event``.
     """
-    options = {name: value for name, value in locals().items() if name != "content"}
+    _check_keywords("exec", options)
     return _text_of(
-        _run_sync(lambda event: aexec_result(content, **{**options, "cancel_event": event}), cancel_event)
+        _run_sync(
+            lambda event: aexec_result(content, **{**options, "cancel_event": event}), options.get("cancel_event")
+        )
     )
 
 

@@ -70,24 +70,6 @@ class AgentTool:
         return ToolSpec(name=self.name, description=self.description, parameters=self.parameters)
 
 
-def exception_text(exc: BaseException) -> str:
-    """What a tool's exception tells the model: its text, else its type name (also when ``str()`` fails)."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    return text or type(exc).__name__
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``<Type>: <text>`` for a provider failure; the type name alone when the text is empty or fails."""
-    try:
-        text = str(exc)
-    except Exception:
-        return type(exc).__name__
-    return f"{type(exc).__name__}: {text}"
-
-
 def copy_arguments(value: Any) -> Any:
     """A deep copy of JSON-shaped arguments, so nothing a tool does reaches the committed history.
 
@@ -525,8 +507,6 @@ __all__ = [
     "callable_executor",
     "check_tool",
     "copy_arguments",
-    "describe_exception",
-    "exception_text",
     "parse_docstring",
     "plain_fields",
     "prepare_plain",

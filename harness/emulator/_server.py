@@ -36,6 +36,7 @@ import httpx2
 from harness.emulator._faults import Delivery, Fault, apply, fault
 from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
 from harness.script import Turn, as_turn
+from openprogram.providers import register_in_process_transport
 
 PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
 """The provider modules under ``harness.emulator``, imported when present."""
@@ -302,9 +303,6 @@ class _Stream(httpx2.AsyncByteStream):
 class EmulatorTransport(httpx2.AsyncBaseTransport):
     """An ``httpx2`` transport that hands each request to an :class:`Emulator`."""
 
-    answers_in_process = True
-    """openprogram's real-request guard reads this (``IN_PROCESS_MARK``): no socket, no provider."""
-
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
 
@@ -319,6 +317,9 @@ class EmulatorTransport(httpx2.AsyncBaseTransport):
         )
         reply = delivery.reply
         return httpx2.Response(reply.status, headers=reply.headers, stream=_Stream(delivery), request=request)
+
+
+register_in_process_transport(EmulatorTransport)  # no socket, so no provider: the real-request guard lets it send
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,7 @@ import pytest
 import harness.campaigns._profiles as profiles
 from harness.campaigns._profiles import CI_PROFILE, DEEP_PROFILE
 from harness.clock import FROZEN_AT, DeterministicClock, frozen
+from harness.pytest_plugin._gate import register_gate as _register_gate
 from harness.pytest_plugin._recording import recorded_allows as _recorded_allows
 
 if TYPE_CHECKING:
@@ -157,6 +158,7 @@ class ScriptedFixture:
 _COLLECTOR = pytest.StashKey["RunCollector"]()
 _CALL_FAILED = pytest.StashKey[bool]()
 _PROFILE_STATE = pytest.StashKey[dict[str, Any]]()
+_GATE_REGISTRATION = pytest.StashKey[Callable[[], None]]()
 
 
 @pytest.fixture
@@ -221,8 +223,9 @@ def clock(request: pytest.FixtureRequest) -> Iterator[DeterministicClock]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The real-request guard: what the running test allows (openprogram's backends ask, through
-# ``model_request_refusal``, looked up in sys.modules so the plugin imports nothing for it)
+# The real-request guard: what the running test allows (openprogram's backends ask
+# ``model_request_refusal``, registered with openprogram.providers.register_request_gate when
+# pytest configures the plugin, without importing openprogram for it: see _gate.py)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -538,6 +541,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     _refuse_hypofuzz_with_recording(config)
     config.pluginmanager.register(_LiveRuns(), "harness-live-runs")
+    config.stash[_GATE_REGISTRATION] = _register_gate(model_request_refusal)
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state
@@ -609,6 +613,10 @@ def _without_password(url: str) -> str:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    unregister_gate = config.stash.get(_GATE_REGISTRATION, None)
+    if unregister_gate is not None:
+        unregister_gate()
+        del config.stash[_GATE_REGISTRATION]
     state = config.stash.get(_PROFILE_STATE, None)
     if state is None:
         return

@@ -32,6 +32,7 @@ from openprogram.agent.events import (
     EndReason,
     EventStream,
 )
+from openprogram.errors import describe_exception
 from openprogram.providers import ModelRequest, Provider, ToolChoice
 from openprogram.tools import (
     AgentTool,
@@ -40,8 +41,6 @@ from openprogram.tools import (
     as_agent_tool,
     check_tool,
     copy_arguments,
-    describe_exception,
-    exception_text,
     to_tool_result,
     validate_tool_arguments,
 )
@@ -592,7 +591,7 @@ async def _run_tool_call(run: _Run, call: ToolCall) -> AgentToolResult:
         result = await tool.execute(call.id, copy_arguments(args), run.cancel_event, on_update)
         return result if isinstance(result, AgentToolResult) else to_tool_result(result)
     except Exception as exc:
-        return AgentToolResult(content=exception_text(exc), is_error=True)
+        return AgentToolResult(content=describe_exception(exc, with_type=False), is_error=True)
     finally:
         returned = True
 

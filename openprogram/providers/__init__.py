@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Iterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from openprogram.providers._clients import close_loop_clients
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import FROZEN_ANY, AssistantMessageEvent, Message, ToolSpec
 
@@ -88,12 +90,99 @@ def allow_model_requests(allow: bool = True) -> Iterator[None]:
         _allowed_here.reset(token)
 
 
+# ---------------------------------------------------------------------------------------------
+# Seams: what code outside openprogram (a test harness, say) plugs into the guard
+# ---------------------------------------------------------------------------------------------
+
+RequestGate = Callable[[], Union[str, None]]
+"""A zero-argument callable: why a real model request must not be sent now, or None."""
+
+InProcessTransport = Union[type, Callable[[Any], bool]]
+"""An ``httpx2`` transport class, or a predicate ``(transport) -> bool``."""
+
+_registry_lock = threading.Lock()
+_request_gates: list[tuple[object, RequestGate]] = []
+_in_process_transports: list[tuple[object, InProcessTransport]] = []
+
+
+def _register(entries: list[tuple[object, Any]], value: Any) -> Callable[[], None]:
+    """Add ``value`` under a token of its own, so registering one value twice needs two removals
+    (a pytest session inside a test registers the same gate as the outer one)."""
+    token = object()
+    with _registry_lock:
+        entries.append((token, value))
+
+    def unregister() -> None:
+        with _registry_lock:
+            entries[:] = [entry for entry in entries if entry[0] is not token]
+
+    return unregister
+
+
+def register_request_gate(gate: RequestGate) -> Callable[[], None]:
+    """Let ``gate`` refuse real model requests; returns the function that takes it back.
+
+    openprogram's backends ask every registered gate before they send (after
+    ``allow_model_requests`` and the ``ALLOW_MODEL_REQUESTS`` switch, which win). A test framework
+    uses it to refuse requests from tests that did not opt in: the gate knows which test is
+    running, openprogram does not, and openprogram must not know the framework either, so the
+    framework registers itself instead of being looked up. ``gate()`` returns the reason for the
+    refusal (it ends up in the reply's ``error_message``) or None to let the request go; it is
+    called only when a backend is about to send, never on the loop's own path. The returned
+    callable is idempotent; calling it undoes this registration only, not another of the same gate.
+    """
+    if not callable(gate):
+        raise TypeError(f"register_request_gate() takes a callable, got {gate!r}")
+    return _register(_request_gates, gate)
+
+
+def register_in_process_transport(transport: InProcessTransport) -> Callable[[], None]:
+    """Tell the real-request guard that clients on ``transport`` never reach the network.
+
+    The guard lets a request go to a loopback URL without any opt-in, since no model provider can
+    receive it; a transport that answers requests itself, in process (an emulator, a mock), is
+    just as safe, but the guard cannot see that from outside: an arbitrary custom transport may
+    well forward to the network. So such a transport says so here, once: pass its class (its
+    instances and its subclasses' count) or a predicate ``(transport) -> bool``. ``httpx2``'s own
+    ``MockTransport`` needs no registration. Returns the function that takes the registration back.
+    """
+    if not callable(transport):
+        raise TypeError(f"register_in_process_transport() takes a class or a predicate, got {transport!r}")
+    return _register(_in_process_transports, transport)
+
+
+def _gate_refusal() -> str | None:
+    """The first refusal of a registered gate, or None (the guard in ``_shared.py`` asks)."""
+    for _, gate in tuple(_request_gates):
+        why = gate()
+        if why is not None:
+            return why
+    return None
+
+
+def _registered_in_process(transport: object) -> bool:
+    """Whether ``transport`` was registered with ``register_in_process_transport`` (by class or
+    predicate): the guard's question, asked of the transport an SDK client sends through."""
+    for _, kind in tuple(_in_process_transports):
+        if isinstance(kind, type):
+            if isinstance(transport, kind):
+                return True
+        elif kind(transport):
+            return True
+    return False
+
+
 __all__ = [
     "ALLOW_MODEL_REQUESTS",
     "ALLOW_MODEL_REQUESTS_ENV",
+    "InProcessTransport",
     "MessageBuilder",
     "ModelRequest",
     "Provider",
+    "RequestGate",
     "ToolChoice",
     "allow_model_requests",
+    "close_loop_clients",
+    "register_in_process_transport",
+    "register_request_gate",
 ]

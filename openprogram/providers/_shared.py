@@ -7,8 +7,8 @@ four cannot drift apart on it:
   cancelled-before-start errors, every failure turned into an ``error`` event) and the lazily
   built SDK client (each backend names its SDK's constructor in ``client_factory``).
 - :class:`Decoder`: the one shape of every backend's wire decoder (``feed``, ``finish``, ``whole``).
-- :class:`PerLoopClients`: one SDK client per event loop, for SDKs whose async HTTP pool is bound
-  to the loop that first used it.
+- :class:`PerLoopClients` (from ``_clients.py``): one SDK client per event loop, for SDKs whose
+  async HTTP pool is bound to the loop that first used it.
 - :class:`CancelRace`: races each network wait against the caller's cancel event.
 - :func:`http_error_text`, :func:`retry_after`, :func:`error_body_fields`: the one shape of an
   HTTP failure's text, ``HTTP <status> <type>: <message> (retry after <delay>)``.
@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import ipaddress
 import math
 import os
-import sys
-import threading
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from openprogram import providers as _switch
+from openprogram.errors import describe_exception
 from openprogram.providers import ModelRequest
+from openprogram.providers._clients import PerLoopClients
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, AssistantMessageEvent, Message, Usage
 
@@ -51,78 +49,6 @@ END: Any = object()
 
 class Aborted(Exception):
     """The caller's cancel event fired while a backend was waiting on the network."""
-
-
-class ReplyError(Exception):
-    """A failure whose text is already the whole ``error_message`` (a stream cut after a 2xx, an
-    error frame inside one): reported as it is, not re-described."""
-
-
-def describe_exception(exc: BaseException) -> str:
-    """The error text of a failure no backend knows more about: ``<ExceptionType>: <text>``."""
-    if isinstance(exc, ReplyError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Clients
-# ---------------------------------------------------------------------------------------------
-
-
-class PerLoopClients(Generic[_ClientT]):
-    """One lazily built client per event loop, safe to use from several threads.
-
-    An async SDK client's connection pool belongs to the loop that first used it; a sync
-    ``runtime.exec`` nested in a tool runs a second loop on a helper thread, and reusing the first
-    loop's client there fails. Clients of loops that have closed since (a finished ``asyncio.run``)
-    are dropped whenever a client is asked for, so they do not pile up.
-    """
-
-    def __init__(self, build: Callable[[], _ClientT]) -> None:
-        self._build = build
-        self._clients: dict[asyncio.AbstractEventLoop, _ClientT] = {}
-        self._lock = threading.Lock()
-        _all_per_loop_clients.add(self)
-
-    def get(self) -> _ClientT:
-        """The running loop's client, built on its first use; call it from inside a coroutine."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            for stale in [known for known in self._clients if known.is_closed()]:
-                del self._clients[stale]
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._build()
-                self._clients[loop] = client
-            return client
-
-    def __len__(self) -> int:
-        return len(self._clients)
-
-    async def aclose_running(self) -> None:
-        """Close and forget the running loop's client, while that loop can still close it."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.pop(loop, None)
-        if client is None:
-            return
-        close = getattr(client, "aclose", None) or getattr(client, "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
-
-
-_all_per_loop_clients: weakref.WeakSet[PerLoopClients[Any]] = weakref.WeakSet()
-
-
-async def close_loop_clients() -> None:
-    """Close every client built for the running loop: call it before a short-lived loop ends
-    (a nested ``runtime.exec`` on a helper loop), so no connection outlives its loop."""
-    for clients in list(_all_per_loop_clients):
-        await clients.aclose_running()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,9 +130,6 @@ def _discard(awaitable: Awaitable[Any]) -> None:
 
 _OFF = frozenset({"0", "false", "no", "off"})
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
-_TEST_GATE_MODULE = "harness.pytest_plugin"
-"""The harness's pytest plugin: when it is loaded, ``model_request_refusal()`` there says whether
-the running test allows real requests. Looked up, not imported, so this layer needs no harness."""
 
 
 def is_loopback_url(url: str) -> bool:
@@ -244,15 +167,9 @@ def client_base_url(client: Any) -> str | None:
     return None
 
 
-IN_PROCESS_MARK = "answers_in_process"
-"""An ``httpx2`` transport with this attribute set to True answers requests itself, in process,
-and never opens a socket (the harness's emulator transport sets it): the guard lets a client on
-such a transport send, as it lets a loopback URL, since no model provider can receive it."""
-
-
 def answers_in_process(client: Any) -> bool:
-    """Whether ``client`` sends over an in-process ``httpx2`` transport: a mock or one marked
-    :data:`IN_PROCESS_MARK`. Read, not assumed: any other client may reach the network."""
+    """Whether ``client`` sends over an in-process ``httpx2`` transport: a mock, or one registered
+    with ``register_in_process_transport``. Read, not assumed: any other client may reach the network."""
     for read in (
         lambda: client._client._transport,  # openai, anthropic: their http_client's transport
         lambda: client._api_client._async_httpx_client._transport,  # google-genai
@@ -265,7 +182,7 @@ def answers_in_process(client: Any) -> bool:
             continue
         import httpx2  # the SDKs' own HTTP library, loaded already once a client exists
 
-        return isinstance(transport, httpx2.MockTransport) or getattr(transport, IN_PROCESS_MARK, False) is True
+        return isinstance(transport, httpx2.MockTransport) or _switch._registered_in_process(transport)
     return False
 
 
@@ -282,20 +199,15 @@ def _switch_off() -> str | None:
     return None
 
 
-def _test_gate() -> str | None:
-    plugin = sys.modules.get(_TEST_GATE_MODULE)
-    gate = getattr(plugin, "model_request_refusal", None)
-    return gate() if callable(gate) else None
-
-
 def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     """The ``error_message`` a backend ends with instead of sending, or None to send.
 
     In order: ``allow_model_requests(flag)`` around the call decides alone; else the switch
-    (``ALLOW_MODEL_REQUESTS``, ``OPENPROGRAM_ALLOW_MODEL_REQUESTS``) may refuse; else the running
-    test, under the harness's pytest plugin. Whatever refuses, the request still goes when
-    ``target()`` (called only then) is a loopback URL, since it reaches this machine and not a
-    model provider, or None: no SDK client could be read or built, so nothing can reach one.
+    (``ALLOW_MODEL_REQUESTS``, ``OPENPROGRAM_ALLOW_MODEL_REQUESTS``) may refuse; else a gate
+    registered with ``register_request_gate`` (a test framework's, which knows the running test)
+    may. Whatever refuses, the request still goes when ``target()`` (called only then) is a
+    loopback URL, since it reaches this machine and not a model provider, or None: no SDK client
+    could be read or built, so nothing can reach one.
     """
     forced = _switch._allowed_here.get()
     if forced is True:
@@ -303,7 +215,7 @@ def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     if forced is False:
         why = "openprogram.providers.allow_model_requests(False) is in force around this call"
     else:
-        why = _switch_off() or _test_gate()
+        why = _switch_off() or _switch._gate_refusal()
     if why is None:
         return None
     url = target()
@@ -384,6 +296,15 @@ class SDKProvider(Generic[_ClientT]):
         self._client = client
         self._client_kwargs = client_kwargs
         self._loop_clients: PerLoopClients[_ClientT] = PerLoopClients(self._build_client)
+
+    @property
+    def client(self) -> _ClientT | None:
+        """The client given to the constructor (None: one is built per event loop)."""
+        return self._client
+
+    @client.setter
+    def client(self, client: _ClientT | None) -> None:
+        self._client = client
 
     # -- what each backend defines ---------------------------------------------------------
     def _build_client(self) -> _ClientT:
@@ -590,10 +511,7 @@ __all__ = [
     "CancelRace",
     "Decoder",
     "PerLoopClients",
-    "close_loop_clients",
-    "ReplyError",
     "SDKProvider",
-    "describe_exception",
     "error_body_fields",
     "client_base_url",
     "http_error_text",

@@ -18,15 +18,14 @@ from typing import Any, ClassVar
 
 import anthropic
 
+from openprogram.errors import ReplyError, describe_exception
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     END,
     Aborted,
     CancelRace,
     Decoder,
-    ReplyError,
     SDKProvider,
-    describe_exception,
     error_body_fields,
     http_error_text,
     is_replayable,

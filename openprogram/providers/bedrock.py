@@ -31,15 +31,14 @@ except ImportError as exc:  # pragma: no cover - exercised by simulating the mis
         'The Bedrock backend needs boto3, an optional extra: pip install -e ".[bedrock]" in the openprogram checkout'
     ) from exc
 
+from openprogram.errors import ReplyError, describe_exception
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     END,
     Aborted,
     CancelRace,
     Decoder,
-    ReplyError,
     SDKProvider,
-    describe_exception,
     http_error_text,
     merge_same_role,
     retry_after,

@@ -37,12 +37,12 @@ except ImportError as exc:  # pragma: no cover - exercised by simulating the mis
         ' pip install -e ".[gemini]" in the openprogram checkout'
     ) from exc
 
+from openprogram.errors import describe_exception
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     CancelRace,
     Decoder,
     SDKProvider,
-    describe_exception,
     http_error_text,
     merge_same_role,
     retry_after,

@@ -1,7 +1,8 @@
 """OpenAI backends: Chat Completions and Responses, over the official ``openai`` SDK.
 
 Both APIs are decoded into the same ``MessageBuilder`` calls, so the loop cannot tell which one
-answered. The two share everything that is not wire format (``_OpenAIProvider``); the
+answered. The two share everything that is not wire format (``_common_fields`` builds the body
+fields both spell alike, ``_reply_events`` sends and decodes); the
 per-event-loop client cache, cancellation, and the rule that HTTP and SDK failures become an
 ``error`` event, never an exception in the loop, are every SDK backend's (``_shared``).
 
@@ -28,22 +29,23 @@ Choices a reader might wonder about:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import aclosing
 from typing import Any, ClassVar
 
 import httpx2
 import openai
 from openai import AsyncOpenAI
 
+from openprogram.errors import ReplyError, describe_exception
 from openprogram.providers import ModelRequest, tool_choice
 from openprogram.providers._shared import (
     END,
     CancelRace,
     Decoder,
-    ReplyError,
     SDKProvider,
-    describe_exception,
     error_body_fields,
     http_error_text,
     is_replayable,
@@ -128,98 +130,68 @@ def _close(builder: MessageBuilder, index: int | None = None) -> list[AssistantM
 
 
 # ---------------------------------------------------------------------------------------------
-# The provider skeleton both APIs share
+# The request and the reply both APIs share (each provider class below reads top to bottom
+# through these two functions)
 # ---------------------------------------------------------------------------------------------
 
 
-class _OpenAIProvider(SDKProvider[AsyncOpenAI]):
-    name: ClassVar[str] = "openai"
+def _common_fields(request: ModelRequest, max_tokens_field: str, max_tokens: int | None) -> dict[str, Any]:
+    """The last body fields, which both APIs spell alike but the length cap (``max_tokens_field``):
+    the request's cap (else ``max_tokens``, the provider's), temperature and ``extra`` as is."""
+    fields: dict[str, Any] = {}
+    max_tokens = request.max_tokens or max_tokens
+    if max_tokens is not None:
+        fields[max_tokens_field] = max_tokens
+    if request.temperature is not None:
+        fields["temperature"] = request.temperature
+    if request.extra:
+        fields["extra_body"] = dict(request.extra)
+    return fields
 
-    @property
-    def client(self) -> AsyncOpenAI | None:
-        """The client given to the constructor (None: one is built per event loop)."""
-        return self._client
 
-    @client.setter
-    def client(self, client: AsyncOpenAI | None) -> None:
-        self._client = client
+async def _reply_events(
+    create: Callable[[], Awaitable[Any]],
+    decoder: Decoder,
+    race: CancelRace,
+    *,
+    streaming: bool,
+    watch: Callable[[Any], None] | None = None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Send the request (``create()``, called here so that its failures meet the handling below) and
+    decode the reply, whole or streamed, through ``decoder``.
 
-    client_factory: ClassVar[Callable[..., Any]] = AsyncOpenAI
-
-    # -- what each API defines ---------------------------------------------------------------
-    max_tokens_field: ClassVar[str]
-    """The body field that caps the reply's length."""
-
-    def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
-        """The history (and system prompt) in this API's body fields."""
-        raise NotImplementedError
-
-    def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
-        """The tools and the tool choice in this API's body fields; called when there are tools."""
-        raise NotImplementedError
-
-    def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
-        raise NotImplementedError
-
-    def _decoder(self, builder: MessageBuilder) -> Decoder:
-        raise NotImplementedError
-
-    def _watch(self, sdk_stream: Any, decoder: Decoder) -> None:
-        """Look at the SDK stream before it is read (Chat: whether ``[DONE]`` arrives)."""
-
-    # -- the request and the reply ----------------------------------------------------------
-    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
-        """The SDK keyword arguments for this request (without ``stream``)."""
-        kwargs: dict[str, Any] = {"model": model, **self._history_fields(request)}
-        if request.tools:
-            kwargs.update(self._tool_fields(request))
-        max_tokens = request.max_tokens or self.max_tokens
-        if max_tokens is not None:
-            kwargs[self.max_tokens_field] = max_tokens
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.extra:
-            kwargs["extra_body"] = dict(request.extra)
-        return kwargs
-
-    def _describe(self, exc: Exception) -> str:
-        return describe_error(exc)
-
-    async def _reply(
-        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        client = self._client_for_running_loop()
-        kwargs = self.build_request(request, model)
-        if self.streaming:
-            kwargs["stream"] = True
-        decoder = self._decoder(builder)
-        sdk_stream: Any = None
-        try:
-            result = await race.run(self._create(client, kwargs))
-            if not self.streaming:
-                for event in decoder.whole(result):
-                    yield event
-                return
-            sdk_stream = result
-            self._watch(sdk_stream, decoder)
-            iterator = sdk_stream.__aiter__()
-            while not decoder.finished:
-                item = await race.run(anext(iterator, END))
-                if item is END:
-                    break
-                for event in decoder.feed(item):
-                    yield event
-            if not decoder.finished:
-                for event in decoder.finish():
-                    yield event
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
-            if not decoder.started:
-                raise
-            raise ReplyError(describe_error(exc, mid_stream=True)) from exc
-        finally:
-            if sdk_stream is not None:
-                with contextlib.suppress(Exception):
-                    await sdk_stream.close()
+    ``watch`` sees the SDK stream before it is read. A connection lost after the first wire item
+    is the reply's failure (a cut stream), reported as such; before it, the request's. Iterate it
+    under ``aclosing``, so a reply abandoned early closes the SDK stream at once, not at GC.
+    """
+    sdk_stream: Any = None
+    try:
+        result = await race.run(create())
+        if not streaming:
+            for event in decoder.whole(result):
+                yield event
+            return
+        sdk_stream = result
+        if watch is not None:
+            watch(sdk_stream)
+        iterator = sdk_stream.__aiter__()
+        while not decoder.finished:
+            item = await race.run(anext(iterator, END))
+            if item is END:
+                break
+            for event in decoder.feed(item):
+                yield event
+        if not decoder.finished:
+            for event in decoder.finish():
+                yield event
+    except (openai.APIConnectionError, httpx2.TransportError) as exc:
+        if not decoder.started:
+            raise
+        raise ReplyError(describe_error(exc, mid_stream=True)) from exc
+    finally:
+        if sdk_stream is not None:
+            with contextlib.suppress(Exception):
+                await sdk_stream.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,32 +357,47 @@ class OpenAIChatDecoder(Decoder):
         return [*events, *self.finish()]
 
 
-class OpenAIChatProvider(_OpenAIProvider):
+class OpenAIChatProvider(SDKProvider[AsyncOpenAI]):
     """``client.chat.completions.create``: the API every OpenAI-compatible server speaks."""
 
-    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+    name: ClassVar[str] = "openai"
+    client_factory: ClassVar[Callable[..., Any]] = AsyncOpenAI
 
-    def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
-        return {"messages": convert_messages(request.messages, system_prompt=request.system_prompt)}
+    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        """The SDK keyword arguments for this request (without ``stream``)."""
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": convert_messages(request.messages, system_prompt=request.system_prompt),
+        }
+        if request.tools:
+            kwargs["tools"] = convert_tools(request.tools)
+            kwargs.update(tool_choice.openai_chat(request.tool_choice, request.parallel_tool_calls))
+        kwargs.update(_common_fields(request, "max_completion_tokens", self.max_tokens))
+        return kwargs
 
-    def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
-        choice = tool_choice.openai_chat(request.tool_choice, request.parallel_tool_calls)
-        return {"tools": convert_tools(request.tools), **choice}
+    async def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        client = self._client_for_running_loop()
+        kwargs = self.build_request(request, model)
+        if self.streaming:  # usage comes in a last chunk only when asked for
+            kwargs.update(stream=True, stream_options={"include_usage": True})
+        decoder = OpenAIChatDecoder(builder)
 
-    def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
-        if kwargs.get("stream"):
-            kwargs = {**kwargs, "stream_options": {"include_usage": True}}
-        return client.chat.completions.create(**kwargs)
+        def watch(sdk_stream: Any) -> None:
+            # The SDK reads its SSE through ``_decoder`` and drops ``[DONE]``; wrapping that decoder
+            # is the only way to see it. An SDK without the attribute leaves the check off.
+            inner = getattr(sdk_stream, "_decoder", None)
+            if inner is not None and hasattr(inner, "aiter_bytes"):
+                decoder.done_marker = sdk_stream._decoder = _DoneMarker(inner)
 
-    def _decoder(self, builder: MessageBuilder) -> Decoder:
-        return OpenAIChatDecoder(builder)
+        create = functools.partial(client.chat.completions.create, **kwargs)
+        async with aclosing(_reply_events(create, decoder, race, streaming=self.streaming, watch=watch)) as events:
+            async for event in events:
+                yield event
 
-    def _watch(self, sdk_stream: Any, decoder: Decoder) -> None:
-        # The SDK reads its SSE through ``_decoder`` and drops ``[DONE]``; wrapping that decoder is
-        # the only way to see it. An SDK without the attribute leaves the check off (the old reading).
-        inner = getattr(sdk_stream, "_decoder", None)
-        if isinstance(decoder, OpenAIChatDecoder) and inner is not None and hasattr(inner, "aiter_bytes"):
-            decoder.done_marker = sdk_stream._decoder = _DoneMarker(inner)
+    def _describe(self, exc: Exception) -> str:
+        return describe_error(exc)
 
 
 class _DoneMarker:
@@ -667,26 +654,38 @@ class OpenAIResponsesDecoder(Decoder):
         return [*events, self.builder.done("stop")]
 
 
-class OpenAIResponsesProvider(_OpenAIProvider):
+class OpenAIResponsesProvider(SDKProvider[AsyncOpenAI]):
     """``client.responses.create``: OpenAI's current API, the one that returns reasoning items."""
 
-    max_tokens_field: ClassVar[str] = "max_output_tokens"
+    name: ClassVar[str] = "openai"
+    client_factory: ClassVar[Callable[..., Any]] = AsyncOpenAI
 
-    def _history_fields(self, request: ModelRequest) -> dict[str, Any]:
-        fields: dict[str, Any] = {"input": convert_responses_input(request.messages)}
+    def build_request(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        """The SDK keyword arguments for this request (without ``stream``)."""
+        kwargs: dict[str, Any] = {"model": model, "input": convert_responses_input(request.messages)}
         if request.system_prompt:  # Responses takes the system prompt apart from the input
-            fields["instructions"] = request.system_prompt
-        return fields
+            kwargs["instructions"] = request.system_prompt
+        if request.tools:
+            kwargs["tools"] = convert_responses_tools(request.tools)
+            kwargs.update(tool_choice.openai_responses(request.tool_choice, request.parallel_tool_calls))
+        kwargs.update(_common_fields(request, "max_output_tokens", self.max_tokens))
+        return kwargs
 
-    def _tool_fields(self, request: ModelRequest) -> dict[str, Any]:
-        choice = tool_choice.openai_responses(request.tool_choice, request.parallel_tool_calls)
-        return {"tools": convert_responses_tools(request.tools), **choice}
+    async def _reply(
+        self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        client = self._client_for_running_loop()
+        kwargs = self.build_request(request, model)
+        if self.streaming:
+            kwargs["stream"] = True
+        create = functools.partial(client.responses.create, **kwargs)
+        decoder = OpenAIResponsesDecoder(builder)
+        async with aclosing(_reply_events(create, decoder, race, streaming=self.streaming)) as events:
+            async for event in events:
+                yield event
 
-    def _create(self, client: AsyncOpenAI, kwargs: dict[str, Any]) -> Awaitable[Any]:
-        return client.responses.create(**kwargs)
-
-    def _decoder(self, builder: MessageBuilder) -> Decoder:
-        return OpenAIResponsesDecoder(builder)
+    def _describe(self, exc: Exception) -> str:
+        return describe_error(exc)
 
 
 __all__ = [

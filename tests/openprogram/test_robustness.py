@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 import threading
+import typing
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -692,9 +693,34 @@ def test_getters_supply_user_messages_only(returned: Any) -> None:
 
 @pytest.mark.parametrize("entry", ["exec", "aexec", "exec_result", "aexec_result"])
 def test_the_exec_entry_points_declare_every_keyword(entry: str) -> None:
-    parameters = inspect.signature(getattr(runtime, entry)).parameters
-    assert not [p for p in parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
-    expected = set(inspect.signature(runtime.aexec_result).parameters)
-    assert set(parameters) == expected
+    """One declaration, ``ExecOptions``, types the keywords of all four; each docstring names them."""
+    function = getattr(runtime, entry)
+    parameters = list(inspect.signature(function).parameters.values())
+    assert [(p.name, p.kind) for p in parameters] == [
+        ("content", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ("options", inspect.Parameter.VAR_KEYWORD),
+    ]
+    hints = typing.get_type_hints(function, localns=vars(runtime))
+    assert hints["options"] == typing.Unpack[runtime.ExecOptions]
+    keywords = set(typing.get_type_hints(runtime.ExecOptions))
     for name in ("tools", "toolset", "tool_choice", "max_iterations", "provider", "clock", "cancel_event"):
-        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert name in keywords
+    assert len(keywords) == 17 and not runtime.ExecOptions.__required_keys__
+    undocumented = [name for name in keywords if f"``{name}``" not in (function.__doc__ or "")]
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("entry", ["exec", "aexec", "exec_result", "aexec_result"])
+def test_a_misspelled_keyword_is_refused_naming_it_before_any_request(entry: str) -> None:
+    """``**options`` would take any name: a misspelled ``tool=`` must not silently become "every
+    registered tool"."""
+    provider = ScriptedProvider("never sent")
+
+    def call() -> object:
+        result = getattr(runtime, entry)("hi", tool=[], provider=provider)
+        return asyncio.run(result) if inspect.iscoroutine(result) else result
+
+    expected = rf"^{entry}\(\) got an unexpected keyword argument 'tool' \(did you mean 'tools'\?\)$"
+    with pytest.raises(TypeError, match=expected):
+        call()
+    assert not provider.requests

@@ -336,7 +336,7 @@ def test_the_default_tool_choice_is_auto() -> None:
     [
         (
             "any",
-            "unknown tool_choice 'any'; accepted: \"auto\", \"required\", \"none\", "
+            'unknown tool_choice \'any\'; accepted: "auto", "required", "none", '
             '{"type": "function", "name": "<tool name>"} or None',
         ),
         (
@@ -622,3 +622,15 @@ def test_a_failing_sync_exec_does_not_chain_the_no_running_loop_error() -> None:
     for raised in (failed.value, unbound.value):
         assert not any("no running event loop" in str(link) for link in chain(raised)), chain(raised)
         assert raised.__cause__ is None and raised.__context__ is None
+
+
+def test_runtime_imports_no_private_module() -> None:
+    """runtime is the entry point a reader starts from: what it needs from the providers is public."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(runtime))
+    imported = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module]
+    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    private = [name for name in imported if name != "__future__" and any(p.startswith("_") for p in name.split("."))]
+    assert private == []

@@ -16,14 +16,13 @@ from typing import Any, ClassVar
 
 import pytest
 
+from openprogram.errors import ReplyError, describe_exception
 from openprogram.providers import ModelRequest, Provider
 from openprogram.providers._shared import (
     Aborted,
     CancelRace,
     PerLoopClients,
-    ReplyError,
     SDKProvider,
-    describe_exception,
     error_body_fields,
     http_error_text,
     is_replayable,
@@ -109,6 +108,37 @@ def test_loops_on_two_threads_at_once_each_get_their_own_client() -> None:
     for thread in threads:
         thread.join(QUICK)
     assert len(built) == 2 and {id(client) for client in seen} == {id(client) for client in built}
+
+
+def test_close_loop_clients_closes_the_running_loops_clients_only() -> None:
+    """The public ``openprogram.providers.close_loop_clients`` (what a short-lived loop calls before
+    it ends): the running loop's clients are closed and forgotten, another loop's are kept."""
+    from openprogram.providers import close_loop_clients
+
+    class Closable(Client):
+        closed = False
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    built: list[Closable] = []
+    clients = PerLoopClients(lambda: built.append(Closable(len(built))) or built[-1])
+
+    async def outer() -> None:
+        mine = clients.get()
+        other: list[Closable] = []
+
+        async def use_and_close() -> None:
+            other.append(clients.get())
+            await close_loop_clients()
+
+        thread = threading.Thread(target=lambda: asyncio.run(use_and_close()))
+        thread.start()
+        thread.join(QUICK)
+        assert other[0].closed and not mine.closed
+        assert clients.get() is mine
+
+    asyncio.run(outer())
 
 
 def test_a_client_needs_a_running_loop() -> None:
@@ -468,11 +498,6 @@ def test_retry_after(headers: dict[str, str], delay: str | None) -> None:
 )
 def test_error_body_fields(body: object, fields: tuple[str | None, str | None]) -> None:
     assert error_body_fields(body) == fields
-
-
-def test_describe_exception() -> None:
-    assert describe_exception(TimeoutError("slow")) == "TimeoutError: slow"
-    assert describe_exception(ReplyError("stream ended early")) == "stream ended early"
 
 
 # -- history rules and usage -----------------------------------------------------------------------
