@@ -19,7 +19,15 @@ from harness.report import (
 )
 from harness.report._env import environment
 from tests.harness.report.dom import parse
-from tests.harness.report.worlds import DEMO_CASSETTE, HOSTILE, broken_run, checked, failing_campaign, nested_trace
+from tests.harness.report.worlds import (
+    DEMO_CASSETTE,
+    HOSTILE,
+    broken_run,
+    checked,
+    failing_campaign,
+    long_trace,
+    nested_trace,
+)
 
 
 def test_every_value_is_escaped_and_the_page_runs_only_its_own_script() -> None:
@@ -168,3 +176,20 @@ def test_without_jinja2_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatc
             trace_report(nested_trace())
     finally:
         environment.cache_clear()
+
+
+def test_a_50_request_run_stays_small_and_quick_to_draw() -> None:
+    import time
+
+    trace = long_trace()
+    assert len(trace.requests) == 50
+    trace_report(trace)  # the templates compiled
+    started = time.perf_counter()
+    html = trace_report(trace)
+    seconds = time.perf_counter() - started
+    document = parse(html)
+    assert len(document.find_all("model")) == 50 and len(document.find_all("tool")) == 49
+    assert len(html.encode()) < 400_000, f"{len(html.encode())} bytes"
+    assert seconds < 5, f"{seconds:.2f} s to draw"  # about 0.2 s; generous for a loaded machine
+    # the tools' schemas are shown once, not fifty times
+    assert html.count("Look a page up.") == 1

@@ -86,3 +86,21 @@ def failing_campaign(save_dir: str) -> Any:
     result = run_campaign(400, seed=2024, loop=seeded.agent_loop, save_dir=save_dir)
     assert result.failure is not None
     return result
+
+
+def long_trace(requests: int = 50) -> Trace:
+    """A run of ``requests`` model requests (one tool call each, then an answer), the size the
+    issue asks a report to stay responsive at."""
+
+    @function(register=False)
+    def lookup(page: int) -> str:
+        """Look a page up."""
+        return f"page {page}: " + "some words of the page " * 6
+
+    turns = [turn.tool_calls(turn.tool_call("lookup", page=i), text=f"Reading page {i}.") for i in range(1, requests)]
+    provider = ScriptedProvider(*turns, turn.text("Done: all pages read."))
+    collector = RunCollector()
+    collector.watch(provider)
+    with observe_runs(collector.on_event), runtime.use(provider):
+        runtime.exec("Read every page.", tools=[lookup], max_iterations=requests, clock=DeterministicClock())
+    return collector.last
