@@ -14,7 +14,7 @@ saying so, not a bare ``AttributeError``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,39 @@ def main() -> None:
     """Deterministic simulation and record-replay testing for tool-calling agents."""
 
 
+_HTML_HELP = "Also write an HTML report here: one self-contained file (docs/reports.md)."
+
+
+def _html_ready(path: Path | None) -> None:
+    """Before the work: a report that cannot be written is said at once, not after a campaign."""
+    if path is None:
+        return
+    from harness.report import MissingReportExtra, stylesheet
+
+    try:
+        stylesheet()
+    except MissingReportExtra as exc:
+        raise click.UsageError(f"--html: {exc}") from None
+    if not path.parent.is_dir():
+        raise click.UsageError(f"--html {path}: cannot write: no such directory {path.parent}")
+
+
+def _write_html(path: Path, make: Callable[[], str]) -> None:
+    """Render a report and write it; a missing ``report`` extra or an unwritable path is the
+    user's to fix (a usage error), not a traceback."""
+    from harness.report import MissingReportExtra
+
+    try:
+        text = make()
+    except MissingReportExtra as exc:
+        raise click.UsageError(f"--html: {exc}") from None
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.UsageError(f"--html {path}: cannot write: {exc.strerror or exc}") from None
+    click.echo(f"wrote {path} ({len(text.encode('utf-8')) // 1024 or 1} KiB)", err=True)
+
+
 def _expand(paths: Iterable[Path], what: str) -> list[Path]:
     """Files as given; a directory as every *.yaml / *.yml under it (sorted, recursively)."""
     out: list[Path] = []
@@ -95,7 +128,8 @@ def _expand(paths: Iterable[Path], what: str) -> list[Path]:
 @click.command("run")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, path_type=Path))
 @click.option("--show", is_flag=True, help="Print each run's trace as a readable timeline.")
-def run_command(files: tuple[Path, ...], show: bool) -> None:
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
+def run_command(files: tuple[Path, ...], show: bool, html: Path | None = None) -> None:
     """Run scenario YAML files against the loop; check the reference model and the invariants.
 
     A directory runs every *.yaml / *.yml file under it. Each file is reported, then a summary.
@@ -106,15 +140,20 @@ def run_command(files: tuple[Path, ...], show: bool) -> None:
     from harness.scenarios._scenario import Scenario, ScenarioError
 
     paths = _expand(files, "scenario")
+    _html_ready(html)
     failed = unusable = 0
+    checked: list[tuple[str, Any]] = []
+    errors: list[str] = []
     for path in paths:
         try:
             scenario = Scenario.from_yaml(path)
             result = check(scenario)
         except ScenarioError as exc:
             click.echo(f"ERROR {exc}")
+            errors.append(str(exc))
             unusable += 1
             continue
+        checked.append((str(path), result))
         status = "ok  " if result.ok else "FAIL"
         click.echo(f"{status} {path} (reason={result.trace.reason}, requests={len(result.trace.requests)})")
         for note in scenario.notes_for_run():
@@ -126,6 +165,10 @@ def run_command(files: tuple[Path, ...], show: bool) -> None:
             click.echo("    " + result.trace.render().replace("\n", "\n    "))
         failed += not result.ok
     passed = len(paths) - failed - unusable
+    if html is not None:
+        from harness.report import run_report
+
+        _write_html(html, lambda: run_report(checked, unusable=errors))
     if failed or unusable:
         parts = [f"{passed} passed", f"{failed} failed"] + ([f"{unusable} could not be used"] if unusable else [])
         click.echo(f"{len(paths)} scenario(s): {', '.join(parts)}")
@@ -180,15 +223,22 @@ def _cassette(path: Path) -> Path:
 @cassettes_group.command("show", short_help="Print a recorded conversation as a timeline.")
 @click.argument("cassette", type=click.Path(path_type=Path))
 @click.option("--width", default=100, show_default=True, type=click.IntRange(min=20), help="Clip texts to this.")
-def show_command(cassette: Path, width: int) -> None:
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
+def show_command(cassette: Path, width: int, html: Path | None = None) -> None:
     """Print a recorded conversation as a timeline: per interaction the endpoint, model, the
     request's new messages and the reply (text, tool calls, stop reason, usage; streams decoded)."""
-    from harness.recording._tools import ConversionError, render_timeline
+    from harness.recording._tools import ConversionError, read_steps, render_timeline
 
+    _html_ready(html)
     try:
         click.echo(render_timeline(_cassette(cassette), width=width))
+        steps = read_steps(cassette) if html is not None else []
     except ConversionError as exc:
         raise click.UsageError(_one_line(exc)) from None
+    if html is not None:
+        from harness.report import cassette_report
+
+        _write_html(html, lambda: cassette_report(steps, source=str(cassette)))
 
 
 @cassettes_group.command("to-scenario", short_help="Turn a cassette into a scenario file for harness run.")
@@ -289,6 +339,7 @@ def _one_line(exc: Exception) -> str:
     envvar="HARNESS_EXAMPLE_DB_READONLY",
     help="Only read the shared database; this campaign's finds go to .hypothesis/examples.",
 )
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
 def fuzz_command(
     examples: int,
     seed: int | None,
@@ -297,6 +348,7 @@ def fuzz_command(
     max_turns: int,
     database_url: str | None = None,
     database_readonly: bool = False,
+    html: Path | None = None,
 ) -> None:
     """Generate adversarial model behaviour and check every run against the reference and the invariants.
 
@@ -312,6 +364,7 @@ def fuzz_command(
     from harness.scenarios._parts import UserImportError
 
     console = Console()
+    _html_ready(html)
     try:
         tools = load_tools(tools_module) if tools_module else None
     except (NoToolsError, UserImportError) as exc:
@@ -344,6 +397,11 @@ def fuzz_command(
             examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance, database=database
         )
     _print_summary(console, result)
+    if html is not None:
+        from harness.report import campaign_report
+
+        command = f"harness fuzz --seed {chosen} --examples {examples}" + (f" --tools {tools_module}" if tools else "")
+        _write_html(html, lambda: campaign_report(result, command=command))
     if result.nondeterministic:
         console.print("\n[bold red]NONDETERMINISTIC TOOL(S)[/]")
         for name, detail in sorted(result.nondeterministic.items()):

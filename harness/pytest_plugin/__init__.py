@@ -542,6 +542,10 @@ def pytest_configure(config: pytest.Config) -> None:
     _refuse_hypofuzz_with_recording(config)
     config.pluginmanager.register(_LiveRuns(), "harness-live-runs")
     config.stash[_GATE_REGISTRATION] = _register_gate(model_request_refusal)
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
+        from harness.pytest_plugin._html import HtmlTimelines  # only when pytest-html writes a report
+
+        config.pluginmanager.register(HtmlTimelines(_COLLECTOR, _CALL_FAILED), "harness-html-timelines")
 
     state: dict[str, Any] = {"profile": None, "source": "", "previous_profile": None, "previous_env": None}
     config.stash[_PROFILE_STATE] = state

@@ -1,0 +1,46 @@
+"""See a run: self-contained HTML timelines of runs, campaigns and recorded conversations.
+
+Text serves a short run; a failing campaign scenario with a nested run, a steering message
+mid-batch and a cap, or a recorded conversation of twenty requests, a person would rather look
+at. Every report here is one HTML file that needs nothing else (no network, no script to read
+it), whose timelines each have a root element of class ``harness-timeline`` (DESIGN section 6).
+
+The pages (``_pages``) are drawn by Jinja2 (the ``report`` extra; ``MissingReportExtra`` names it
+when it is missing) from plain values (``_model``): a ``Trace`` read into lanes (``_runs``), a
+cassette's decoded steps read the same way (``_recorded``), and the oracle's objections placed on
+the events they are about (``_marks``). This package sits beside ``campaigns`` and ``recording``
+and imports neither: the command line and the pytest plugin hand it what they hold.
+"""
+
+from harness.report._env import MissingReportExtra
+from harness.report._model import Entry, Lane, ProblemShown, Timeline
+from harness.report._pages import (
+    CampaignLike,
+    campaign_report,
+    cassette_report,
+    judge,
+    run_report,
+    stylesheet,
+    timelines_fragment,
+    trace_report,
+    trace_timeline,
+)
+from harness.report._recorded import StepLike
+
+__all__ = [
+    "CampaignLike",
+    "Entry",
+    "Lane",
+    "MissingReportExtra",
+    "ProblemShown",
+    "StepLike",
+    "Timeline",
+    "campaign_report",
+    "cassette_report",
+    "judge",
+    "run_report",
+    "stylesheet",
+    "timelines_fragment",
+    "trace_report",
+    "trace_timeline",
+]

@@ -1,0 +1,159 @@
+"""Each kind of report opened in a real browser (headless Chromium), as a person would open it:
+what the page shows once its scripts ran (``innerText`` leaves out what is folded away), what
+is visible, what a click on its buttons does, that its console stays silent (no message, no
+uncaught exception, no failed load, every host unresolvable), and a full-page screenshot.
+
+Driven over the DevTools protocol on a pipe (``browser.py``). Debian's ``chromium`` package;
+``.ci/run`` installs it where it can; without it these tests skip, saying so. Screenshots go to
+the module's temporary directory, or to ``$HARNESS_REPORT_SHOTS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.checking._check import problems_of
+from harness.recording._tools import read_steps
+from harness.report import campaign_report, cassette_report, trace_report
+from tests.harness.report.browser import Browser, Page, find_browser
+from tests.harness.report.test_where_users_meet_it import FAILING_TEST
+from tests.harness.report.worlds import DEMO_CASSETTE, broken_run, failing_campaign, long_trace, nested_trace
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    binary = find_browser()
+    if binary is None:
+        pytest.skip("headless Chromium is not installed (apt-get install chromium): the browser tests need it")
+    opened = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("HARNESS_REPORT_SHOTS")
+    directory = Path(chosen) if chosen else tmp_path_factory.mktemp("shots")
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _open(browser: Browser, shots: Path, path: Path, name: str) -> Page:
+    page = browser.open(path)
+    assert page.console() == [], f"the browser's console for {name}"
+    shot = page.screenshot(shots / f"{name}.png")
+    assert shot.stat().st_size > 10_000, "the screenshot is (nearly) blank"
+    return page
+
+
+def _seen(page: Page, selector: str, index: int = 0) -> str:
+    """What a reader sees of an element: its rendered text (folded parts left out)."""
+    text = page.evaluate(f"document.querySelectorAll({json.dumps(selector)})[{index}]?.innerText ?? null")
+    assert text is not None, f"nothing matches {selector!r}"
+    return " ".join(str(text).split())
+
+
+def _visible(page: Page, selector: str) -> list[bool]:
+    return page.evaluate(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.checkVisibility())")
+
+
+def _click(page: Page, label: str) -> None:
+    clicked = page.evaluate(
+        "(() => { const b = [...document.querySelectorAll('button')]"
+        f".find(b => b.textContent === {json.dumps(label)});"
+        " if (!b) return false; b.click(); return true; })()"
+    )
+    assert clicked, f"no button {label!r}"
+
+
+def test_a_run_report_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    scenario, trace = broken_run()
+    path = tmp_path / "run.html"
+    path.write_text(trace_report(trace, title="a broken run", problems=problems_of(scenario, trace)), encoding="utf-8")
+    page = _open(browser, shots, path, "run-broken")
+    assert _visible(page, ".harness-timeline") == [True]
+    marked = _seen(page, ".entry.violation")
+    assert "violates [event_grammar], [reference]" in marked and "call_2" in marked and "RuntimeError" in marked
+    assert "the reference model predicted" in _seen(page, ".oracle")
+    assert "stop" in _seen(page, ".entry.end")
+
+    _click(page, "fold all")  # the objection stays on its line: the badges are in the summary
+    folded = _seen(page, ".entry.violation")
+    assert "violates" not in folded and "⚠ event_grammar" in folded
+
+    _click(page, "only what the oracle objects to")
+    shown = page.evaluate("[...document.querySelectorAll('.entry')].filter(e => e.checkVisibility()).map(e => e.id)")
+    assert shown == [page.evaluate("document.querySelector('.entry.violation').id"), "t1-r0-end"]
+
+    browser.send("Emulation.setEmulatedMedia", {"media": "print"}, session=page.session)
+    assert _visible(page, ".toolbar") == [False]  # on paper, no buttons
+
+
+def test_a_nested_run_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    path = tmp_path / "nested.html"
+    path.write_text(trace_report(nested_trace(), title="an expert asks a model of its own"), encoding="utf-8")
+    page = _open(browser, shots, path, "run-nested")
+    assert _visible(page, ".lane.nested") == [True]  # without unfolding anything
+    lane = _seen(page, ".lane.nested")
+    assert lane.startswith("nested run 1, inside expert#call_1 · ended stop")
+    assert "2+2?" in lane and "add" in lane
+    tool = page.evaluate("document.querySelector('.lane.nested').closest('.entry').dataset.kind")
+    assert tool == "tool" and "every invariant holds" in _seen(page, ".oracle")
+
+
+def test_a_50_request_run_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    path = tmp_path / "long.html"
+    path.write_text(trace_report(long_trace(), title="fifty requests"), encoding="utf-8")
+    page = _open(browser, shots, path, "run-50-requests")
+    seen = _seen(page, ".harness-timeline").lower()
+    assert "request 50" in seen and "done: all pages read." in seen
+    assert "look a page up." not in seen  # the schemas are folded away
+    loaded = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+    assert loaded < 5000, f"{loaded:.0f} ms to load"  # a few hundred on the development machine
+
+
+def test_a_cassette_report_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    path = tmp_path / "cassette.html"
+    path.write_text(cassette_report(read_steps(DEMO_CASSETTE), source=DEMO_CASSETTE.name), encoding="utf-8")
+    page = _open(browser, shots, path, "cassette")
+    seen = _seen(page, ".harness-timeline")
+    assert "get_weather" in seen and "recording ends (stop)" in seen and "Pack a light jacket" in seen
+
+
+def test_a_campaign_report_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    result = failing_campaign(str(tmp_path / "saved"))
+    path = tmp_path / "campaign.html"
+    path.write_text(campaign_report(result, command="harness fuzz --seed 2024 --examples 400"), encoding="utf-8")
+    page = _open(browser, shots, path, "campaign-violation")
+    seen = _seen(page, "main")
+    assert "VIOLATION" in seen and "seed 2024" in seen and "Loop boundaries reached" in seen
+    assert "steering:" in _seen(page, "pre.scenario")
+    assert _visible(page, ".entry.violation") and all(_visible(page, ".entry.violation"))
+    assert "violates [error_feedback]" in _seen(page, ".entry.violation")
+
+
+def test_a_pytest_html_report_in_the_browser(browser: Browser, shots: Path, pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html", reason="pytest-html (the dev extra) is not installed")
+    pytester.makepyfile(test_agent=FAILING_TEST)
+    result = pytester.runpytest_subprocess("--html=report.html", "--self-contained-html", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+    page = _open(browser, shots, pytester.path / "report.html", "pytest-html")
+    # pytest-html draws its rows with script, from its data: the timelines are there once it ran
+    titles = page.evaluate("[...document.querySelectorAll('.harness-timeline h4')].map(h => h.textContent)")
+    assert len(titles) == 3
+    visible = dict(zip(titles, _visible(page, ".harness-timeline"), strict=True))
+    assert visible == {
+        "test_agent.py::test_answers_wrong": True,  # the failure, unfolded
+        "test_agent.py::test_adds": False,  # passed rows are folded by pytest-html
+        "test_agent.py::test_without_the_fixtures": False,
+    }
+    failing = titles.index("test_agent.py::test_answers_wrong")
+    seen = _seen(page, ".harness-timeline", failing)
+    assert "five" in seen and "stop · 4 new message(s)" in seen
