@@ -332,6 +332,72 @@ class Interaction:
         return f"interaction {self.index} ({self.request.method} {self.request.uri})"
 
 
+# ---------------------------------------------------------------------------------------------
+# A streamed body as its events: what replay hands over one by one and what the secret scan joins.
+# ---------------------------------------------------------------------------------------------
+
+EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
+
+
+def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
+    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
+
+    The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
+    """
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
+        return _sse_events(body)
+    if kind == EVENTSTREAM:
+        return eventstream_messages(body)
+    return [body] if body else []
+
+
+def _sse_events(body: bytes) -> list[bytes]:
+    chunks, start = [], 0
+    while start < len(body):
+        ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n", b"\r\r") if (i := body.find(sep, start)) != -1]
+        if not ends:
+            chunks.append(body[start:])
+            break
+        index, width = min(ends)
+        chunks.append(body[start : index + width])
+        start = index + width
+    return chunks
+
+
+def eventstream_messages(body: bytes) -> list[bytes]:
+    """An AWS event-stream body as its messages (by their length prelude); a cut or foreign rest stays whole."""
+    chunks, start = [], 0
+    while start < len(body):
+        if len(body) - start < 4:
+            chunks.append(body[start:])
+            break
+        total = int.from_bytes(body[start : start + 4], "big")
+        if total < 16:  # not a message prelude: keep the rest whole
+            chunks.append(body[start:])
+            break
+        chunks.append(body[start : start + total])
+        start += total
+    return chunks
+
+
+def eventstream_payload(message: bytes) -> bytes | None:
+    """The payload of one whole AWS event-stream message, ``None`` when ``message`` is not one."""
+    if len(message) < 16 or int.from_bytes(message[:4], "big") != len(message):
+        return None
+    headers = int.from_bytes(message[4:8], "big")
+    if 12 + headers > len(message) - 4:
+        return None
+    return message[12 + headers : -4]
+
+
+def with_eventstream_crc(message: bytes) -> bytes:
+    """``message`` with its trailing CRC recomputed: a scrubbed payload must still pass botocore's check."""
+    if eventstream_payload(message) is None:
+        return message
+    return message[:-4] + zlib.crc32(message[:-4]).to_bytes(4, "big")
+
+
 @dataclass(frozen=True)
 class Cassette:
     """A loaded cassette: its path and interactions in recorded order."""

@@ -40,12 +40,14 @@ from urllib.parse import urlsplit
 import httpx2
 
 import harness.recording._clients as backends
+import harness.recording._vcr_compat as vcr_compat
 from harness.recording._wire import (
     VOLATILE_FIELDS,
     AtomicPersister,
+    EventChunks,
     configure_vcr,
-    event_chunks,
     json_body,
+    reply_parts,
     request_text,
 )
 from openprogram.providers import Provider
@@ -103,7 +105,7 @@ class Recording:
     @property
     def loaded(self) -> int:
         """How many interactions the cassette held when it was opened."""
-        return int(self.cassette._loaded_count)
+        return vcr_compat.loaded_count(self.cassette)
 
     def respond(self, vcr_request: Any) -> dict[str, Any] | None:
         """The recorded response for a request, ``None`` to send and record it, or a mismatch raised."""
@@ -140,7 +142,7 @@ class Recording:
 
     def save(self) -> None:
         """Write what was recorded (nothing when nothing changed); raises on a credential found."""
-        self.cassette._save()
+        vcr_compat.save(self.cassette)
 
     def _mismatch(self, request: Any) -> CassetteMismatchError:
         number = self.requests_seen
@@ -243,31 +245,6 @@ def _named(function: Any, name: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Chunks(httpx2.AsyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    async def __aiter__(self) -> Any:
-        for chunk in self.chunks:
-            yield chunk
-
-    async def aclose(self) -> None:
-        pass
-
-
-def _chunks_of(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[bytes]]:
-    pairs = []
-    for name, values in (response.get("headers") or {}).items():
-        for value in values if isinstance(values, list | tuple) else [values]:
-            pairs.append((str(name), value.decode("latin-1") if isinstance(value, bytes) else str(value)))
-    body = (response.get("body") or {}).get("string") or b""
-    body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-    lowered = {name.lower(): value for name, value in pairs}
-    if lowered.get("content-encoding", "identity") not in ("identity", ""):
-        return pairs, [body]  # still compressed (decoding was turned off): not splittable
-    return pairs, event_chunks(body, lowered.get("content-type"))
-
-
 def _upstream_url(url: str, upstream: str | None) -> str:
     if not upstream:
         return url
@@ -292,13 +269,13 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         played = self.recording.respond(vcr_request)
         if played is None:
             played = self.recording.record(vcr_request, await self._send(request, body))
-        headers, chunks = _chunks_of(played)
+        headers, chunks = reply_parts(played)
         status = played["status"]
         message = status.get("message") or ""
         return httpx2.Response(
             int(status["code"]),
             headers=headers,
-            stream=_Chunks(chunks),
+            stream=EventChunks.for_httpx(httpx2, chunks),
             request=request,
             extensions={"reason_phrase": message.encode("ascii", "replace")} if message else {},
         )
@@ -333,22 +310,6 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         self._real.clear()
 
 
-class _Raw:
-    """What botocore reads a reply from (urllib3's ``stream``/``read``/``close``)."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    def stream(self, *_: Any, **__: Any) -> Any:
-        yield from self.chunks
-
-    def read(self, *_: Any, **__: Any) -> bytes:
-        return b"".join(self.chunks)
-
-    def close(self) -> None:
-        pass
-
-
 def attach_botocore(client: Any, recording: Recording, upstream: str | None = None) -> None:
     """Make a boto3 client's requests go through ``recording`` (its ``before-send`` event)."""
     from botocore.awsrequest import AWSResponse
@@ -364,11 +325,11 @@ def attach_botocore(client: Any, recording: Recording, upstream: str | None = No
         played = recording.respond(vcr_request)
         if played is None:
             played = recording.record(vcr_request, _send_boto(request, upstream))
-        pairs, chunks = _chunks_of(played)
+        pairs, chunks = reply_parts(played)
         merged: dict[str, str] = {}
         for name, value in pairs:
             merged[name] = f"{merged[name]}, {value}" if name in merged else value
-        return AWSResponse(request.url, int(played["status"]["code"]), merged, _Raw(chunks))
+        return AWSResponse(request.url, int(played["status"]["code"]), merged, EventChunks(chunks))
 
     client.meta.events.register("before-send.bedrock-runtime.*", send)
 

@@ -130,6 +130,35 @@ def scrub_uri(uri: str) -> str:
     return scrub_arns(urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)))
 
 
+# ---------------------------------------------------------------------------------------------
+# The same rules as vcrpy filters: before matching and recording, and again in the persister
+# ---------------------------------------------------------------------------------------------
+
+
+def scrub_request(request: Any) -> Any:
+    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
+    for name in list(request.headers):
+        if is_credential_header(name):
+            del request.headers[name]
+    request.uri = scrub_uri(request.uri)
+    return request
+
+
+def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    """A vcrpy ``before_record_response``: identity headers (``set-cookie``, organisation ids) removed."""
+    response["headers"] = scrub_headers(response.get("headers") or {})
+    return response
+
+
+def scrub_stored_response(response: dict[str, Any]) -> dict[str, Any]:
+    """What the persister does to a response before writing: :func:`scrub_response`, and ARN ids in text bodies."""
+    scrub_response(response)
+    body = response.get("body") or {}
+    if isinstance(body.get("string"), str):
+        body["string"] = scrub_arns(body["string"])
+    return response
+
+
 def is_credential_variable(name: str) -> bool:
     """True for an environment variable whose value is a credential by its name."""
     return bool(_CREDENTIAL_NAME.search(name))
@@ -268,3 +297,4 @@ def _check(text: str, path: str, needles: dict[str, str], findings: list[Credent
     for value, variable in needles.items():
         if any(form in text for form in _forms(value)):
             findings.append(CredentialFinding(variable, path or "top level"))
+

@@ -9,15 +9,18 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
   bodies pretty-printed and multi-line text (SSE streams, JSON) written as literal blocks.
 - :class:`AtomicPersister`: reading a cassette that does not parse fails with
   :class:`CassetteCorruptError` (path and reason) instead of vcrpy's "treat it as empty and
-  overwrite it"; writing scrubs (``harness.recording._scrub``), scans for credentials from the environment
-  (nothing is written when one is found) and replaces the file atomically (temp file +
-  ``os.replace``), so a killed recording leaves the old cassette whole.
+  overwrite it"; writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too),
+  scans for credentials from the environment (nothing is written when one is found) and
+  replaces the file atomically (temp file + ``os.replace``), so a killed recording leaves the
+  old cassette whole.
 - :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
   ``harness_query``): JSON bodies compared as data (key order and volatile fields ignored), the
   query without credential parameters; a mismatch explains itself with a unified diff.
-- :func:`event_chunks`: a recorded stream split at its event boundaries (SSE events, AWS
-  event-stream messages), so a replay yields event by event (vcrpy#597) and
-  :func:`stream_replaying_httpx_response` puts that into vcrpy's own httpx stub.
+- :class:`EventChunks`, the one stream type: a recorded reply handed over split at its event
+  boundaries (``harness.recording._cassettes.event_chunks``: SSE events, AWS event-stream
+  messages), to httpx2, to botocore, and, through :func:`stream_replaying_httpx_response`, in
+  vcrpy's own httpx stub (vcrpy#597).
+- vcrpy's private names are reached only through ``harness.recording._vcr_compat``.
 """
 
 from __future__ import annotations
@@ -27,20 +30,21 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
-from harness.recording._cassettes import CassetteError
+import harness.recording._vcr_compat as vcr_compat
+from harness.recording._cassettes import CassetteError, event_chunks
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
     find_credentials_in,
-    is_credential_header,
-    scrub_arns,
-    scrub_headers,
+    scrub_request,
+    scrub_response,
+    scrub_stored_response,
     scrub_uri,
 )
 
@@ -60,26 +64,6 @@ MATCH_ON: Final[tuple[str, ...]] = ("method", "host", "path", "harness_query", "
 
 class CassetteCorruptError(CassetteError):
     """A cassette file that exists but cannot be read; it is left exactly as it is."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Scrubbing as vcrpy filters (before_record_request / before_record_response)
-# ---------------------------------------------------------------------------------------------
-
-
-def scrub_request(request: Any) -> Any:
-    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
-    for name in list(request.headers):
-        if is_credential_header(name):
-            del request.headers[name]
-    request.uri = scrub_uri(request.uri)
-    return request
-
-
-def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
-    """A vcrpy ``before_record_response``: identity headers (``set-cookie``, organisation ids) removed."""
-    response["headers"] = scrub_headers(response.get("headers") or {})
-    return response
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,13 +199,10 @@ class AtomicPersister:
         from vcr.serialize import serialize
 
         path = Path(cassette_path)
-        for request in cassette_dict["requests"]:
+        for request in cassette_dict["requests"]:  # again: a project's own filters replace ours in vcrpy
             scrub_request(request)
         for response in cassette_dict["responses"]:
-            scrub_response(response)
-            body = response.get("body") or {}
-            if isinstance(body.get("string"), str):
-                body["string"] = scrub_arns(body["string"])
+            scrub_stored_response(response)
         text = serialize(cassette_dict, serializer)
         findings = find_credentials(text, self.environ, extra=self.extra)
         if findings:
@@ -400,74 +381,35 @@ def safe_query(r1: Any, r2: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
-    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
+class EventChunks:
+    """A recorded reply's body handed over one event at a time, the one stream type of record-replay.
 
-    The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
+    The same object serves every reader a reply meets: httpx2 (sync and async, through
+    :meth:`for_httpx`, since httpx2 checks the stream's class), botocore (urllib3's
+    ``stream``/``read``/``close``), and vcrpy's httpx stub under the plain ``vcr`` marker. So a
+    streamed reply reaches the SDK split at the same boundaries whichever way it was replayed.
     """
-    kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
-        return _sse_events(body)
-    if kind == "application/vnd.amazon.eventstream":
-        return _eventstream_messages(body)
-    return [body] if body else []
-
-
-def _sse_events(body: bytes) -> list[bytes]:
-    chunks, start = [], 0
-    while start < len(body):
-        ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n", b"\r\r") if (i := body.find(sep, start)) != -1]
-        if not ends:
-            chunks.append(body[start:])
-            break
-        index, width = min(ends)
-        chunks.append(body[start : index + width])
-        start = index + width
-    return chunks
-
-
-def _eventstream_messages(body: bytes) -> list[bytes]:
-    chunks, start = [], 0
-    while start < len(body):
-        if len(body) - start < 4:
-            chunks.append(body[start:])
-            break
-        total = int.from_bytes(body[start : start + 4], "big")
-        if total < 16:  # not a message prelude: keep the rest whole
-            chunks.append(body[start:])
-            break
-        chunks.append(body[start : start + total])
-        start += total
-    return chunks
-
-
-def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:
-    """A stand-in for vcrpy's ``httpx_stubs._deserialize_response``: the body streamed event by event."""
-    response = _ORIGINAL["deserialize"](vcr_response, httpx)
-    headers = {name.lower(): values for name, values in (vcr_response.get("headers") or {}).items()}
-    values = headers.get("content-type") or [""]
-    content_type = values[0] if isinstance(values, list) else str(values)
-    chunks = event_chunks(_body_bytes((vcr_response.get("body") or {}).get("string")), content_type)
-    if len(chunks) > 1:
-        response.stream = _ChunkStream(chunks)
-    return response
-
-
-_ORIGINAL: dict[str, Callable[..., Any]] = {}
-
-
-class _ChunkStream:
-    """An httpx(2) sync and async byte stream over fixed chunks."""
 
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
 
+    @classmethod
+    def for_httpx(cls, httpx: Any, chunks: list[bytes]) -> EventChunks:
+        """The chunks as a byte stream of the ``httpx`` module given (httpx2, or httpx when vcrpy stubs it)."""
+        return _httpx_kind(cls, httpx)(chunks)
+
     def __iter__(self) -> Iterator[bytes]:
         return iter(list(self.chunks))
 
-    async def __aiter__(self) -> Any:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks:
             yield chunk
+
+    def stream(self, *_: Any, **__: Any) -> Iterator[bytes]:
+        yield from self.chunks
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        return b"".join(self.chunks)
 
     def close(self) -> None:
         pass
@@ -476,16 +418,45 @@ class _ChunkStream:
         pass
 
 
+@functools.cache
+def _httpx_kind(base: type[EventChunks], httpx: Any) -> type[EventChunks]:
+    return type(base.__name__, (base, httpx.AsyncByteStream, httpx.SyncByteStream), {"__module__": __name__})
+
+
+def reply_parts(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[bytes]]:
+    """A vcrpy response's headers as ``(name, value)`` pairs and its body as event chunks."""
+    pairs = []
+    for name, values in (response.get("headers") or {}).items():
+        for value in values if isinstance(values, list | tuple) else [values]:
+            pairs.append((str(name), value.decode("latin-1") if isinstance(value, bytes) else str(value)))
+    body = _body_bytes((response.get("body") or {}).get("string"))
+    lowered = {name.lower(): value for name, value in pairs}
+    if lowered.get("content-encoding", "identity") not in ("identity", ""):
+        return pairs, [body]  # still compressed (decoding was turned off): not splittable
+    return pairs, event_chunks(body, lowered.get("content-type"))
+
+
+def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:
+    """A stand-in for vcrpy's httpx stub response builder: the body streamed event by event."""
+    response = _ORIGINAL["deserialize"](vcr_response, httpx)
+    _, chunks = reply_parts(vcr_response)
+    if len(chunks) > 1:
+        response.stream = EventChunks.for_httpx(httpx, chunks)
+    return response
+
+
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
+
+
 def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> AtomicPersister:
     """Give a ``vcr.VCR`` the harness's additions; returns the persister now in front of its old one.
 
     What the project already configured wins where vcrpy lets it (its own ``match_on``,
     ``before_record_*`` filters); the persister's scrubbing and credential scan always run.
     """
-    from vcr.stubs import httpx_stubs
-
-    if httpx_stubs._deserialize_response is not stream_replaying_httpx_response:
-        _ORIGINAL["deserialize"] = httpx_stubs._deserialize_response
+    stubs, builder = vcr_compat.httpx_response_builder()
+    if builder is not stream_replaying_httpx_response:
+        _ORIGINAL["deserialize"] = builder
     vcr.register_serializer("yaml", READABLE_YAML)
     vcr.register_matcher("harness_body", json_body)
     vcr.register_matcher("harness_query", safe_query)
@@ -500,8 +471,5 @@ def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> Atom
     if persister.inner is None and not isinstance(vcr.persister, AtomicPersister):
         persister.inner = vcr.persister
     vcr.register_persister(persister)
-    vcr._custom_patches = (
-        *tuple(vcr._custom_patches),
-        (httpx_stubs, "_deserialize_response", stream_replaying_httpx_response),
-    )
+    vcr_compat.add_custom_patch(vcr, stubs, "_deserialize_response", stream_replaying_httpx_response)
     return persister
