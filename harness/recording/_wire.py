@@ -42,9 +42,9 @@ from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
     find_credentials_in,
+    find_hidden_credentials,
     scrub_request,
     scrub_response,
-    scrub_stored_response,
     scrub_uri,
 )
 
@@ -202,12 +202,14 @@ class AtomicPersister:
         for request in cassette_dict["requests"]:  # again: a project's own filters replace ours in vcrpy
             scrub_request(request)
         for response in cassette_dict["responses"]:
-            scrub_stored_response(response)
+            scrub_response(response)
         text = serialize(cassette_dict, serializer)
+        loaded = _loaded(text, serializer)
         findings = find_credentials(text, self.environ, extra=self.extra)
-        if findings:
-            structured = find_credentials_in(_loaded(text, serializer), self.environ, extra=self.extra)
-            raise CredentialLeakError(str(path), structured or findings)
+        hidden = find_hidden_credentials(loaded, self.environ, extra=self.extra)  # binary, or split in a stream
+        if findings or hidden:
+            structured = find_credentials_in(loaded, self.environ, extra=self.extra) if findings else []
+            raise CredentialLeakError(str(path), dict.fromkeys([*(structured or findings), *hidden]))
         reason = self.hold(str(path)) if self.hold is not None else None
         if reason is not None:
             self.withheld.append((str(path), reason))
