@@ -321,3 +321,44 @@ def test_a_failing_vcr_marker_test_keeps_its_old_cassette(
     monkeypatch.setenv("PROMPT", "changed")
     _run(pytester, "--record-mode=new_episodes").assert_outcomes(failed=1)
     assert cassette.read_bytes() == before
+
+
+STREAMED_MARKED_TEST = textwrap.dedent(  # a user's streaming client under the plain vcr marker
+    """
+            import asyncio, os
+            import openai, pytest
+            from harness.emulator import Emulator
+            from harness.script import turn
+
+            @pytest.mark.vcr
+            @pytest.mark.allow_model_requests
+            def test_streamed():
+                async def ask(base_url):
+                    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0)
+                    messages = [{"role": "user", "content": "hi"}]
+                    stream = await client.chat.completions.create(model="m", messages=messages, stream=True)
+                    parts = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
+                    await client.close()
+                    return parts
+                with Emulator(turn.text("hello from a streamed reply")) as emulator:
+                    parts = asyncio.run(ask(emulator.base_url))
+                    answered = not emulator.remaining
+                assert answered == (os.environ.get("REPLAY") != "1")  # a replay never reaches the emulator
+                assert "".join(parts) == "hello from a streamed reply"
+                assert len([part for part in parts if part]) > 1
+    """
+)
+
+
+def test_a_streamed_reply_under_the_plain_vcr_marker_replays_event_by_event(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # in a fresh process, as a user runs it (in-process, the suite's own imports hid the failure)
+    pytester.makepyfile(test_streamed=STREAMED_MARKED_TEST)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_streamed" / "test_streamed.yaml"
+    assert "data: " in cassette.read_text(encoding="utf-8")
+    monkeypatch.setenv("REPLAY", "1")
+    replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=none")
+    replayed.assert_outcomes(passed=1)
+    assert len(cassettes.load(cassette)) == 1  # replayed from the cassette, nothing recorded again
