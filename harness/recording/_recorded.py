@@ -431,7 +431,8 @@ class RecordedFixture:
     record mode (``recorded.mode``). ``recorded.records`` says whether a request the cassette
     lacks would be sent: a test recording against the emulator starts it only then, so a
     replay needs no server. ``keys="env"`` records with the environment's credentials even
-    against ``upstream`` (the default there is the harness's test key).
+    against ``upstream`` (the default there is the harness's test key); a replay (record mode
+    ``none``, or ``once`` with the cassette there) uses the test key whatever ``keys`` says.
     """
 
     def __init__(self, recording: Recording) -> None:
@@ -463,7 +464,9 @@ class RecordedFixture:
         connection: backends.Connection | None = None,
     ) -> Provider:
         if connection is None and keys is not None:
-            connection = backends.Connection.from_env() if keys == "env" else backends.Connection.test()
+            # a replay sends nothing, so it needs no key: CI replays with none in its environment
+            live_keys = keys == "env" and self.recording.records
+            connection = backends.Connection.from_env() if live_keys else backends.Connection.test()
         backend, client = recorded_backend(
             provider, self.recording, endpoint, model=model, stream=stream, upstream=upstream, connection=connection
         )

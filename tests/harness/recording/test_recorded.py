@@ -362,3 +362,14 @@ def test_a_streamed_reply_under_the_plain_vcr_marker_replays_event_by_event(
     replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=none")
     replayed.assert_outcomes(passed=1)
     assert len(cassettes.load(cassette)) == 1  # replayed from the cassette, nothing recorded again
+
+
+def test_keys_env_records_with_the_environments_key_and_replays_without_one(
+    pytester: pytest.Pytester, sentinel_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(pytester, "openai", "chat.completions", False)  # the agent asks recorded(..., keys="env")
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    monkeypatch.delenv("OPENAI_API_KEY")  # CI: no key anywhere
+    replayed = _run(pytester, "--block-network")
+    replayed.assert_outcomes(passed=1)
+    assert "needs OPENAI_API_KEY" not in replayed.stdout.str()
