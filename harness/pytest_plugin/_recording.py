@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 _CALL_FAILED = pytest.StashKey[bool]()
+_RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call report
 
 
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
@@ -76,9 +77,12 @@ def recorded(
         fixture = RecordedFixture(open_recording(path, mode, options))
     except (CassetteCorruptError, RecordingError) as exc:
         pytest.fail(str(exc), pytrace=False)
+    request.node.stash[_RECORDED] = fixture
     yield fixture
     failed = request.node.stash.get(_CALL_FAILED, False)
     problems = fixture.finish(failed=failed, keep_failed=_keep_failed(request.config, options))
+    reported = {str(error) for error in fixture.recording.mismatches} if failed else set()
+    problems = [problem for problem in problems if problem not in reported]  # the call's failure said it
     if fixture.discarded:
         request.node.add_report_section("teardown", "harness cassette", fixture.discarded)
     if problems:
@@ -102,5 +106,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
+    fixture = item.stash.get(_RECORDED, None)
+    if report.when == "call" and fixture is not None and fixture.recording.mismatches:
+        # one mismatch, one failure, in the mismatch's words: not the ExecError it caused in the
+        # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
+        report.outcome = "failed"
+        report.longrepr = "\n\n".join(str(error) for error in fixture.recording.mismatches)
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked

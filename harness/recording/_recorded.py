@@ -46,7 +46,9 @@ from harness.recording._wire import (
     AtomicPersister,
     EventChunks,
     configure_vcr,
+    first_difference,
     json_body,
+    normalized_body,
     reply_parts,
     request_text,
 )
@@ -169,11 +171,16 @@ class Recording:
         )
         if not diff:
             diff = f"(interaction {index} is this request, but it was already replayed: the code asked twice)"
+        sent_body = normalized_body(filtered.body, self.ignore_fields)
+        recorded_body = normalized_body(stored[index].body, self.ignore_fields)
+        first = (
+            f"first difference: {first_difference(sent_body, recorded_body)}\n" if sent_body != recorded_body else ""
+        )
         return CassetteMismatchError(
             self.path,
             number,
             f"{where} matches no unused recorded interaction (record mode {self.mode!r}); "
-            f"the closest is interaction {index}:\n{diff}\n"
+            f"the closest is interaction {index}:\n{first}{diff}\n"
             f"If the change is intended, re-record: --record-mode=rewrite",
         )
 

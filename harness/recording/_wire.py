@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -362,6 +363,34 @@ def _first_difference(sent: Any, recorded: Any, path: str = "") -> str:
         return f"{path or 'the body'}: {len(sent)} items sent, {len(recorded)} recorded"
     shown = [_clip(json.dumps(v, ensure_ascii=False, default=str)) for v in (sent, recorded)]
     return f"{path or 'the body'}: sent {shown[0]}, recorded {shown[1]}"
+
+
+def first_difference(sent: Any, recorded: Any) -> str:
+    """Where two request bodies first part, naming the tool or function the place belongs to.
+
+    A unified diff of a changed tool schema shows a few lines of context (``"limit": {``), not
+    which of several tools changed; the path and the name say it in one line.
+    """
+    text = _first_difference(sent, recorded)
+    path = text.split(": ", 1)[0]
+    name = _owner_name(sent, path) or _owner_name(recorded, path)
+    return f"{text} (in {name})" if name else text
+
+
+def _owner_name(body: Any, path: str) -> str | None:
+    """The innermost ``name`` along ``path`` under a tool or function key: ``the tool 'search'``."""
+    found, value, under_tool = None, body, False
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        if key:
+            under_tool = under_tool or any(word in key.lower() for word in ("tool", "function"))
+            value = value.get(key) if isinstance(value, dict) else None
+        else:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        if isinstance(value, dict) and isinstance(value.get("name"), str) and under_tool:
+            found = value["name"]
+        if value is None:
+            break
+    return f"the tool {found!r}" if found else None
 
 
 def _clip(text: str, limit: int = 80) -> str:

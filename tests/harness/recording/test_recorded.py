@@ -150,7 +150,7 @@ def test_record_then_replay_offline(
         assert live.read_text(encoding="utf-8").count('"type": "text_delta"') > 1
 
     changed = _run(pytester, "--block-network", prompt="Weather in Oslo?")
-    changed.assert_outcomes(failed=1, errors=1)
+    changed.assert_outcomes(failed=1)  # one mismatch, one failure (not a teardown error besides)
     output = changed.stdout.str()
     assert f"{cassette}: request 1 (POST https://" in output
     assert "matches no unused recorded interaction (record mode 'none')" in output
@@ -373,3 +373,46 @@ def test_keys_env_records_with_the_environments_key_and_replays_without_one(
     replayed = _run(pytester, "--block-network")
     replayed.assert_outcomes(passed=1)
     assert "needs OPENAI_API_KEY" not in replayed.stdout.str()
+
+
+SCHEMA_AGENT = """
+import os
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import function, runtime
+
+LimitType = float if os.environ.get("CHANGED") else int
+
+@function(register=False)
+def weather(city: str) -> str:
+    \"\"\"The weather in a city.\"\"\"
+    return "sunny"
+
+@function(register=False)
+def search(query: str, limit: LimitType = 3) -> str:
+    \"\"\"Search the web.\"\"\"
+    return "nothing"
+
+def test_agent(recorded):
+    with Emulator(turn.text("ok")) as emulator:
+        upstream = emulator.base_url if recorded.records else None
+        backend = recorded({provider!r}, model="m-1", upstream=upstream)
+        assert runtime.exec("hi", tools=[weather, search], provider=backend) == "ok"
+"""
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
+def test_a_changed_tool_schema_is_one_failure_naming_the_tool_and_the_path(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sentinel_env: dict[str, str], provider: str
+) -> None:
+    pytester.makepyfile(test_agent=SCHEMA_AGENT.format(provider=provider))
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    monkeypatch.setenv("CHANGED", "1")
+    result = _run(pytester, "--block-network")
+    result.assert_outcomes(failed=1)  # not "1 failed, 1 error"
+    output = result.stdout.str()
+    assert output.count("matches no unused recorded interaction") == 1
+    assert "ExecError" not in output
+    [line] = [line for line in output.splitlines() if line.startswith("first difference: ")]
+    assert '.properties.limit.type: sent "number", recorded "integer"' in line
+    assert line.endswith("(in the tool 'search')")
