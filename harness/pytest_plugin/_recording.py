@@ -76,7 +76,11 @@ def recorded(
     try:
         fixture = RecordedFixture(open_recording(path, mode, options))
     except (CassetteCorruptError, RecordingError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        refused = str(exc)
+    else:
+        refused = None
+    if refused is not None:  # failed outside the except block: the reason once, with no chained traceback
+        pytest.fail(refused, pytrace=False)
     request.node.stash[_RECORDED] = fixture
     yield fixture
     failed = request.node.stash.get(_CALL_FAILED, False)
@@ -112,5 +116,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
         report.outcome = "failed"
         report.longrepr = "\n\n".join(str(error) for error in fixture.recording.mismatches)
+    if call.excinfo is not None and type(call.excinfo.value).__name__ == "CassetteCorruptError":
+        report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked

@@ -422,11 +422,31 @@ def load(path: str | Path) -> Cassette:
     try:
         data = yamlserializer.deserialize(text)
     except yaml.YAMLError as exc:
-        raise CassetteError(path, f"not a YAML cassette: {exc}") from exc
+        raise CassetteError(path, f"not a YAML cassette: {yaml_reason(exc)}") from None
     recorded = data.get("interactions") if isinstance(data, dict) else None
     if not recorded or not isinstance(recorded, list):
         raise CassetteError(path, "not a vcrpy cassette (no interactions)")
     return Cassette(path, tuple(_interaction(path, index, item) for index, item in enumerate(recorded)))
+
+
+def yaml_reason(exc: BaseException) -> str:
+    """A YAML error in one line, positions as ``line L, column C`` of the file the caller names.
+
+    PyYAML names the stream it parsed (``in "<unicode string>"``) and spreads one error over four
+    lines; the caller's message already starts with the path, so the positions are what is left.
+    """
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        text = " ".join(str(exc).split())
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+    def at(mark: Any) -> str:
+        return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+    problem = f"{at(exc.problem_mark)}: {exc.problem}" if exc.problem else at(exc.problem_mark)
+    if exc.context:
+        where = at(exc.context_mark)
+        problem += f" ({exc.context}{' at ' + where if where else ''})"
+    return problem
 
 
 def _interaction(path: Path, index: int, recorded: Any) -> Interaction:

@@ -38,7 +38,7 @@ from typing import Any, Final
 import yaml
 
 import harness.recording._vcr_compat as vcr_compat
-from harness.recording._cassettes import CassetteError, event_chunks
+from harness.recording._cassettes import CassetteError, event_chunks, yaml_reason
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
@@ -237,27 +237,61 @@ class _Parsed:
 
 
 def _check_parses(path: Path, text: str, serializer: Any) -> Any:
-    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not."""
+    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not.
+
+    Every error is raised ``from None`` with its reason in its message: the cause is said once,
+    not again in a chained traceback. The shape is checked here, where the path is known, since
+    vcrpy would fail on it later with a bare ``KeyError`` or ``ValueError`` in the middle of a replay.
+    """
     from vcr.serialize import deserialize
 
     try:
         data = serializer.deserialize(text)
     except Exception as exc:
-        raise CassetteCorruptError(path, f"the cassette does not parse: {_first_line(exc)}") from exc
+        raise CassetteCorruptError(path, f"the cassette does not parse: {yaml_reason(exc)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteCorruptError(path, "not a vcrpy cassette (no interactions list)")
-    for index, interaction in enumerate(data["interactions"]):
-        if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
-            raise CassetteCorruptError(path, f"interaction {index} has no request or response")
+    problem = next(filter(None, (shape_problem(i, item) for i, item in enumerate(data["interactions"]))), None)
+    if problem is not None:
+        raise CassetteCorruptError(path, problem)
     try:
         return deserialize(text, _Parsed(data))
     except Exception as exc:
-        raise CassetteCorruptError(path, f"vcrpy cannot read it: {_first_line(exc)}") from exc
+        raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def shape_problem(index: int, interaction: Any) -> str | None:
+    """Why interaction ``index`` is not in the shape vcrpy replays, or ``None``."""
+    where = f"interactions[{index}]"
+    if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
+        return f"interaction {index} has no request or response"
+    request, response = interaction["request"], interaction["response"]
+    for side, part in (("request", request), ("response", response)):
+        if not isinstance(part, dict):
+            return f"{where}.{side} is {_kind(part)}, not a mapping"
+        headers = part.get("headers")
+        if headers is not None and not isinstance(headers, dict):
+            return f"{where}.{side}.headers is {_kind(headers)}; vcrpy stores headers as a mapping of name to values"
+    for key in ("method", "uri"):
+        if not isinstance(request.get(key), str):
+            return f"{where}.request has no {key}"
+    if "status_code" in response:  # the form vcrpy's httpx stub once wrote, which it still replays
+        return None
+    status = response.get("status")
+    if not isinstance(status, dict) or not _is_status(status.get("code")):
+        return f"{where}.response has no status code (status: {{code: 200, message: OK}})"
+    body = response.get("body")
+    if not isinstance(body, dict) or "string" not in body:
+        return f"{where}.response.body has no string (body: {{string: ...}})"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return "missing" if value is None else f"a {type(value).__name__}"
+
+
+def _is_status(code: Any) -> bool:
+    return isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599
 
 
 _WRITE_LOCK = threading.Lock()

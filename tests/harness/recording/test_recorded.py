@@ -416,3 +416,66 @@ def test_a_changed_tool_schema_is_one_failure_naming_the_tool_and_the_path(
     [line] = [line for line in output.splitlines() if line.startswith("first difference: ")]
     assert '.properties.limit.type: sent "number", recorded "integer"' in line
     assert line.endswith("(in the tool 'search')")
+
+
+CORRUPT_PROJECT = """
+import pytest
+from openprogram import runtime
+
+def test_rec(recorded):
+    runtime.exec("hi", provider=recorded("openai", model="m-1"), tools=[])
+
+@pytest.mark.vcr
+def test_marked():
+    import httpx2
+    httpx2.get("https://api.openai.com/v1/models")
+"""
+
+_GOOD = {
+    "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "body": "{}", "headers": {}},
+    "response": {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": "{}"}},
+}
+
+
+def _shaped(**changes: dict) -> str:
+    import copy
+
+    import yaml
+
+    interaction = copy.deepcopy(_GOOD)
+    for side, change in changes.items():
+        interaction[side].update(change)
+        interaction[side] = {key: value for key, value in interaction[side].items() if value is not None}
+    return yaml.safe_dump({"version": 1, "interactions": [interaction]})
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "interactions:\n- request: [unclosed\n",
+            "the cassette does not parse: line 3, column 1: did not find expected ',' or ']' "
+            "(while parsing a flow sequence at line 2, column 12)",
+        ),
+        (
+            _shaped(request={"headers": [["content-type", "application/json"]]}),
+            "interactions[0].request.headers is a list; vcrpy stores headers as a mapping of name to values",
+        ),
+        (_shaped(response={"status": None}), "interactions[0].response has no status code"),
+    ],
+    ids=["yaml", "headers-list", "no-status"],
+)
+def test_a_broken_cassette_says_its_path_and_reason_once(pytester: pytest.Pytester, text: str, reason: str) -> None:
+    pytester.makepyfile(test_c=CORRUPT_PROJECT)
+    folder = pytester.path / "cassettes" / "test_c"
+    folder.mkdir(parents=True)
+    for name in ("test_rec", "test_marked"):
+        (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
+    result = _run(pytester)
+    result.assert_outcomes(errors=2)
+    output = result.stdout.str()
+    for name in ("test_rec", "test_marked"):
+        assert output.count(f"{folder / name}.yaml: {reason}") == 1, output
+    for noise in ("<unicode string>", "During handling", "direct cause", "Traceback", "KeyError", "ValueError"):
+        assert noise not in output
+    assert (folder / "test_rec.yaml").read_text(encoding="utf-8") == text
