@@ -38,6 +38,19 @@ def _keep_failed(config: pytest.Config, options: dict[str, Any]) -> bool:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _RECORDING_ITEM[:] = [item]
+    marked = [(m.name, m.kwargs) for name in ("recorded", "vcr") for m in item.iter_markers(name) if m.kwargs]
+    if not marked:
+        return  # the common case imports nothing
+    from harness.recording._recorded import RecordingError, check_options
+
+    try:
+        for name, kwargs in marked:
+            check_options(kwargs, f"@pytest.mark.{name}")
+    except RecordingError as exc:
+        refused = str(exc)
+    else:
+        return
+    pytest.fail(refused, pytrace=False)
 
 
 # optionalhook: with pytest-recording disabled (``-p no:recording``, which the HypoFuzz command in
@@ -66,7 +79,7 @@ def recorded(
     Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
     from pytest_recording.utils import merge_kwargs
 
-    from harness.recording._recorded import RecordedFixture, RecordingError, open_recording
+    from harness.recording._recorded import RecordedFixture, RecordingError, check_options, open_recording
     from harness.recording._wire import CassetteCorruptError
 
     markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
@@ -74,6 +87,7 @@ def recorded(
     mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
     path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
     try:
+        check_options(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
         fixture = RecordedFixture(open_recording(path, mode, options))
     except (CassetteCorruptError, RecordingError) as exc:
         refused = str(exc)

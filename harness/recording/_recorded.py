@@ -69,6 +69,53 @@ HARNESS_KEYS: Final[frozenset[str]] = frozenset({"allow_unused", "keep_failed_re
 """``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them)."""
 
 
+VCRPY_EXTRA_OPTIONS: Final[tuple[str, ...]] = ("additional_matchers", "allow_playback_repeats", "path", "persister")
+"""``use_cassette`` keywords vcrpy reads that are not ``VCR()`` parameters (the rest come from its signature)."""
+
+IGNORED_BY_RECORDED: Final[frozenset[str]] = frozenset(
+    {
+        "cassette_library_dir",
+        "custom_patches",
+        "func_path_generator",
+        "inject_cassette",
+        "path",
+        "path_transformer",
+        "record_on_exception",
+        "skip_patchers",
+    }
+)
+"""vcrpy options the ``recorded`` fixture accepts (a project's ``vcr_config`` serves its plain ``vcr``
+tests too) but has no use for: it patches nothing, its path is ``vcr_cassette_dir`` /
+``default_cassette_name``, and ``keep_failed_recording`` decides what a failing test keeps."""
+
+
+def known_options() -> frozenset[str]:
+    """Every key ``vcr_config``, ``@pytest.mark.recorded`` and ``@pytest.mark.vcr`` accept.
+
+    vcrpy's own are read from the installed ``VCR()`` signature, so a vcrpy that adds one is
+    accepted at once; an unknown key is an error rather than silently ignored, as vcrpy does.
+    """
+    import inspect
+
+    from vcr import VCR
+
+    vcrpy = {name for name in inspect.signature(VCR.__init__).parameters if name != "self"}
+    return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
+
+
+def check_options(options: Iterable[str], where: str) -> None:
+    """Raise :class:`RecordingError` for the first unknown option, naming the closest known one."""
+    known = known_options()
+    for name in options:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise RecordingError(
+            f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
+        )
+
+
 class RecordingError(Exception):
     """A recording that cannot go on as asked (bad mode, unknown provider)."""
 

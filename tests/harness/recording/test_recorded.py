@@ -479,3 +479,44 @@ def test_a_broken_cassette_says_its_path_and_reason_once(pytester: pytest.Pytest
     for noise in ("<unicode string>", "During handling", "direct cause", "Traceback", "KeyError", "ValueError"):
         assert noise not in output
     assert (folder / "test_rec.yaml").read_text(encoding="utf-8") == text
+
+
+TYPO_PROJECT = """
+import pytest
+
+@pytest.fixture
+def vcr_config():
+    return {vcr_config}
+
+{marker}
+def test_typo(recorded):
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("vcr_config", "marker", "message"),
+    [
+        ("{}", "@pytest.mark.recorded(allow_unsed=True)", "@pytest.mark.recorded: unknown option 'allow_unsed'"),
+        ("{}", "@pytest.mark.vcr(match_onn=['method'])", "@pytest.mark.vcr: unknown option 'match_onn'"),
+        ("{'ignore_field': ['id']}", "", "the vcr_config fixture: unknown option 'ignore_field'"),
+    ],
+    ids=["recorded-marker", "vcr-marker", "vcr_config"],
+)
+def test_an_unknown_option_is_an_error_naming_the_closest(
+    pytester: pytest.Pytester, vcr_config: str, marker: str, message: str
+) -> None:
+    pytester.makepyfile(test_typo=TYPO_PROJECT.format(vcr_config=vcr_config, marker=marker))
+    result = _run(pytester)
+    result.assert_outcomes(errors=1)
+    closest = {"allow_unsed": "allow_unused", "match_onn": "match_on", "ignore_field": "ignore_fields"}
+    typo = message.rsplit("'", 2)[1]
+    assert f"{message}; did you mean {closest[typo]!r}?" in result.stdout.str()
+
+
+def test_every_accepted_option_is_documented() -> None:
+    from harness.recording._recorded import known_options
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "record-replay.md").read_text(encoding="utf-8")
+    options = docs[docs.index("## Options") :]
+    assert sorted(name for name in known_options() if f"`{name}`" not in options) == []
