@@ -220,7 +220,7 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
 
 
 @cassettes_group.command("lint", short_help="Check format, secrets and unused cassettes.")
-@click.argument("directory", required=False, default="cassettes", type=click.Path(path_type=Path))
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--tests",
     "tests_dir",
@@ -230,12 +230,18 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
     help="Where the tests that use the cassettes live (for the unused/orphaned check).",
 )
 @click.option("--no-usage", is_flag=True, help="Skip the unused/orphaned check (cassettes of another layout).")
-def lint_command(directory: Path, tests_dir: Path, no_usage: bool) -> None:
-    """Check every cassette under DIRECTORY (default cassettes/, scenarios/ left out): it parses and
-    each request routes to a provider; no credential header, key= parameter, credential-looking
-    value or environment secret is in it; a test uses it. One line per finding; exits 1 on any."""
+def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> None:
+    """Check every cassette under DIRECTORY (default cassettes/, else pytest-recording's
+    tests/cassettes/; scenarios/ left out): it parses and each request routes to a provider; no
+    credential header, key= parameter, credential-looking value or environment secret is in it; a
+    test uses it. One line per finding; exits 1 on any."""
     from harness.recording._lint import lint
 
+    if directory is None:
+        found = [path for path in (Path("cassettes"), Path("tests") / "cassettes") if path.is_dir()]
+        if not found:
+            raise click.UsageError("no cassettes/ nor tests/cassettes/ here: name the folder to lint")
+        directory = found[0]
     if not directory.is_dir():
         raise click.UsageError(f"{directory}: no such directory")
     if not no_usage and not tests_dir.is_dir():
