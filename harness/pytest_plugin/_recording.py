@@ -6,6 +6,10 @@ scrubbing, the credential scan, semantic matching with diffs, atomic writes, eve
 replay and unused-interaction checks, and gives the ``recorded`` fixture. ``harness.pytest_plugin``
 registers it (``pytest_plugins``); like that module it imports only pytest and the standard
 library until a fixture or hook needs more.
+
+PYTEST_DONT_REWRITE: the package's ``__init__`` imports this module before pytest loads it as a
+plugin, so pytest could not rewrite its asserts anyway (it has none) and warned so in every
+user's session (``PytestAssertRewriteWarning: Module already imported``); this marker says so.
 """
 
 from __future__ import annotations

@@ -297,6 +297,22 @@ def _is_status(code: Any) -> bool:
 _WRITE_LOCK = threading.Lock()
 
 
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        pass
+    try:  # Linux shows the umask without changing it
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory and ``os.replace``.
 
@@ -309,6 +325,9 @@ def write_atomic(path: Path, text: str) -> None:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
                 file.flush()
+                # mkstemp makes the file 0600; a cassette is a file of the project, shared like any
+                # other: the mode it had, else the one a plain open() would give it (0666 - umask)
+                os.fchmod(file.fileno(), _mode_for(path))
                 os.fsync(file.fileno())
             os.replace(temporary, path)
         except BaseException:

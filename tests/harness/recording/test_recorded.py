@@ -520,3 +520,28 @@ def test_every_accepted_option_is_documented() -> None:
     docs = (Path(__file__).resolve().parents[3] / "docs" / "record-replay.md").read_text(encoding="utf-8")
     options = docs[docs.index("## Options") :]
     assert sorted(name for name in known_options() if f"`{name}`" not in options) == []
+
+
+def test_a_cassette_is_written_with_the_mode_the_umask_gives_and_keeps_its_mode(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_two=TWO_CALLS)
+    cassette = pytester.path / "cassettes" / "test_two" / "test_two.yaml"
+    previous = os.umask(0o022)
+    try:
+        _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+        assert cassette.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+        cassette.chmod(0o640)  # a mode the project chose stays
+        monkeypatch.setenv("CALLS", "1")
+        _run(pytester, "--record-mode=rewrite").assert_outcomes(passed=1)
+        assert len(cassettes.load(cassette)) == 1
+        assert cassette.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(previous)
+
+
+def test_a_session_loads_the_plugin_without_an_assert_rewrite_warning(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain(recorded):\n    assert recorded.mode == 'none'\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "default")  # as a user's session starts
+    result.assert_outcomes(passed=1)
+    assert "PytestAssertRewriteWarning" not in result.stdout.str() + result.stderr.str()
