@@ -381,6 +381,25 @@ def eventstream_messages(body: bytes) -> list[bytes]:
     return chunks
 
 
+def cut_tail(body: bytes, content_type: str | None) -> int:
+    """How many bytes at the end of a streamed body belong to no whole event; 0 when it ends whole.
+
+    An SSE reader drops an event the stream ends inside (no blank line after it), and an AWS
+    event-stream message shorter than its prelude says is no message: an SDK replaying such a
+    body sees a shorter reply and no error. Whatever cut it (a killed recording, an edit), the
+    cassette no longer holds what the provider sent.
+    """
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
+        last = _sse_events(body)[-1:] or [b""]
+        whole = last[0].endswith((b"\n\n", b"\r\n\r\n", b"\r\r")) or not last[0].strip()
+        return 0 if whole else len(last[0])
+    if kind == EVENTSTREAM:
+        last = eventstream_messages(body)[-1:]
+        return len(last[0]) if last and eventstream_payload(last[0]) is None else 0
+    return 0
+
+
 def eventstream_payload(message: bytes) -> bytes | None:
     """The payload of one whole AWS event-stream message, ``None`` when ``message`` is not one."""
     if len(message) < 16 or int.from_bytes(message[:4], "big") != len(message):

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
 from harness.recording._wire import (
@@ -121,7 +122,7 @@ class RecordingError(Exception):
 
 
 class CassetteMismatchError(AssertionError):
-    """A request the cassette has no recording for, while the record mode forbids recording it."""
+    """A request the cassette has no (whole) recording for, while the record mode forbids recording it."""
 
     def __init__(self, path: Path, number: int, message: str) -> None:
         super().__init__(message)
@@ -161,7 +162,7 @@ class Recording:
         self.requests_seen += 1
         cassette = self.cassette
         if cassette.can_play_response_for(vcr_request):
-            return cassette.play_response(vcr_request)
+            return self._whole(vcr_request, cassette.play_response(vcr_request))
         if cassette.write_protected:
             error = self._mismatch(vcr_request)
             self.mismatches.append(error)
@@ -192,6 +193,25 @@ class Recording:
     def save(self) -> None:
         """Write what was recorded (nothing when nothing changed); raises on a credential found."""
         vcr_compat.save(self.cassette)
+
+    def _whole(self, request: Any, response: dict[str, Any]) -> dict[str, Any]:
+        """``response`` if its stream ends whole; else the test fails rather than replay a shorter reply."""
+        headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
+        kind = headers.get("content-type")
+        kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
+        body = (response.get("body") or {}).get("string") or b""
+        cut = cassettes.cut_tail(body.encode("utf-8") if isinstance(body, str) else bytes(body), kind)
+        if not cut:
+            return response
+        error = CassetteMismatchError(
+            self.path,
+            self.requests_seen,
+            f"{self.path}: the recorded reply to request {self.requests_seen} ({request.method} {request.uri}) "
+            f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
+            "without an error; re-record it: --record-mode=rewrite",
+        )
+        self.mismatches.append(error)
+        raise error
 
     def _mismatch(self, request: Any) -> CassetteMismatchError:
         number = self.requests_seen

@@ -545,3 +545,29 @@ def test_a_session_loads_the_plugin_without_an_assert_rewrite_warning(pytester: 
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "default")  # as a user's session starts
     result.assert_outcomes(passed=1)
     assert "PytestAssertRewriteWarning" not in result.stdout.str() + result.stderr.str()
+
+
+def _cut_last_event(cassette: Path) -> None:
+    import yaml
+
+    data = yaml.load(cassette.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    body = data["interactions"][-1]["response"]["body"]
+    stored = body["string"]
+    if isinstance(stored, bytes):  # an AWS event stream: the last message (metadata, with usage) loses its end
+        body["string"] = stored[:-10]
+    else:  # SSE: the stream ends inside its last JSON event (the usage chunk), before [DONE]
+        last = stored.rstrip().rsplit("data: {", 1)[0]
+        body["string"] = last + 'data: {"id": "chatcmpl-1", "usage": {"prompt_to'
+    cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("provider", "endpoint"), [("openai", "chat.completions"), ("bedrock", "converse-stream")])
+def test_a_stream_cut_inside_its_last_event_replays_as_a_failure_not_a_short_success(
+    pytester: pytest.Pytester, sentinel_env: dict[str, str], provider: str, endpoint: str
+) -> None:
+    cassette = _project(pytester, provider, endpoint, True)
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    _cut_last_event(cassette)
+    result = _run(pytester, "--block-network")
+    result.assert_outcomes(failed=1)
+    assert "request 2" in result.stdout.str() and "is a stream cut inside its last event" in result.stdout.str()
