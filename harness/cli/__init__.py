@@ -256,6 +256,30 @@ def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> Non
     click.echo(f"{checked} {noun}, no findings")
 
 
+@cassettes_group.command("drift", short_help="Re-send recorded requests; report how the replies' shape changed.")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--base-url", required=True, help="The server to ask: the emulator, a proxy, or the provider's own URL.")
+def drift_command(files: tuple[Path, ...], base_url: str) -> None:
+    """Send each recorded request of each cassette to BASE_URL and compare the reply's structure
+    (fields, their types, the sequence of stream events) with the recorded one; values are not
+    compared. One line per difference, benign (something added) or breaking; exits 1 on a breaking one."""
+    from harness.recording._tools import ConversionError, drift
+
+    breaking = 0
+    for path in _expand(files, "cassette"):
+        try:
+            found = drift(path, base_url)
+        except ConversionError as exc:
+            raise click.UsageError(_one_line(exc)) from None
+        for difference in found:
+            click.echo(f"{path}: {difference}")
+        breaking += sum(difference.severity == "breaking" for difference in found)
+        if not found:
+            click.echo(f"{path}: no drift")
+    if breaking:
+        raise SystemExit(1)
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
