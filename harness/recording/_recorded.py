@@ -42,6 +42,7 @@ import httpx2
 import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
+from harness.recording._live import base_url_from_env
 from harness.recording._wire import (
     VOLATILE_FIELDS,
     AtomicPersister,
@@ -537,6 +538,11 @@ class RecordedFixture:
         keys: backends.Keys | None = None,
         connection: backends.Connection | None = None,
     ) -> Provider:
+        if upstream is None and connection is None and self.recording.records:
+            # the provider's base-URL variable (OPENAI_BASE_URL...) says where a live request goes,
+            # as live_backend reads it; the cassette still names the provider's host
+            upstream = base_url_from_env(provider)
+            keys = "env" if upstream is not None and keys is None else keys
         if connection is None and keys is not None:
             # a replay sends nothing, so it needs no key: CI replays with none in its environment
             live_keys = keys == "env" and self.recording.records

@@ -571,3 +571,49 @@ def test_a_stream_cut_inside_its_last_event_replays_as_a_failure_not_a_short_suc
     result = _run(pytester, "--block-network")
     result.assert_outcomes(failed=1)
     assert "request 2" in result.stdout.str() and "is a stream cut inside its last event" in result.stdout.str()
+
+
+BASE_URL_TEST = """
+import os
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import runtime
+
+def test_proxy(recorded):
+    with Emulator(turn.text("via the proxy")) as emulator:
+        if recorded.records:  # the project's proxy, as OPENAI_BASE_URL names it to every client
+            os.environ["OPENAI_BASE_URL"] = emulator.base_url + "/v1"
+        try:
+            assert runtime.exec("hi", provider=recorded("openai", model="m-1"), tools=[]) == "via the proxy"
+        finally:
+            os.environ.pop("OPENAI_BASE_URL", None)
+"""
+
+
+def test_recording_honours_the_providers_base_url_variable_as_live_backend_does(
+    pytester: pytest.Pytester, sentinel_env: dict[str, str]
+) -> None:
+    pytester.makepyfile(test_proxy=BASE_URL_TEST)
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_proxy" / "test_proxy.yaml"
+    [interaction] = cassettes.load(cassette)
+    assert interaction.request.uri == "https://api.openai.com/v1/chat/completions"  # replays anywhere
+    assert sentinel_env["OPENAI_API_KEY"] not in cassette.read_text(encoding="utf-8")
+    _run(pytester, "--block-network").assert_outcomes(passed=1)
+
+
+def test_identical_requests_replay_in_the_order_they_were_recorded(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_same="""
+        from harness.emulator import Emulator
+        from harness.script import turn
+        from openprogram import runtime
+
+        def test_same(recorded):
+            with Emulator(turn.text("one"), turn.text("two"), turn.text("three")) as emulator:
+                backend = recorded("openai", model="m-1", upstream=emulator.base_url if recorded.records else None)
+                assert [runtime.exec("same", provider=backend, tools=[]) for _ in range(3)] == ["one", "two", "three"]
+        """
+    )
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    _run(pytester, "--block-network").assert_outcomes(passed=1)
