@@ -103,7 +103,7 @@ def recorded(
     yield fixture
     failed = request.node.stash.get(_CALL_FAILED, False)
     problems = fixture.finish(failed=failed, keep_failed=_keep_failed(request.config, options))
-    reported = {str(error) for error in fixture.recording.mismatches} if failed else set()
+    reported = {str(error) for error in fixture.recording.failures} if failed else set()
     problems = [problem for problem in problems if problem not in reported]  # the call's failure said it
     if fixture.discarded:
         request.node.add_report_section("teardown", "harness cassette", fixture.discarded)
@@ -129,11 +129,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     fixture = item.stash.get(_RECORDED, None)
-    if report.when == "call" and fixture is not None and fixture.recording.mismatches:
+    if report.when == "call" and fixture is not None and fixture.recording.failures:
         # one mismatch, one failure, in the mismatch's words: not the ExecError it caused in the
         # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
         report.outcome = "failed"
-        report.longrepr = "\n\n".join(str(error) for error in fixture.recording.mismatches)
+        report.longrepr = "\n\n".join(str(error) for error in fixture.recording.failures)
     if call.excinfo is not None and type(call.excinfo.value).__name__ == "CassetteCorruptError":
         report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:

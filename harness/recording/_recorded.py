@@ -146,7 +146,9 @@ class Recording:
     allow_unused: bool = False
     ignore_fields: frozenset[str] = VOLATILE_FIELDS
     requests_seen: int = 0
-    mismatches: list[CassetteMismatchError] = field(default_factory=list)
+    failures: list[Exception] = field(default_factory=list)
+    """What the transports refused (a mismatch, a cut stream, a request that could not be sent for
+    recording): each fails the test once, in its own words, whatever the code under test made of it."""
 
     @property
     def records(self) -> bool:
@@ -166,7 +168,7 @@ class Recording:
             return self._whole(vcr_request, cassette.play_response(vcr_request))
         if cassette.write_protected:
             error = self._mismatch(vcr_request)
-            self.mismatches.append(error)
+            self.failures.append(error)
             raise error
         return None
 
@@ -195,6 +197,28 @@ class Recording:
         """Write what was recorded (nothing when nothing changed); raises on a credential found."""
         vcr_compat.save(self.cassette)
 
+    def unsent(self, method: str, url: str, exc: BaseException) -> RecordingError:
+        """The error for a request that could not be sent to be recorded, kept as one of :attr:`failures`.
+
+        An HTTP stack reports a refused connection as ``ExceptionGroup: unhandled errors in a
+        TaskGroup``; the innermost cause is what the user needs, and ``--block-network`` (which
+        blocks recording for tests without a ``vcr`` marker) is named as the likely reason.
+        """
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+        hint = (
+            "; --block-network blocks recording: record without it, replay with it"
+            if "network is disabled" in cause.lower()
+            else ""
+        )
+        error = RecordingError(
+            f"{self.path}: request {self.requests_seen} ({method} {url}) could not be sent to be recorded: "
+            f"{cause}{hint}"
+        )
+        self.failures.append(error)
+        return error
+
     def _whole(self, request: Any, response: dict[str, Any]) -> dict[str, Any]:
         """``response`` if its stream ends whole; else the test fails rather than replay a shorter reply."""
         headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
@@ -211,7 +235,7 @@ class Recording:
             f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
             "without an error; re-record it: --record-mode=rewrite",
         )
-        self.mismatches.append(error)
+        self.failures.append(error)
         raise error
 
     def _mismatch(self, request: Any) -> CassetteMismatchError:
@@ -362,7 +386,10 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
             real = self._real[loop] = httpx2.AsyncHTTPTransport()
         url = _upstream_url(str(request.url), self.upstream)
         forwarded = httpx2.Request(request.method, url, headers=request.headers, content=body)
-        response = await real.handle_async_request(forwarded)
+        try:
+            response = await real.handle_async_request(forwarded)
+        except Exception as exc:
+            raise self.recording.unsent(request.method, url, exc) from None
         try:
             content = b"".join([part async for part in response.stream])
         finally:
@@ -399,7 +426,11 @@ def attach_botocore(client: Any, recording: Recording, upstream: str | None = No
         vcr_request = VcrRequest(request.method, request.url, body, headers)
         played = recording.respond(vcr_request)
         if played is None:
-            played = recording.record(vcr_request, _send_boto(request, upstream))
+            try:
+                sent = _send_boto(request, upstream)
+            except Exception as exc:
+                raise recording.unsent(request.method, _upstream_url(request.url, upstream), exc) from None
+            played = recording.record(vcr_request, sent)
         pairs, chunks = reply_parts(played)
         merged: dict[str, str] = {}
         for name, value in pairs:
@@ -557,7 +588,7 @@ class RecordedFixture:
         """Close the clients, save or withhold the recording, check use; the problems that fail the test."""
         self._close_clients()
         recording = self.recording
-        problems = [str(error) for error in recording.mismatches]
+        problems = [str(error) for error in recording.failures]
         if recording.dirty:
             if failed and not keep_failed:
                 self.discarded = (
@@ -572,7 +603,7 @@ class RecordedFixture:
                 except CredentialLeakError as exc:
                     problems.append(str(exc))
         checks_use = recording.mode in ("none", "once", "new_episodes") and not recording.allow_unused
-        unused = recording.unused() if checks_use and not failed and not recording.mismatches else []
+        unused = recording.unused() if checks_use and not failed and not recording.failures else []
         if unused:
             listed = "\n".join(f"  - {entry}" for entry in unused)
             problems.append(

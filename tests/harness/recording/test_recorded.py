@@ -617,3 +617,13 @@ def test_identical_requests_replay_in_the_order_they_were_recorded(pytester: pyt
     )
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     _run(pytester, "--block-network").assert_outcomes(passed=1)
+
+
+def test_recording_under_block_network_is_one_failure_saying_why(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_two=TWO_CALLS)
+    result = _run(pytester, "--record-mode=once", "--block-network")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "request 1 (POST http://127.0.0.1:" in output and "could not be sent to be recorded" in output
+    assert "--block-network blocks recording: record without it, replay with it" in output
+    assert "ExceptionGroup" not in output and "TaskGroup" not in output
