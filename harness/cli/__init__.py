@@ -270,7 +270,7 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
 
 
 @cassettes_group.command("lint", short_help="Check format, secrets and unused cassettes.")
-@click.argument("directory", required=False, default="cassettes", type=click.Path(path_type=Path))
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--tests",
     "tests_dir",
@@ -280,12 +280,18 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
     help="Where the tests that use the cassettes live (for the unused/orphaned check).",
 )
 @click.option("--no-usage", is_flag=True, help="Skip the unused/orphaned check (cassettes of another layout).")
-def lint_command(directory: Path, tests_dir: Path, no_usage: bool) -> None:
-    """Check every cassette under DIRECTORY (default cassettes/, scenarios/ left out): it parses and
-    each request routes to a provider; no credential header, key= parameter, credential-looking
-    value or environment secret is in it; a test uses it. One line per finding; exits 1 on any."""
+def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> None:
+    """Check every cassette under DIRECTORY (default cassettes/, else pytest-recording's
+    tests/cassettes/; scenarios/ left out): it parses and each request routes to a provider; no
+    credential header, key= parameter, credential-looking value or environment secret is in it; a
+    test uses it. One line per finding; exits 1 on any."""
     from harness.recording._lint import lint
 
+    if directory is None:
+        found = [path for path in (Path("cassettes"), Path("tests") / "cassettes") if path.is_dir()]
+        if not found:
+            raise click.UsageError("no cassettes/ nor tests/cassettes/ here: name the folder to lint")
+        directory = found[0]
     if not directory.is_dir():
         raise click.UsageError(f"{directory}: no such directory")
     if not no_usage and not tests_dir.is_dir():
@@ -298,6 +304,30 @@ def lint_command(directory: Path, tests_dir: Path, no_usage: bool) -> None:
         click.echo(f"{len(findings)} finding(s) in {checked} {noun}")
         raise SystemExit(1)
     click.echo(f"{checked} {noun}, no findings")
+
+
+@cassettes_group.command("drift", short_help="Re-send recorded requests; report how the replies' shape changed.")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--base-url", required=True, help="The server to ask: the emulator, a proxy, or the provider's own URL.")
+def drift_command(files: tuple[Path, ...], base_url: str) -> None:
+    """Send each recorded request of each cassette to BASE_URL and compare the reply's structure
+    (fields, their types, the sequence of stream events) with the recorded one; values are not
+    compared. One line per difference, benign (something added) or breaking; exits 1 on a breaking one."""
+    from harness.recording._tools import ConversionError, drift
+
+    breaking = 0
+    for path in _expand(files, "cassette"):
+        try:
+            found = drift(path, base_url)
+        except ConversionError as exc:
+            raise click.UsageError(_one_line(exc)) from None
+        for difference in found:
+            click.echo(f"{path}: {difference}")
+        breaking += sum(difference.severity == "breaking" for difference in found)
+        if not found:
+            click.echo(f"{path}: no drift")
+    if breaking:
+        raise SystemExit(1)
 
 
 def _one_line(exc: Exception) -> str:

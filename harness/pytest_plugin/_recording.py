@@ -6,6 +6,10 @@ scrubbing, the credential scan, semantic matching with diffs, atomic writes, eve
 replay and unused-interaction checks, and gives the ``recorded`` fixture. ``harness.pytest_plugin``
 registers it (``pytest_plugins``); like that module it imports only pytest and the standard
 library until a fixture or hook needs more.
+
+PYTEST_DONT_REWRITE: the package's ``__init__`` imports this module before pytest loads it as a
+plugin, so pytest could not rewrite its asserts anyway (it has none) and warned so in every
+user's session (``PytestAssertRewriteWarning: Module already imported``); this marker says so.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import pytest
 
 _CALL_FAILED = pytest.StashKey[bool]()
+_RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call report
 
 
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
@@ -37,6 +42,19 @@ def _keep_failed(config: pytest.Config, options: dict[str, Any]) -> bool:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _RECORDING_ITEM[:] = [item]
+    marked = [(m.name, m.kwargs) for name in ("recorded", "vcr") for m in item.iter_markers(name) if m.kwargs]
+    if not marked:
+        return  # the common case imports nothing
+    from harness.recording._recorded import RecordingError, check_options
+
+    try:
+        for name, kwargs in marked:
+            check_options(kwargs, f"@pytest.mark.{name}")
+    except RecordingError as exc:
+        refused = str(exc)
+    else:
+        return
+    pytest.fail(refused, pytrace=False)
 
 
 # optionalhook: with pytest-recording disabled (``-p no:recording``, which the HypoFuzz command in
@@ -65,7 +83,7 @@ def recorded(
     Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
     from pytest_recording.utils import merge_kwargs
 
-    from harness.recording._recorded import RecordedFixture, RecordingError, open_recording
+    from harness.recording._recorded import RecordedFixture, RecordingError, check_options, open_recording
     from harness.recording._wire import CassetteCorruptError
 
     markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
@@ -73,12 +91,20 @@ def recorded(
     mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
     path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
     try:
+        check_options(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
         fixture = RecordedFixture(open_recording(path, mode, options))
     except (CassetteCorruptError, RecordingError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        refused = str(exc)
+    else:
+        refused = None
+    if refused is not None:  # failed outside the except block: the reason once, with no chained traceback
+        pytest.fail(refused, pytrace=False)
+    request.node.stash[_RECORDED] = fixture
     yield fixture
     failed = request.node.stash.get(_CALL_FAILED, False)
     problems = fixture.finish(failed=failed, keep_failed=_keep_failed(request.config, options))
+    reported = {str(error) for error in fixture.recording.failures} if failed else set()
+    problems = [problem for problem in problems if problem not in reported]  # the call's failure said it
     if fixture.discarded:
         request.node.add_report_section("teardown", "harness cassette", fixture.discarded)
     if problems:
@@ -102,5 +128,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
+    fixture = item.stash.get(_RECORDED, None)
+    if report.when == "call" and fixture is not None and fixture.recording.failures:
+        # one mismatch, one failure, in the mismatch's words: not the ExecError it caused in the
+        # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
+        report.outcome = "failed"
+        report.longrepr = "\n\n".join(str(error) for error in fixture.recording.failures)
+    if call.excinfo is not None and type(call.excinfo.value).__name__ == "CassetteCorruptError":
+        report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked

@@ -332,6 +332,91 @@ class Interaction:
         return f"interaction {self.index} ({self.request.method} {self.request.uri})"
 
 
+# ---------------------------------------------------------------------------------------------
+# A streamed body as its events: what replay hands over one by one and what the secret scan joins.
+# ---------------------------------------------------------------------------------------------
+
+EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
+
+
+def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
+    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
+
+    The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
+    """
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
+        return _sse_events(body)
+    if kind == EVENTSTREAM:
+        return eventstream_messages(body)
+    return [body] if body else []
+
+
+def _sse_events(body: bytes) -> list[bytes]:
+    chunks, start = [], 0
+    while start < len(body):
+        ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n", b"\r\r") if (i := body.find(sep, start)) != -1]
+        if not ends:
+            chunks.append(body[start:])
+            break
+        index, width = min(ends)
+        chunks.append(body[start : index + width])
+        start = index + width
+    return chunks
+
+
+def eventstream_messages(body: bytes) -> list[bytes]:
+    """An AWS event-stream body as its messages (by their length prelude); a cut or foreign rest stays whole."""
+    chunks, start = [], 0
+    while start < len(body):
+        if len(body) - start < 4:
+            chunks.append(body[start:])
+            break
+        total = int.from_bytes(body[start : start + 4], "big")
+        if total < 16:  # not a message prelude: keep the rest whole
+            chunks.append(body[start:])
+            break
+        chunks.append(body[start : start + total])
+        start += total
+    return chunks
+
+
+def cut_tail(body: bytes, content_type: str | None) -> int:
+    """How many bytes at the end of a streamed body belong to no whole event; 0 when it ends whole.
+
+    An SSE reader drops an event the stream ends inside (no blank line after it), and an AWS
+    event-stream message shorter than its prelude says is no message: an SDK replaying such a
+    body sees a shorter reply and no error. Whatever cut it (a killed recording, an edit), the
+    cassette no longer holds what the provider sent.
+    """
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
+        last = _sse_events(body)[-1:] or [b""]
+        whole = last[0].endswith((b"\n\n", b"\r\n\r\n", b"\r\r")) or not last[0].strip()
+        return 0 if whole else len(last[0])
+    if kind == EVENTSTREAM:
+        last = eventstream_messages(body)[-1:]
+        return len(last[0]) if last and eventstream_payload(last[0]) is None else 0
+    return 0
+
+
+def eventstream_payload(message: bytes) -> bytes | None:
+    """The payload of one whole AWS event-stream message, ``None`` when ``message`` is not one."""
+    if len(message) < 16 or int.from_bytes(message[:4], "big") != len(message):
+        return None
+    headers = int.from_bytes(message[4:8], "big")
+    if 12 + headers > len(message) - 4:
+        return None
+    return message[12 + headers : -4]
+
+
+def with_eventstream_crc(message: bytes) -> bytes:
+    """``message`` with its trailing CRC recomputed: a scrubbed payload must still pass botocore's check."""
+    if eventstream_payload(message) is None:
+        return message
+    return message[:-4] + zlib.crc32(message[:-4]).to_bytes(4, "big")
+
+
 @dataclass(frozen=True)
 class Cassette:
     """A loaded cassette: its path and interactions in recorded order."""
@@ -356,11 +441,31 @@ def load(path: str | Path) -> Cassette:
     try:
         data = yamlserializer.deserialize(text)
     except yaml.YAMLError as exc:
-        raise CassetteError(path, f"not a YAML cassette: {exc}") from exc
+        raise CassetteError(path, f"not a YAML cassette: {yaml_reason(exc)}") from None
     recorded = data.get("interactions") if isinstance(data, dict) else None
     if not recorded or not isinstance(recorded, list):
         raise CassetteError(path, "not a vcrpy cassette (no interactions)")
     return Cassette(path, tuple(_interaction(path, index, item) for index, item in enumerate(recorded)))
+
+
+def yaml_reason(exc: BaseException) -> str:
+    """A YAML error in one line, positions as ``line L, column C`` of the file the caller names.
+
+    PyYAML names the stream it parsed (``in "<unicode string>"``) and spreads one error over four
+    lines; the caller's message already starts with the path, so the positions are what is left.
+    """
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        text = " ".join(str(exc).split())
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+    def at(mark: Any) -> str:
+        return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+    problem = f"{at(exc.problem_mark)}: {exc.problem}" if exc.problem else at(exc.problem_mark)
+    if exc.context:
+        where = at(exc.context_mark)
+        problem += f" ({exc.context}{' at ' + where if where else ''})"
+    return problem
 
 
 def _interaction(path: Path, index: int, recorded: Any) -> Interaction:

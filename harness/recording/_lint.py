@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from vcr.serializers import yamlserializer
+
 import harness.recording._cassettes as cassettes
 import harness.recording._scrub as scrub
 
@@ -93,6 +95,7 @@ def lint_file(
     except OSError as exc:
         return [Finding(path, f"cannot read: {exc.strerror or exc}")]
     findings.extend(Finding(path, reason) for reason in _secrets_in_text(text, environ))
+    findings.extend(Finding(path, reason) for reason in _hidden_secrets(text, environ))
     try:
         cassette = cassettes.load(path)
     except cassettes.CassetteError as exc:
@@ -130,6 +133,26 @@ def _secrets_in_text(text: str, environ: Mapping[str, str] | None) -> Iterator[s
             if pattern.search(line):
                 yield f"line {number}: looks like {description}"
     for finding in scrub.find_credentials(text, environ):
+        yield f"holds {finding}"
+
+
+def _hidden_secrets(text: str, environ: Mapping[str, str] | None) -> Iterator[str]:
+    """What no line of the file shows: binary (``!!binary``) bodies decoded, streamed values joined."""
+    try:
+        data = yamlserializer.deserialize(text)
+    except Exception:  # the format rule reports a file that does not load
+        return
+    for index, interaction in enumerate(data.get("interactions") or [] if isinstance(data, dict) else []):
+        for side in ("request", "response"):
+            part = interaction.get(side) if isinstance(interaction, dict) else None
+            body = part.get("body") if isinstance(part, dict) else None
+            stored = body.get("string") if isinstance(body, dict) else body
+            if isinstance(stored, bytes):
+                decoded = stored.decode("utf-8", "replace")
+                for description, pattern in TOKEN_PATTERNS:
+                    if pattern.search(decoded):
+                        yield f"interaction {index}: the {side} body (binary) looks like it holds {description}"
+    for finding in scrub.find_hidden_credentials(data, environ):
         yield f"holds {finding}"
 
 

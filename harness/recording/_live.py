@@ -150,11 +150,7 @@ def settings(
     if chosen not in known:
         where = "" if endpoint else f" (from {row.endpoint_var})"
         raise LiveError(f"no {provider} endpoint {chosen!r}{where}; known: {', '.join(sorted(known))}")
-    base_url = (environ.get(row.base_url_var) or "").strip().rstrip("/") or None
-    if base_url is not None and provider == "openai":
-        if not base_url.endswith("/v1"):
-            raise LiveError(f"OPENAI_BASE_URL={base_url!r}: expected the OpenAI SDK's form, ending in /v1")
-        base_url = base_url.removesuffix("/v1")
+    base_url = base_url_from_env(provider, environ)
     region = (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")) if provider == "bedrock" else None
     return LiveSettings(provider, chosen, model or environ.get(row.model_var) or row.default_model, base_url, region)
 
@@ -176,3 +172,16 @@ def live_backend(
     return backends.backend(
         chosen.provider, chosen.endpoint, model=chosen.model, stream=stream, connection=chosen.connection
     )
+
+
+def base_url_from_env(provider: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Where the environment sends ``provider``'s requests instead of its host (``OPENAI_BASE_URL``...),
+    as the server's root (the OpenAI SDK's ``/v1`` taken off), or None; the recorder honours it too."""
+    environ = os.environ if environ is None else environ
+    row = LIVE.get(provider)
+    base_url = (environ.get(row.base_url_var) or "").strip().rstrip("/") or None if row else None
+    if base_url is not None and provider == "openai":
+        if not base_url.endswith("/v1"):
+            raise LiveError(f"OPENAI_BASE_URL={base_url!r}: expected the OpenAI SDK's form, ending in /v1")
+        base_url = base_url.removesuffix("/v1")
+    return base_url

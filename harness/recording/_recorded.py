@@ -39,13 +39,19 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
+import harness.recording._vcr_compat as vcr_compat
+from harness.recording._live import base_url_from_env
 from harness.recording._wire import (
     VOLATILE_FIELDS,
     AtomicPersister,
+    EventChunks,
     configure_vcr,
-    event_chunks,
+    first_difference,
     json_body,
+    normalized_body,
+    reply_parts,
     request_text,
 )
 from openprogram.providers import Provider
@@ -65,12 +71,59 @@ HARNESS_KEYS: Final[frozenset[str]] = frozenset({"allow_unused", "keep_failed_re
 """``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them)."""
 
 
+VCRPY_EXTRA_OPTIONS: Final[tuple[str, ...]] = ("additional_matchers", "allow_playback_repeats", "path", "persister")
+"""``use_cassette`` keywords vcrpy reads that are not ``VCR()`` parameters (the rest come from its signature)."""
+
+IGNORED_BY_RECORDED: Final[frozenset[str]] = frozenset(
+    {
+        "cassette_library_dir",
+        "custom_patches",
+        "func_path_generator",
+        "inject_cassette",
+        "path",
+        "path_transformer",
+        "record_on_exception",
+        "skip_patchers",
+    }
+)
+"""vcrpy options the ``recorded`` fixture accepts (a project's ``vcr_config`` serves its plain ``vcr``
+tests too) but has no use for: it patches nothing, its path is ``vcr_cassette_dir`` /
+``default_cassette_name``, and ``keep_failed_recording`` decides what a failing test keeps."""
+
+
+def known_options() -> frozenset[str]:
+    """Every key ``vcr_config``, ``@pytest.mark.recorded`` and ``@pytest.mark.vcr`` accept.
+
+    vcrpy's own are read from the installed ``VCR()`` signature, so a vcrpy that adds one is
+    accepted at once; an unknown key is an error rather than silently ignored, as vcrpy does.
+    """
+    import inspect
+
+    from vcr import VCR
+
+    vcrpy = {name for name in inspect.signature(VCR.__init__).parameters if name != "self"}
+    return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
+
+
+def check_options(options: Iterable[str], where: str) -> None:
+    """Raise :class:`RecordingError` for the first unknown option, naming the closest known one."""
+    known = known_options()
+    for name in options:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise RecordingError(
+            f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
+        )
+
+
 class RecordingError(Exception):
     """A recording that cannot go on as asked (bad mode, unknown provider)."""
 
 
 class CassetteMismatchError(AssertionError):
-    """A request the cassette has no recording for, while the record mode forbids recording it."""
+    """A request the cassette has no (whole) recording for, while the record mode forbids recording it."""
 
     def __init__(self, path: Path, number: int, message: str) -> None:
         super().__init__(message)
@@ -93,7 +146,9 @@ class Recording:
     allow_unused: bool = False
     ignore_fields: frozenset[str] = VOLATILE_FIELDS
     requests_seen: int = 0
-    mismatches: list[CassetteMismatchError] = field(default_factory=list)
+    failures: list[Exception] = field(default_factory=list)
+    """What the transports refused (a mismatch, a cut stream, a request that could not be sent for
+    recording): each fails the test once, in its own words, whatever the code under test made of it."""
 
     @property
     def records(self) -> bool:
@@ -103,17 +158,17 @@ class Recording:
     @property
     def loaded(self) -> int:
         """How many interactions the cassette held when it was opened."""
-        return int(self.cassette._loaded_count)
+        return vcr_compat.loaded_count(self.cassette)
 
     def respond(self, vcr_request: Any) -> dict[str, Any] | None:
         """The recorded response for a request, ``None`` to send and record it, or a mismatch raised."""
         self.requests_seen += 1
         cassette = self.cassette
         if cassette.can_play_response_for(vcr_request):
-            return cassette.play_response(vcr_request)
+            return self._whole(vcr_request, cassette.play_response(vcr_request))
         if cassette.write_protected:
             error = self._mismatch(vcr_request)
-            self.mismatches.append(error)
+            self.failures.append(error)
             raise error
         return None
 
@@ -140,7 +195,48 @@ class Recording:
 
     def save(self) -> None:
         """Write what was recorded (nothing when nothing changed); raises on a credential found."""
-        self.cassette._save()
+        vcr_compat.save(self.cassette)
+
+    def unsent(self, method: str, url: str, exc: BaseException) -> RecordingError:
+        """The error for a request that could not be sent to be recorded, kept as one of :attr:`failures`.
+
+        An HTTP stack reports a refused connection as ``ExceptionGroup: unhandled errors in a
+        TaskGroup``; the innermost cause is what the user needs, and ``--block-network`` (which
+        blocks recording for tests without a ``vcr`` marker) is named as the likely reason.
+        """
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        cause = " ".join(f"{type(exc).__name__}: {exc}".split())
+        hint = (
+            "; --block-network blocks recording: record without it, replay with it"
+            if "network is disabled" in cause.lower()
+            else ""
+        )
+        error = RecordingError(
+            f"{self.path}: request {self.requests_seen} ({method} {url}) could not be sent to be recorded: "
+            f"{cause}{hint}"
+        )
+        self.failures.append(error)
+        return error
+
+    def _whole(self, request: Any, response: dict[str, Any]) -> dict[str, Any]:
+        """``response`` if its stream ends whole; else the test fails rather than replay a shorter reply."""
+        headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
+        kind = headers.get("content-type")
+        kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
+        body = (response.get("body") or {}).get("string") or b""
+        cut = cassettes.cut_tail(body.encode("utf-8") if isinstance(body, str) else bytes(body), kind)
+        if not cut:
+            return response
+        error = CassetteMismatchError(
+            self.path,
+            self.requests_seen,
+            f"{self.path}: the recorded reply to request {self.requests_seen} ({request.method} {request.uri}) "
+            f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
+            "without an error; re-record it: --record-mode=rewrite",
+        )
+        self.failures.append(error)
+        raise error
 
     def _mismatch(self, request: Any) -> CassetteMismatchError:
         number = self.requests_seen
@@ -167,11 +263,16 @@ class Recording:
         )
         if not diff:
             diff = f"(interaction {index} is this request, but it was already replayed: the code asked twice)"
+        sent_body = normalized_body(filtered.body, self.ignore_fields)
+        recorded_body = normalized_body(stored[index].body, self.ignore_fields)
+        first = (
+            f"first difference: {first_difference(sent_body, recorded_body)}\n" if sent_body != recorded_body else ""
+        )
         return CassetteMismatchError(
             self.path,
             number,
             f"{where} matches no unused recorded interaction (record mode {self.mode!r}); "
-            f"the closest is interaction {index}:\n{diff}\n"
+            f"the closest is interaction {index}:\n{first}{diff}\n"
             f"If the change is intended, re-record: --record-mode=rewrite",
         )
 
@@ -243,31 +344,6 @@ def _named(function: Any, name: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-class _Chunks(httpx2.AsyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    async def __aiter__(self) -> Any:
-        for chunk in self.chunks:
-            yield chunk
-
-    async def aclose(self) -> None:
-        pass
-
-
-def _chunks_of(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[bytes]]:
-    pairs = []
-    for name, values in (response.get("headers") or {}).items():
-        for value in values if isinstance(values, list | tuple) else [values]:
-            pairs.append((str(name), value.decode("latin-1") if isinstance(value, bytes) else str(value)))
-    body = (response.get("body") or {}).get("string") or b""
-    body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-    lowered = {name.lower(): value for name, value in pairs}
-    if lowered.get("content-encoding", "identity") not in ("identity", ""):
-        return pairs, [body]  # still compressed (decoding was turned off): not splittable
-    return pairs, event_chunks(body, lowered.get("content-type"))
-
-
 def _upstream_url(url: str, upstream: str | None) -> str:
     if not upstream:
         return url
@@ -292,13 +368,13 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         played = self.recording.respond(vcr_request)
         if played is None:
             played = self.recording.record(vcr_request, await self._send(request, body))
-        headers, chunks = _chunks_of(played)
+        headers, chunks = reply_parts(played)
         status = played["status"]
         message = status.get("message") or ""
         return httpx2.Response(
             int(status["code"]),
             headers=headers,
-            stream=_Chunks(chunks),
+            stream=EventChunks.for_httpx(httpx2, chunks),
             request=request,
             extensions={"reason_phrase": message.encode("ascii", "replace")} if message else {},
         )
@@ -310,7 +386,10 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
             real = self._real[loop] = httpx2.AsyncHTTPTransport()
         url = _upstream_url(str(request.url), self.upstream)
         forwarded = httpx2.Request(request.method, url, headers=request.headers, content=body)
-        response = await real.handle_async_request(forwarded)
+        try:
+            response = await real.handle_async_request(forwarded)
+        except Exception as exc:
+            raise self.recording.unsent(request.method, url, exc) from None
         try:
             content = b"".join([part async for part in response.stream])
         finally:
@@ -333,22 +412,6 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         self._real.clear()
 
 
-class _Raw:
-    """What botocore reads a reply from (urllib3's ``stream``/``read``/``close``)."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    def stream(self, *_: Any, **__: Any) -> Any:
-        yield from self.chunks
-
-    def read(self, *_: Any, **__: Any) -> bytes:
-        return b"".join(self.chunks)
-
-    def close(self) -> None:
-        pass
-
-
 def attach_botocore(client: Any, recording: Recording, upstream: str | None = None) -> None:
     """Make a boto3 client's requests go through ``recording`` (its ``before-send`` event)."""
     from botocore.awsrequest import AWSResponse
@@ -363,12 +426,16 @@ def attach_botocore(client: Any, recording: Recording, upstream: str | None = No
         vcr_request = VcrRequest(request.method, request.url, body, headers)
         played = recording.respond(vcr_request)
         if played is None:
-            played = recording.record(vcr_request, _send_boto(request, upstream))
-        pairs, chunks = _chunks_of(played)
+            try:
+                sent = _send_boto(request, upstream)
+            except Exception as exc:
+                raise recording.unsent(request.method, _upstream_url(request.url, upstream), exc) from None
+            played = recording.record(vcr_request, sent)
+        pairs, chunks = reply_parts(played)
         merged: dict[str, str] = {}
         for name, value in pairs:
             merged[name] = f"{merged[name]}, {value}" if name in merged else value
-        return AWSResponse(request.url, int(played["status"]["code"]), merged, _Raw(chunks))
+        return AWSResponse(request.url, int(played["status"]["code"]), merged, EventChunks(chunks))
 
     client.meta.events.register("before-send.bedrock-runtime.*", send)
 
@@ -470,7 +537,8 @@ class RecordedFixture:
     record mode (``recorded.mode``). ``recorded.records`` says whether a request the cassette
     lacks would be sent: a test recording against the emulator starts it only then, so a
     replay needs no server. ``keys="env"`` records with the environment's credentials even
-    against ``upstream`` (the default there is the harness's test key).
+    against ``upstream`` (the default there is the harness's test key); a replay (record mode
+    ``none``, or ``once`` with the cassette there) uses the test key whatever ``keys`` says.
     """
 
     def __init__(self, recording: Recording) -> None:
@@ -501,8 +569,15 @@ class RecordedFixture:
         keys: backends.Keys | None = None,
         connection: backends.Connection | None = None,
     ) -> Provider:
+        if upstream is None and connection is None and self.recording.records:
+            # the provider's base-URL variable (OPENAI_BASE_URL...) says where a live request goes,
+            # as live_backend reads it; the cassette still names the provider's host
+            upstream = base_url_from_env(provider)
+            keys = "env" if upstream is not None and keys is None else keys
         if connection is None and keys is not None:
-            connection = backends.Connection.from_env() if keys == "env" else backends.Connection.test()
+            # a replay sends nothing, so it needs no key: CI replays with none in its environment
+            live_keys = keys == "env" and self.recording.records
+            connection = backends.Connection.from_env() if live_keys else backends.Connection.test()
         backend, client = recorded_backend(
             provider, self.recording, endpoint, model=model, stream=stream, upstream=upstream, connection=connection
         )
@@ -513,7 +588,7 @@ class RecordedFixture:
         """Close the clients, save or withhold the recording, check use; the problems that fail the test."""
         self._close_clients()
         recording = self.recording
-        problems = [str(error) for error in recording.mismatches]
+        problems = [str(error) for error in recording.failures]
         if recording.dirty:
             if failed and not keep_failed:
                 self.discarded = (
@@ -528,7 +603,7 @@ class RecordedFixture:
                 except CredentialLeakError as exc:
                     problems.append(str(exc))
         checks_use = recording.mode in ("none", "once", "new_episodes") and not recording.allow_unused
-        unused = recording.unused() if checks_use and not failed and not recording.mismatches else []
+        unused = recording.unused() if checks_use and not failed and not recording.failures else []
         if unused:
             listed = "\n".join(f"  - {entry}" for entry in unused)
             problems.append(

@@ -26,10 +26,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import harness.recording._cassettes as cassettes
 
 CREDENTIAL_HEADERS: Final[frozenset[str]] = frozenset(
     {
@@ -72,6 +74,7 @@ _CREDENTIAL_NAME = re.compile(
 # arn:PARTITION:SERVICE:REGION:ACCOUNT:..., also percent-encoded as it appears in a Bedrock path
 _COLON = r"(?::|%3[Aa])"
 _ARN = re.compile(rf"(arn{_COLON}aws[\w-]*{_COLON}[\w-]+{_COLON}[\w-]*{_COLON})(\d{{12}})(?={_COLON}|/|%2[Ff])")
+_ARN_BYTES = re.compile(_ARN.pattern.encode())
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,56 @@ def scrub_uri(uri: str) -> str:
         if len(kept) != len(pairs):
             query = urlencode(kept, quote_via=quote)
     return scrub_arns(urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)))
+
+
+def scrub_arns_in(body: Any, content_type: str | None = None) -> Any:
+    """A body (text or bytes) with ARN account ids zeroed; an AWS event stream keeps valid message CRCs.
+
+    Freshly recorded bodies are bytes and stored ones text, so both are scrubbed; the id and its
+    zeros have one length, so a body's ``Content-Length`` stays true.
+    """
+    if isinstance(body, str):
+        return scrub_arns(body)
+    if not isinstance(body, bytes | bytearray) or not _ARN_BYTES.search(body):
+        return body
+    data = bytes(body)
+    if (content_type or "").split(";")[0].strip().lower() != cassettes.EVENTSTREAM:
+        return _scrub_arn_bytes(data)
+    return b"".join(
+        cassettes.with_eventstream_crc(scrubbed) if (scrubbed := _scrub_arn_bytes(message)) != message else message
+        for message in cassettes.eventstream_messages(data)
+    )
+
+
+def _scrub_arn_bytes(data: bytes) -> bytes:
+    return _ARN_BYTES.sub(lambda match: match.group(1) + PLACEHOLDER_ACCOUNT.encode(), data)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same rules as vcrpy filters: before matching and recording, and again in the persister
+# ---------------------------------------------------------------------------------------------
+
+
+def scrub_request(request: Any) -> Any:
+    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
+    for name in list(request.headers):
+        if is_credential_header(name):
+            del request.headers[name]
+    request.uri = scrub_uri(request.uri)
+    return request
+
+
+def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    """A vcrpy ``before_record_response``: identity headers (``set-cookie``, organisation ids) and ARN
+    account ids in the body removed, so the SDK sees while recording what every replay will show it."""
+    headers = response["headers"] = scrub_headers(response.get("headers") or {})
+    body = response.get("body")
+    if isinstance(body, dict) and "string" in body:
+        types = [value for name, value in headers.items() if str(name).lower() == "content-type"]
+        kind = types[0] if types else None
+        kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
+        body["string"] = scrub_arns_in(body["string"], kind if isinstance(kind, str) else None)
+    return response
 
 
 def is_credential_variable(name: str) -> bool:
@@ -268,3 +321,111 @@ def _check(text: str, path: str, needles: dict[str, str], findings: list[Credent
     for value, variable in needles.items():
         if any(form in text for form in _forms(value)):
             findings.append(CredentialFinding(variable, path or "top level"))
+
+
+# ---------------------------------------------------------------------------------------------
+# What a scan of the file's text cannot see: binary bodies, and a value streamed in pieces
+# ---------------------------------------------------------------------------------------------
+
+
+def find_hidden_credentials(
+    data: Any, environ: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
+) -> list[CredentialFinding]:
+    """Credentials in a cassette (``{"interactions": [...]}``) that its YAML text does not show.
+
+    A binary body (an AWS event stream) is written base64-encoded, and a streamed reply can carry
+    a key in pieces, one per delta (``"sk-t"``, ``"est-SENT"``, ...), so no line of the file holds
+    it. Here binary bodies are searched as bytes and, per streamed reply, the string fields of its
+    events (SSE ``data:`` JSON, event-stream payloads) are joined field by field in event order.
+    """
+    needles = _needles(environ, extra)
+    interactions = data.get("interactions") if isinstance(data, Mapping) else None
+    if not needles or not isinstance(interactions, list):
+        return []
+    findings: list[CredentialFinding] = []
+    for index, interaction in enumerate(interactions):
+        if not isinstance(interaction, Mapping):
+            continue
+        for side in ("request", "response"):
+            part = interaction.get(side)
+            if not isinstance(part, Mapping):
+                continue
+            body = part.get("body")
+            stored = body.get("string") if isinstance(body, Mapping) else body
+            where = f"interactions[{index}].{side}.body" + (".string" if isinstance(body, Mapping) else "")
+            if isinstance(stored, bytes | bytearray):
+                _walk(bytes(stored), f"{where} (binary)", needles, findings)
+            if side == "response" and isinstance(stored, str | bytes | bytearray):
+                findings.extend(_split_findings(stored, _content_type(part.get("headers")), where, needles))
+    return findings
+
+
+def _content_type(headers: Any) -> str | None:
+    if not isinstance(headers, Mapping):
+        return None
+    for name, value in headers.items():
+        if str(name).lower() == "content-type":
+            value = value[0] if isinstance(value, list | tuple) and value else value
+            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    return None
+
+
+def _split_findings(
+    body: str | bytes, content_type: str | None, where: str, needles: dict[str, str]
+) -> Iterator[CredentialFinding]:
+    events = stream_events(body.encode("utf-8") if isinstance(body, str) else bytes(body), content_type)
+    fields: dict[str, list[tuple[int, str]]] = {}
+    for number, event in enumerate(events):
+        for path, text in _string_fields(event, ""):
+            fields.setdefault(path, []).append((number, text))
+    for path, pieces in fields.items():
+        joined = "".join(text for _, text in pieces)
+        for value, variable in needles.items():
+            start = joined.find(value)
+            if start == -1 or any(value in text for _, text in pieces):
+                continue  # absent, or whole in one event (the text scan names that one)
+            first, last = _events_spanning(pieces, start, start + len(value))
+            yield CredentialFinding(variable, f"{where}: {path} (split across events {first} to {last})")
+
+
+def stream_events(body: bytes, content_type: str | None) -> list[Any]:
+    """The JSON of each event of a streamed body (SSE ``data:``, event-stream payloads); ``[]`` for others."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == cassettes.EVENTSTREAM:
+        payloads = [cassettes.eventstream_payload(message) for message in cassettes.eventstream_messages(body)]
+    elif kind == "text/event-stream" or (not kind and body.lstrip().startswith((b"data:", b"event:"))):
+        payloads = [
+            b"\n".join(line[5:].strip() for line in chunk.splitlines() if line.startswith(b"data:"))
+            for chunk in cassettes.event_chunks(body, "text/event-stream")
+        ]
+    else:
+        return []
+    events = []
+    for payload in payloads:
+        if not payload:
+            continue
+        try:
+            events.append(json.loads(payload))
+        except ValueError:
+            continue  # [DONE], or a cut event
+    return events
+
+
+def _string_fields(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _string_fields(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for number, item in enumerate(value):
+            yield from _string_fields(item, f"{path}[{number}]")
+    elif isinstance(value, str):
+        yield path, value
+
+
+def _events_spanning(pieces: list[tuple[int, str]], start: int, end: int) -> tuple[int, int]:
+    covered, offset = [], 0
+    for number, text in pieces:
+        if offset < end and offset + len(text) > start:
+            covered.append(number)
+        offset += len(text)
+    return covered[0], covered[-1]

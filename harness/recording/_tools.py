@@ -328,3 +328,143 @@ def _scenario(
     data["config"] = config
     data["meta"] = {"expect": expect, "recorded_from": str(path)}
     return data
+
+
+# ---------------------------------------------------------------------------------------------
+# harness cassettes drift: is the cassette still what the server sends?
+# ---------------------------------------------------------------------------------------------
+
+_NOT_FORWARDED = frozenset({"host", "content-length", "accept-encoding", "connection", "transfer-encoding"})
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One structural difference between a recorded reply and the one the server sends now.
+
+    ``breaking`` when code written against the recording may fail on the new reply (a field or an
+    event gone, a type or the status changed, events reordered); ``benign`` when the server only
+    adds (a new field, a new kind of event). Values are never compared: ids, texts and token
+    counts change on every call.
+    """
+
+    interaction: int
+    severity: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"interaction {self.interaction}: {self.severity}: {self.what}"
+
+
+def drift(path: str | Path, base_url: str, *, timeout: float = 60.0) -> list[Drift]:
+    """Re-send each recorded request of ``path`` to ``base_url`` and compare the replies' structure.
+
+    The request goes out as recorded (body, method, path and query, its non-credential headers)
+    with placeholder keys, to any server that speaks the provider's wire: the loopback emulator,
+    a proxy, or the provider's own host when a key is added by the caller's environment.
+    """
+    import httpx2
+
+    loaded = _loaded_for_drift(path)
+    found: list[Drift] = []
+    with httpx2.Client(base_url=base_url.rstrip("/"), timeout=timeout) as client:
+        for interaction in loaded:
+            request = interaction.request
+            query = f"?{request.uri.split('?', 1)[1]}" if "?" in request.uri else ""
+            headers = {name: value for name, value in request.headers if name.lower() not in _NOT_FORWARDED}
+            headers.update({"authorization": "Bearer test", "x-api-key": "test", "x-goog-api-key": "test"})
+            try:
+                reply = client.request(request.method, request.path + query, content=request.body.data, headers=headers)
+            except httpx2.HTTPError as exc:
+                raise ConversionError(
+                    f"{path}: interaction {interaction.index}: cannot reach {base_url}: {exc}"
+                ) from None
+            recorded = interaction.response
+            found.extend(
+                Drift(interaction.index, severity, what)
+                for severity, what in compare_replies(
+                    (recorded.status, recorded.body.data, recorded.headers.get("content-type")),
+                    (reply.status_code, reply.content, reply.headers.get("content-type")),
+                )
+            )
+    return found
+
+
+def _loaded_for_drift(path: str | Path) -> cassettes.Cassette:
+    try:
+        return cassettes.load(path)
+    except cassettes.CassetteError as exc:
+        raise ConversionError(str(exc)) from None
+
+
+Reply = tuple[int, bytes, "str | None"]
+
+
+def compare_replies(recorded: Reply, live: Reply) -> list[tuple[str, str]]:
+    """``(severity, what)`` for each structural difference of ``live`` from ``recorded``."""
+    found: list[tuple[str, str]] = []
+    if recorded[0] != live[0]:
+        found.append(("breaking", f"status {recorded[0]} is now {live[0]}"))
+    old_kinds, old_fields = reply_structure(recorded[1], recorded[2])
+    new_kinds, new_fields = reply_structure(live[1], live[2])
+    for kind in dict.fromkeys(old_kinds):
+        if kind not in new_kinds:
+            found.append(("breaking", f"event {kind!r} is no longer sent"))
+    for kind in dict.fromkeys(new_kinds):
+        if kind not in old_kinds:
+            found.append(("benign", f"new event {kind!r}"))
+    common = [kind for kind in old_kinds if kind in new_kinds]
+    if common != [kind for kind in new_kinds if kind in old_kinds]:
+        found.append(("breaking", f"events reordered: {' > '.join(old_kinds)} is now {' > '.join(new_kinds)}"))
+    for field_path, kind in old_fields.items():
+        if field_path not in new_fields:
+            found.append(("breaking", f"field {field_path} is gone"))
+        elif new_fields[field_path] != kind:
+            found.append(("breaking", f"field {field_path} was {kind}, is now {new_fields[field_path]}"))
+    found.extend(("benign", f"new field {p}") for p in new_fields if p not in old_fields)
+    return found
+
+
+def reply_structure(body: bytes, content_type: str | None) -> tuple[list[str], dict[str, str]]:
+    """A reply as its event kinds in order (repeats collapsed: the number of deltas follows the text)
+    and its fields, ``KIND:path -> JSON type`` (list items merged as ``[]``)."""
+    from harness.recording._scrub import stream_events
+
+    events = [(_event_kind(event), event) for event in stream_events(body, content_type)]
+    if not events:
+        try:
+            events = [("body", json.loads(body))] if body.strip() else []
+        except ValueError:
+            return ["text"], {}
+    kinds = [kind for i, (kind, _) in enumerate(events) if i == 0 or events[i - 1][0] != kind]
+    fields: dict[str, str] = {}
+    for kind, event in events:
+        _shape(event, f"{kind}:", fields)
+    return kinds, fields
+
+
+def _event_kind(event: Any) -> str:
+    if isinstance(event, dict):
+        for key in ("type", "object"):
+            if isinstance(event.get(key), str):
+                return event[key]
+        return "+".join(sorted(key for key in event if key != "p"))  # Bedrock: the payload's keys ("p" is padding)
+    return type(event).__name__
+
+
+def _shape(value: Any, path: str, into: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        if not path.endswith(":"):  # an event itself is no field: its kind is compared
+            into.setdefault(path, "object")
+        for key, item in value.items():
+            _shape(item, f"{path}.{key}" if not path.endswith(":") else f"{path}{key}", into)
+    elif isinstance(value, list):
+        into.setdefault(path, "array")
+        for item in value:
+            _shape(item, f"{path}[]", into)
+    else:
+        kind = {bool: "boolean", int: "number", float: "number", str: "string", type(None): "null"}.get(
+            type(value), type(value).__name__
+        )
+        if into.get(path) not in (None, kind) and kind == "null":
+            return  # a field that is sometimes null keeps its other type
+        into[path] = kind if into.get(path) in (None, "null") else into[path]

@@ -9,15 +9,18 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
   bodies pretty-printed and multi-line text (SSE streams, JSON) written as literal blocks.
 - :class:`AtomicPersister`: reading a cassette that does not parse fails with
   :class:`CassetteCorruptError` (path and reason) instead of vcrpy's "treat it as empty and
-  overwrite it"; writing scrubs (``harness.recording._scrub``), scans for credentials from the environment
-  (nothing is written when one is found) and replaces the file atomically (temp file +
-  ``os.replace``), so a killed recording leaves the old cassette whole.
+  overwrite it"; writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too),
+  scans for credentials from the environment (nothing is written when one is found) and
+  replaces the file atomically (temp file + ``os.replace``), so a killed recording leaves the
+  old cassette whole.
 - :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
   ``harness_query``): JSON bodies compared as data (key order and volatile fields ignored), the
   query without credential parameters; a mismatch explains itself with a unified diff.
-- :func:`event_chunks`: a recorded stream split at its event boundaries (SSE events, AWS
-  event-stream messages), so a replay yields event by event (vcrpy#597) and
-  :func:`stream_replaying_httpx_response` puts that into vcrpy's own httpx stub.
+- :class:`EventChunks`, the one stream type: a recorded reply handed over split at its event
+  boundaries (``harness.recording._cassettes.event_chunks``: SSE events, AWS event-stream
+  messages), to httpx2, to botocore, and, through :func:`stream_replaying_httpx_response`, in
+  vcrpy's own httpx stub (vcrpy#597).
+- vcrpy's private names are reached only through ``harness.recording._vcr_compat``.
 """
 
 from __future__ import annotations
@@ -25,22 +28,24 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
-from harness.recording._cassettes import CassetteError
+import harness.recording._vcr_compat as vcr_compat
+from harness.recording._cassettes import CassetteError, event_chunks, yaml_reason
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
     find_credentials_in,
-    is_credential_header,
-    scrub_arns,
-    scrub_headers,
+    find_hidden_credentials,
+    scrub_request,
+    scrub_response,
     scrub_uri,
 )
 
@@ -60,26 +65,6 @@ MATCH_ON: Final[tuple[str, ...]] = ("method", "host", "path", "harness_query", "
 
 class CassetteCorruptError(CassetteError):
     """A cassette file that exists but cannot be read; it is left exactly as it is."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Scrubbing as vcrpy filters (before_record_request / before_record_response)
-# ---------------------------------------------------------------------------------------------
-
-
-def scrub_request(request: Any) -> Any:
-    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
-    for name in list(request.headers):
-        if is_credential_header(name):
-            del request.headers[name]
-    request.uri = scrub_uri(request.uri)
-    return request
-
-
-def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
-    """A vcrpy ``before_record_response``: identity headers (``set-cookie``, organisation ids) removed."""
-    response["headers"] = scrub_headers(response.get("headers") or {})
-    return response
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,18 +200,17 @@ class AtomicPersister:
         from vcr.serialize import serialize
 
         path = Path(cassette_path)
-        for request in cassette_dict["requests"]:
+        for request in cassette_dict["requests"]:  # again: a project's own filters replace ours in vcrpy
             scrub_request(request)
         for response in cassette_dict["responses"]:
             scrub_response(response)
-            body = response.get("body") or {}
-            if isinstance(body.get("string"), str):
-                body["string"] = scrub_arns(body["string"])
         text = serialize(cassette_dict, serializer)
+        loaded = _loaded(text, serializer)
         findings = find_credentials(text, self.environ, extra=self.extra)
-        if findings:
-            structured = find_credentials_in(_loaded(text, serializer), self.environ, extra=self.extra)
-            raise CredentialLeakError(str(path), structured or findings)
+        hidden = find_hidden_credentials(loaded, self.environ, extra=self.extra)  # binary, or split in a stream
+        if findings or hidden:
+            structured = find_credentials_in(loaded, self.environ, extra=self.extra) if findings else []
+            raise CredentialLeakError(str(path), dict.fromkeys([*(structured or findings), *hidden]))
         reason = self.hold(str(path)) if self.hold is not None else None
         if reason is not None:
             self.withheld.append((str(path), reason))
@@ -253,30 +237,80 @@ class _Parsed:
 
 
 def _check_parses(path: Path, text: str, serializer: Any) -> Any:
-    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not."""
+    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not.
+
+    Every error is raised ``from None`` with its reason in its message: the cause is said once,
+    not again in a chained traceback. The shape is checked here, where the path is known, since
+    vcrpy would fail on it later with a bare ``KeyError`` or ``ValueError`` in the middle of a replay.
+    """
     from vcr.serialize import deserialize
 
     try:
         data = serializer.deserialize(text)
     except Exception as exc:
-        raise CassetteCorruptError(path, f"the cassette does not parse: {_first_line(exc)}") from exc
+        raise CassetteCorruptError(path, f"the cassette does not parse: {yaml_reason(exc)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteCorruptError(path, "not a vcrpy cassette (no interactions list)")
-    for index, interaction in enumerate(data["interactions"]):
-        if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
-            raise CassetteCorruptError(path, f"interaction {index} has no request or response")
+    problem = next(filter(None, (shape_problem(i, item) for i, item in enumerate(data["interactions"]))), None)
+    if problem is not None:
+        raise CassetteCorruptError(path, problem)
     try:
         return deserialize(text, _Parsed(data))
     except Exception as exc:
-        raise CassetteCorruptError(path, f"vcrpy cannot read it: {_first_line(exc)}") from exc
+        raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def shape_problem(index: int, interaction: Any) -> str | None:
+    """Why interaction ``index`` is not in the shape vcrpy replays, or ``None``."""
+    where = f"interactions[{index}]"
+    if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
+        return f"interaction {index} has no request or response"
+    request, response = interaction["request"], interaction["response"]
+    for side, part in (("request", request), ("response", response)):
+        if not isinstance(part, dict):
+            return f"{where}.{side} is {_kind(part)}, not a mapping"
+        headers = part.get("headers")
+        if headers is not None and not isinstance(headers, dict):
+            return f"{where}.{side}.headers is {_kind(headers)}; vcrpy stores headers as a mapping of name to values"
+    for key in ("method", "uri"):
+        if not isinstance(request.get(key), str):
+            return f"{where}.request has no {key}"
+    if "status_code" in response:  # the form vcrpy's httpx stub once wrote, which it still replays
+        return None
+    status = response.get("status")
+    if not isinstance(status, dict) or not _is_status(status.get("code")):
+        return f"{where}.response has no status code (status: {{code: 200, message: OK}})"
+    body = response.get("body")
+    if not isinstance(body, dict) or "string" not in body:
+        return f"{where}.response.body has no string (body: {{string: ...}})"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return "missing" if value is None else f"a {type(value).__name__}"
+
+
+def _is_status(code: Any) -> bool:
+    return isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599
 
 
 _WRITE_LOCK = threading.Lock()
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        pass
+    try:  # Linux shows the umask without changing it
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -291,6 +325,9 @@ def write_atomic(path: Path, text: str) -> None:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
                 file.flush()
+                # mkstemp makes the file 0600; a cassette is a file of the project, shared like any
+                # other: the mode it had, else the one a plain open() would give it (0666 - umask)
+                os.fchmod(file.fileno(), _mode_for(path))
                 os.fsync(file.fileno())
             os.replace(temporary, path)
         except BaseException:
@@ -381,6 +418,34 @@ def _first_difference(sent: Any, recorded: Any, path: str = "") -> str:
     return f"{path or 'the body'}: sent {shown[0]}, recorded {shown[1]}"
 
 
+def first_difference(sent: Any, recorded: Any) -> str:
+    """Where two request bodies first part, naming the tool or function the place belongs to.
+
+    A unified diff of a changed tool schema shows a few lines of context (``"limit": {``), not
+    which of several tools changed; the path and the name say it in one line.
+    """
+    text = _first_difference(sent, recorded)
+    path = text.split(": ", 1)[0]
+    name = _owner_name(sent, path) or _owner_name(recorded, path)
+    return f"{text} (in {name})" if name else text
+
+
+def _owner_name(body: Any, path: str) -> str | None:
+    """The innermost ``name`` along ``path`` under a tool or function key: ``the tool 'search'``."""
+    found, value, under_tool = None, body, False
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        if key:
+            under_tool = under_tool or any(word in key.lower() for word in ("tool", "function"))
+            value = value.get(key) if isinstance(value, dict) else None
+        else:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        if isinstance(value, dict) and isinstance(value.get("name"), str) and under_tool:
+            found = value["name"]
+        if value is None:
+            break
+    return f"the tool {found!r}" if found else None
+
+
 def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -400,74 +465,35 @@ def safe_query(r1: Any, r2: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
-    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
+class EventChunks:
+    """A recorded reply's body handed over one event at a time, the one stream type of record-replay.
 
-    The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
+    The same object serves every reader a reply meets: httpx2 (sync and async, through
+    :meth:`for_httpx`, since httpx2 checks the stream's class), botocore (urllib3's
+    ``stream``/``read``/``close``), and vcrpy's httpx stub under the plain ``vcr`` marker. So a
+    streamed reply reaches the SDK split at the same boundaries whichever way it was replayed.
     """
-    kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
-        return _sse_events(body)
-    if kind == "application/vnd.amazon.eventstream":
-        return _eventstream_messages(body)
-    return [body] if body else []
-
-
-def _sse_events(body: bytes) -> list[bytes]:
-    chunks, start = [], 0
-    while start < len(body):
-        ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n", b"\r\r") if (i := body.find(sep, start)) != -1]
-        if not ends:
-            chunks.append(body[start:])
-            break
-        index, width = min(ends)
-        chunks.append(body[start : index + width])
-        start = index + width
-    return chunks
-
-
-def _eventstream_messages(body: bytes) -> list[bytes]:
-    chunks, start = [], 0
-    while start < len(body):
-        if len(body) - start < 4:
-            chunks.append(body[start:])
-            break
-        total = int.from_bytes(body[start : start + 4], "big")
-        if total < 16:  # not a message prelude: keep the rest whole
-            chunks.append(body[start:])
-            break
-        chunks.append(body[start : start + total])
-        start += total
-    return chunks
-
-
-def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:
-    """A stand-in for vcrpy's ``httpx_stubs._deserialize_response``: the body streamed event by event."""
-    response = _ORIGINAL["deserialize"](vcr_response, httpx)
-    headers = {name.lower(): values for name, values in (vcr_response.get("headers") or {}).items()}
-    values = headers.get("content-type") or [""]
-    content_type = values[0] if isinstance(values, list) else str(values)
-    chunks = event_chunks(_body_bytes((vcr_response.get("body") or {}).get("string")), content_type)
-    if len(chunks) > 1:
-        response.stream = _ChunkStream(chunks)
-    return response
-
-
-_ORIGINAL: dict[str, Callable[..., Any]] = {}
-
-
-class _ChunkStream:
-    """An httpx(2) sync and async byte stream over fixed chunks."""
 
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
 
+    @classmethod
+    def for_httpx(cls, httpx: Any, chunks: list[bytes]) -> EventChunks:
+        """The chunks as a byte stream of the ``httpx`` module given (httpx2, or httpx when vcrpy stubs it)."""
+        return _httpx_kind(cls, httpx)(chunks)
+
     def __iter__(self) -> Iterator[bytes]:
         return iter(list(self.chunks))
 
-    async def __aiter__(self) -> Any:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks:
             yield chunk
+
+    def stream(self, *_: Any, **__: Any) -> Iterator[bytes]:
+        yield from self.chunks
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        return b"".join(self.chunks)
 
     def close(self) -> None:
         pass
@@ -476,16 +502,45 @@ class _ChunkStream:
         pass
 
 
+@functools.cache
+def _httpx_kind(base: type[EventChunks], httpx: Any) -> type[EventChunks]:
+    return type(base.__name__, (base, httpx.AsyncByteStream, httpx.SyncByteStream), {"__module__": __name__})
+
+
+def reply_parts(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[bytes]]:
+    """A vcrpy response's headers as ``(name, value)`` pairs and its body as event chunks."""
+    pairs = []
+    for name, values in (response.get("headers") or {}).items():
+        for value in values if isinstance(values, list | tuple) else [values]:
+            pairs.append((str(name), value.decode("latin-1") if isinstance(value, bytes) else str(value)))
+    body = _body_bytes((response.get("body") or {}).get("string"))
+    lowered = {name.lower(): value for name, value in pairs}
+    if lowered.get("content-encoding", "identity") not in ("identity", ""):
+        return pairs, [body]  # still compressed (decoding was turned off): not splittable
+    return pairs, event_chunks(body, lowered.get("content-type"))
+
+
+def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:
+    """A stand-in for vcrpy's httpx stub response builder: the body streamed event by event."""
+    response = _ORIGINAL["deserialize"](vcr_response, httpx)
+    _, chunks = reply_parts(vcr_response)
+    if len(chunks) > 1:
+        response.stream = EventChunks.for_httpx(httpx, chunks)
+    return response
+
+
+_ORIGINAL: dict[str, Callable[..., Any]] = {}
+
+
 def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> AtomicPersister:
     """Give a ``vcr.VCR`` the harness's additions; returns the persister now in front of its old one.
 
     What the project already configured wins where vcrpy lets it (its own ``match_on``,
     ``before_record_*`` filters); the persister's scrubbing and credential scan always run.
     """
-    from vcr.stubs import httpx_stubs
-
-    if httpx_stubs._deserialize_response is not stream_replaying_httpx_response:
-        _ORIGINAL["deserialize"] = httpx_stubs._deserialize_response
+    stubs, builder = vcr_compat.httpx_response_builder()
+    if builder is not stream_replaying_httpx_response:
+        _ORIGINAL["deserialize"] = builder
     vcr.register_serializer("yaml", READABLE_YAML)
     vcr.register_matcher("harness_body", json_body)
     vcr.register_matcher("harness_query", safe_query)
@@ -500,8 +555,5 @@ def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> Atom
     if persister.inner is None and not isinstance(vcr.persister, AtomicPersister):
         persister.inner = vcr.persister
     vcr.register_persister(persister)
-    vcr._custom_patches = (
-        *tuple(vcr._custom_patches),
-        (httpx_stubs, "_deserialize_response", stream_replaying_httpx_response),
-    )
+    vcr_compat.add_custom_patch(vcr, stubs, "_deserialize_response", stream_replaying_httpx_response)
     return persister

@@ -383,3 +383,18 @@ def test_the_projects_own_cassettes_pass_lint(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
     status, lines = lint_lines()
     assert status == 0 and len(lines) == 1 and lines[0].endswith("cassettes, no findings"), lines
+
+
+def test_lint_without_a_folder_finds_pytest_recordings_tests_cassettes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_app.py").write_text("def test_answer(recorded):\n    pass\n", encoding="utf-8")
+    write(tmp_path / "tests" / "cassettes" / "test_app" / "test_answer.yaml", clean())
+    assert lint_lines() == (0, ["1 cassette, no findings"])
+    (tmp_path / "tests" / "cassettes" / "test_app" / "test_answer.yaml").rename(tmp_path / "elsewhere.yaml")
+    (tmp_path / "tests" / "cassettes" / "test_app").rmdir()
+    (tmp_path / "tests" / "cassettes").rmdir()
+    code, lines = lint_lines()
+    assert code == 2 and "no cassettes/ nor tests/cassettes/ here" in lines[-1]

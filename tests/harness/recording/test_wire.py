@@ -12,6 +12,7 @@ from vcr import VCR
 from vcr.request import Request as VcrRequest
 
 from harness.recording import _cassettes as cassettes
+from harness.recording._cassettes import event_chunks
 from harness.recording._recorded import CassetteMismatchError, CassetteTransport, open_recording
 from harness.recording._scrub import CredentialLeakError
 from harness.recording._wire import (
@@ -20,7 +21,6 @@ from harness.recording._wire import (
     AtomicPersister,
     CassetteCorruptError,
     configure_vcr,
-    event_chunks,
     json_body,
     stream_replaying_httpx_response,
     write_atomic,

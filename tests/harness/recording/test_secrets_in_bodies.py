@@ -1,0 +1,157 @@
+"""Secrets in the bodies a scan of the file's text cannot read, as a user's project meets them.
+
+A credential that a streamed reply carries in pieces, one per delta:
+
+The emulator streams text in 8-character deltas, so a reply that echoes a key stores it as
+``"SENTINEL"``, ``"-echoed-"``, ... in consecutive SSE ``data:`` events or AWS event-stream
+frames: no line of the cassette holds it. The recorder must still refuse to write it, and
+``harness cassettes lint`` must still find it in a cassette recorded while the key was unknown.
+(The emulator's Gemini stream sends a text whole, so there the existing whole-value scan holds.)
+The same for a key whole inside a binary (``!!binary``) body, and AWS account ids in ARNs inside
+the bytes of a freshly recorded reply, which are scrubbed and still replay (event-stream CRCs).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.recording import _cassettes as cassettes
+
+pytest_plugins = ["pytester"]
+
+SECRET = "SENTINEL-echoed-secret-4242"  # longer than one delta, shaped like no known key (no pattern finds it)
+
+TEXT = f'turn.text("the key is {SECRET} as asked")'
+TOOL_INPUT = f'turn.tool_call("lookup", token="{SECRET}")'  # Bedrock cuts text at spaces only, arguments anywhere
+
+STREAMED = [
+    ("openai", "chat.completions", TEXT, "(split across events "),
+    ("anthropic", "messages", TEXT, "(split across events "),
+    ("bedrock", "converse-stream", TOOL_INPUT, "(split across events "),
+    ("bedrock", "converse-stream", TEXT, "response.body.string (binary)"),  # whole, in one frame
+]
+
+ECHO = """
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import function, runtime
+
+@function(register=False)
+def lookup(token: str) -> str:
+    \"\"\"Look a token up.\"\"\"
+    return "found"
+
+def test_echo(recorded):
+    with Emulator({script}) as emulator:
+        backend = recorded({provider!r}, {endpoint!r}, model="m-1", stream=True, upstream=emulator.base_url)
+        runtime.exec("hi", provider=backend, tools=[lookup], max_iterations=1)  # one request: no echo back
+"""
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("MY_SERVICE_TOKEN", raising=False)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
+    yield
+    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    ("provider", "endpoint", "script", "where"), STREAMED, ids=["openai", "anthropic", "bedrock", "bedrock-binary"]
+)
+def test_a_key_split_across_stream_events_is_refused_and_found_by_lint(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, provider: str, endpoint: str, script: str, where: str
+) -> None:
+    pytester.makepyfile(test_echo=ECHO.format(script=script, provider=provider, endpoint=endpoint))
+    cassette = pytester.path / "cassettes" / "test_echo" / "test_echo.yaml"
+
+    # recorded while the value was no credential of the environment: written, and split on disk
+    pytester.runpytest("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=1)
+    stored = cassette.read_bytes()
+    assert SECRET.encode() not in stored  # no line (nor binary body) holds it whole
+    events = [event for i in cassettes.load(cassette) for event in _events(i.response)]
+    assert len(events) > 3
+    assert "MY_SERVICE_TOKEN" not in os.environ
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    result = CliRunner().invoke(main, ["cassettes", "lint", "--no-usage", "cassettes"])
+    assert result.exit_code == 1, result.output
+    assert "holds the value of MY_SERVICE_TOKEN in interactions[0].response.body.string" in result.output
+    assert where in result.output
+    assert SECRET not in result.output
+
+    # with the value a credential of the environment, the recorder refuses to write it
+    refused = pytester.runpytest("-p", "no:cacheprovider", "--record-mode=rewrite")
+    refused.assert_outcomes(passed=1, errors=1)
+    output = refused.stdout.str()
+    assert "not written, it would hold a credential from the environment" in output
+    assert "the value of MY_SERVICE_TOKEN in interactions[0].response.body.string" in output
+    assert where in output
+    assert cassette.read_bytes() == stored
+
+
+def _events(response: cassettes.Response) -> list[bytes]:
+    return cassettes.event_chunks(response.body.data, response.headers.get("content-type"))
+
+
+def test_the_pieces_are_named_by_field_and_events_in_the_message() -> None:
+    from harness.recording._scrub import find_hidden_credentials
+
+    pieces = ["SENTINEL", "-echoed-", "secret-4", "242"]
+    body = "".join(
+        f'data: {{"choices": [{{"index": 0, "delta": {{"content": "{piece}"}}}}]}}\n\n' for piece in ["hi ", *pieces]
+    )
+    data = {
+        "interactions": [{"request": {}, "response": {"headers": {}, "body": {"string": body + "data: [DONE]\n\n"}}}]
+    }
+    [finding] = find_hidden_credentials(data, {"MY_SERVICE_TOKEN": SECRET})
+    assert str(finding) == (
+        "the value of MY_SERVICE_TOKEN in interactions[0].response.body.string: "
+        "choices[0].delta.content (split across events 1 to 4)"
+    )
+
+
+ARN = "arn:aws:bedrock:us-east-1:123456789012:guardrail/g1"
+
+ARN_TEST = f"""
+import os
+from pathlib import Path
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import runtime
+
+def test_arn(recorded):
+    with Emulator(turn.text("guarded by {ARN} today")) as emulator:
+        upstream = emulator.base_url if recorded.records else None
+        backend = recorded("bedrock", {{endpoint!r}}, model="m-1", stream={{stream!r}}, upstream=upstream)
+        Path(os.environ["ARN_OUT"]).write_text(runtime.exec("hi", provider=backend, tools=[]), encoding="utf-8")
+"""
+
+
+@pytest.mark.parametrize(("endpoint", "stream"), [("converse", False), ("converse-stream", True)])
+def test_an_account_id_in_a_bedrock_reply_is_zeroed_and_the_reply_still_replays(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, endpoint: str, stream: bool
+) -> None:
+    pytester.makepyfile(test_arn=ARN_TEST.format(endpoint=endpoint, stream=stream))
+    out = pytester.path / "out.txt"
+    monkeypatch.setenv("ARN_OUT", str(out))
+    pytester.runpytest("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=1)
+    recorded_text = out.read_text(encoding="utf-8")
+    [interaction] = cassettes.load(pytester.path / "cassettes" / "test_arn" / "test_arn.yaml")
+    assert b"123456789012" not in interaction.response.body.data
+    assert b"arn:aws:bedrock:us-east-1:000000000000:guardrail/g1" in interaction.response.body.data
+
+    out.unlink()
+    pytester.runpytest("-p", "no:cacheprovider", "--block-network").assert_outcomes(passed=1)  # CRCs still hold
+    assert (
+        out.read_text(encoding="utf-8")
+        == recorded_text
+        == "guarded by " + ARN.replace("123456789012", "0" * 12) + " today"
+    )
