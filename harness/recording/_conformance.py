@@ -52,7 +52,7 @@ def default_cassette_dir() -> Path:
     override = os.environ.get(CASSETTES_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "provider-cassettes"
+    return Path(__file__).resolve().parents[2].parent / "shared" / "provider-cassettes"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -113,7 +113,8 @@ def _run(
     else:
         os.environ["AGENT_PROMPT"] = prompt
     try:
-        return pytester.runpytest("-p", "no:cacheprovider", "-q", *args)
+        # -rN: no short test summary, which repeats each message (whole, not clipped, when CI is set)
+        return pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN", *args)
     finally:
         os.environ.pop("AGENT_TRACE", None)
         os.environ.pop("AGENT_PROMPT", None)
