@@ -36,7 +36,7 @@ import httpx2
 from harness.emulator._faults import Delivery, Fault, apply, fault
 from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
 from harness.script import Turn, as_turn
-from openprogram.providers import register_in_process_transport
+from openprogram.providers import register_fake_base_url, register_in_process_transport
 
 PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
 """The provider modules under ``harness.emulator``, imported when present."""
@@ -103,6 +103,7 @@ class Emulator:
         self._lock = threading.Lock()
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._undeclare: Callable[[], None] = lambda: None
 
     def __repr__(self) -> str:
         return f"Emulator({len(self.script)} entries, {len(self.requests)} request(s), {sorted(self.modules)})"
@@ -255,12 +256,15 @@ class Emulator:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the emulator's server did not start")
             time.sleep(0.01)
+        # the guard lets requests to a loopback URL through only when it is declared a double
+        self._undeclare = register_fake_base_url(self.base_url)
         return self.base_url
 
     def stop(self) -> None:
         server, thread = self._server, self._thread
         if server is None:
             return
+        self._undeclare()
         server.should_exit = True
         if thread is not None:
             thread.join(timeout=10)

@@ -483,6 +483,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             f"(also ${profiles.DB_READ_ONLY_ENV_VAR}=1 or the harness_example_db_readonly ini option)"
         ),
     )
+    parser.addini(
+        "harness_fake_base_urls",
+        "base URLs of doubles (an emulator or fake server this project starts itself) that tests may reach "
+        "without opting in to real model requests; a loopback URL is not one by itself",
+        type="linelist",
+        default=[],
+    )
     parser.addini("harness_example_db", "shared Hypothesis example database (like --harness-example-db)", default=None)
     parser.addini("harness_example_db_readonly", "only read the shared example database", type="bool", default=False)
 
@@ -541,7 +548,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     _refuse_hypofuzz_with_recording(config)
     config.pluginmanager.register(_LiveRuns(), "harness-live-runs")
-    config.stash[_GATE_REGISTRATION] = _register_gate(model_request_refusal)
+    fakes = tuple(config.getini("harness_fake_base_urls") or ())
+    config.stash[_GATE_REGISTRATION] = _register_gate(model_request_refusal, fake_base_urls=fakes)
     if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
         from harness.pytest_plugin._html import HtmlTimelines  # only when pytest-html writes a report
 

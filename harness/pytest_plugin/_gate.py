@@ -53,13 +53,15 @@ class _WhenLoaded:
         self.remove()
 
 
-def register_gate(gate: Callable[[], str | None]) -> Callable[[], None]:
-    """Register ``gate`` with openprogram now or once it is loaded; returns what undoes it
-    (it also stops waiting for openprogram, if it was still waiting)."""
+def register_gate(gate: Callable[[], str | None], fake_base_urls: Sequence[str] = ()) -> Callable[[], None]:
+    """Register ``gate`` (and the base URLs of the project's own doubles, from the
+    ``harness_fake_base_urls`` ini option) with openprogram now or once it is loaded; returns what
+    undoes it (it also stops waiting for openprogram, if it was still waiting)."""
     undo: list[Callable[[], None]] = []
 
     def register(providers: Any) -> None:
         undo.append(providers.register_request_gate(gate))
+        undo.extend(providers.register_fake_base_url(url) for url in fake_base_urls)
 
     providers = sys.modules.get(PROVIDERS)
     watcher = None

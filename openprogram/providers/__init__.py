@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Literal, Protocol, Union, runtime_checkable
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -64,11 +66,18 @@ class Provider(Protocol):
 ALLOW_MODEL_REQUESTS: bool = True
 """Whether the SDK backends may send a request to a model provider: set it to ``False`` (or the
 environment variable ``OPENPROGRAM_ALLOW_MODEL_REQUESTS`` to ``0``) and every one of them ends
-its reply with an ``error`` finish instead, before any connection is made. Requests to a
-loopback base URL (an emulator, a fake server a test started) are not refused. Under the
+its reply with an ``error`` finish instead, before any connection is made. Requests to a base
+URL declared a double (``register_fake_base_url``, ``OPENPROGRAM_FAKE_BASE_URLS``; the harness's
+emulator declares its own) or through an in-process transport are not refused; a loopback URL as
+such is, since a real model server may listen there (Ollama, vLLM, LM Studio). Under the
 harness's pytest plugin a test refuses them unless it opts in; see ``docs/pytest-plugin.md``."""
 
 ALLOW_MODEL_REQUESTS_ENV = "OPENPROGRAM_ALLOW_MODEL_REQUESTS"
+
+FAKE_BASE_URLS_ENV = "OPENPROGRAM_FAKE_BASE_URLS"
+"""Base URLs (separated by commas or white space) that reach doubles, not models: a process that
+serves an emulator or a fake for another one (``harness emulate`` in a second terminal, a CI
+service) declares them here, and the guard lets requests to them through."""
 
 _allowed_here: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
     "openprogram_allow_model_requests", default=None
@@ -103,6 +112,7 @@ InProcessTransport = Union[type, Callable[[Any], bool]]
 _registry_lock = threading.Lock()
 _request_gates: list[tuple[object, RequestGate]] = []
 _in_process_transports: list[tuple[object, InProcessTransport]] = []
+_fake_base_urls: list[tuple[object, str]] = []
 
 
 def _register(entries: list[tuple[object, Any]], value: Any) -> Callable[[], None]:
@@ -151,6 +161,49 @@ def register_in_process_transport(transport: InProcessTransport) -> Callable[[],
     return _register(_in_process_transports, transport)
 
 
+def register_fake_base_url(url: str) -> Callable[[], None]:
+    """Tell the real-request guard that ``url`` (a base URL, and everything below it) reaches a
+    double, not a model; returns the function that takes the registration back.
+
+    Loopback alone proves nothing: a model server on this machine (Ollama, vLLM, LM Studio) answers
+    on ``localhost`` too, and a test that reached it without opting in would send real requests
+    unasked. Only the code that started a double knows it is one, so it says so here (the harness's
+    emulator does when it starts serving). A request goes through when its target has the same
+    scheme, host and port and its path starts with this URL's path.
+    """
+    if not isinstance(url, str) or _url_key(url) is None:
+        raise ValueError(f"register_fake_base_url() takes a URL with a scheme and a host, got {url!r}")
+    return _register(_fake_base_urls, url)
+
+
+def _url_key(url: str) -> tuple[str, str, int | None, str] | None:
+    """``(scheme, host, port, path)`` of ``url``, normalized for comparing; None if it has no host."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    default = {"http": 80, "https": 443}.get(scheme)
+    return scheme, parts.hostname.rstrip(".").lower(), port if port is not None else default, parts.path.rstrip("/")
+
+
+def _is_fake_base_url(url: str) -> bool:
+    """Whether ``url`` lies below a base URL declared a double (registered, or in the environment)."""
+    target = _url_key(url)
+    if target is None:
+        return False
+    declared = [u for _, u in tuple(_fake_base_urls)]
+    declared += [u for u in os.environ.get(FAKE_BASE_URLS_ENV, "").replace(",", " ").split() if u]
+    for base in declared:
+        key = _url_key(base)
+        if key is not None and key[:3] == target[:3] and (target[3] + "/").startswith(key[3] + "/"):
+            return True
+    return False
+
+
 def _gate_refusal() -> str | None:
     """The first refusal of a registered gate, or None (the guard in ``_shared.py`` asks)."""
     for _, gate in tuple(_request_gates):
@@ -175,6 +228,7 @@ def _registered_in_process(transport: object) -> bool:
 __all__ = [
     "ALLOW_MODEL_REQUESTS",
     "ALLOW_MODEL_REQUESTS_ENV",
+    "FAKE_BASE_URLS_ENV",
     "InProcessTransport",
     "MessageBuilder",
     "ModelRequest",
@@ -183,6 +237,7 @@ __all__ = [
     "ToolChoice",
     "allow_model_requests",
     "close_loop_clients",
+    "register_fake_base_url",
     "register_in_process_transport",
     "register_request_gate",
 ]

@@ -205,9 +205,10 @@ def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     In order: ``allow_model_requests(flag)`` around the call decides alone; else the switch
     (``ALLOW_MODEL_REQUESTS``, ``OPENPROGRAM_ALLOW_MODEL_REQUESTS``) may refuse; else a gate
     registered with ``register_request_gate`` (a test framework's, which knows the running test)
-    may. Whatever refuses, the request still goes when ``target()`` (called only then) is a
-    loopback URL, since it reaches this machine and not a model provider, or None: no SDK client
-    could be read or built, so nothing can reach one.
+    may. Whatever refuses, the request still goes when ``target()`` (called only then) lies below
+    a base URL declared a double (``register_fake_base_url``, ``OPENPROGRAM_FAKE_BASE_URLS``), or
+    is None: no SDK client could be read or built, or it answers in process, so nothing can reach
+    a model. A loopback URL is not let through as such: a real model server may listen there.
     """
     forced = _switch._allowed_here.get()
     if forced is True:
@@ -219,9 +220,16 @@ def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     if why is None:
         return None
     url = target()
-    if url is None or is_loopback_url(url):
+    if url is None or _switch._is_fake_base_url(url):
         return None
-    return f"real model request refused, nothing was sent to {url}: {why}"
+    refusal = f"real model request refused, nothing was sent to {url}: {why}"
+    if is_loopback_url(url):
+        refusal += (
+            f" (a server on this machine may be a real model; if {url} is a double, declare it: "
+            f"openprogram.providers.register_fake_base_url(URL), {_switch.FAKE_BASE_URLS_ENV}, or the "
+            "harness_fake_base_urls ini option)"
+        )
+    return refusal
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from harness import ScriptedProvider, turn
-from openprogram import ExecError, agentic_function, function, runtime
+from openprogram import ExecError, agentic_function, function, providers, runtime
 from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
 from openprogram.providers import ModelRequest
 from openprogram.providers.openai import OpenAIChatProvider
@@ -393,9 +393,12 @@ class _ChatServer:
 
     def __enter__(self) -> _ChatServer:
         self.thread.start()
+        # a fake, and it says so: the real-request guard lets no loopback URL through by itself
+        self._undeclare = providers.register_fake_base_url(self.url)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._undeclare()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -20,7 +20,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from openprogram import providers, runtime
-from openprogram.providers._shared import is_loopback_url
+from openprogram.providers._shared import is_loopback_url, model_request_refusal
 from openprogram.providers.openai import OpenAIChatProvider
 from tests.harness.support import ATTEMPTS_FIXTURE
 
@@ -46,7 +46,7 @@ COMPLETION = {COMPLETION!r}
 
 
 class Server:
-    def __init__(self):
+    def __init__(self, port=0):
         self.hits = []
         hits = self.hits
 
@@ -64,7 +64,7 @@ class Server:
             def log_message(self, *args):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{{self.httpd.server_address[1]}}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -221,9 +221,12 @@ def test_with_the_opt_in_a_real_backend_sends(project: pytest.Pytester) -> None:
             assert server.hits == ["/v1/chat/completions"]
 
 
-        def test_loopback_needs_no_opt_in(server):
-            assert app.ask_explicitly(server.url, "hi") == "from the loopback server"
-            assert len(server.hits) == 1
+        def test_a_loopback_server_is_not_a_double_by_itself(server):
+            # Ollama, vLLM and LM Studio listen on localhost too: loopback alone asks for the opt-in
+            result = app.result_of(server.url, "hi")
+            assert result.reason == "error" and server.hits == []
+            message = result.messages[-1].error_message
+            assert message.startswith("real model request refused") and "harness_fake_base_urls" in message
 
 
         def test_the_opt_in_ends_with_its_test(attempts):
@@ -233,6 +236,54 @@ def test_with_the_opt_in_a_real_backend_sends(project: pytest.Pytester) -> None:
         """,
         passed=5,  # @pytest.mark.live lets a test through only with --live: tests/harness/recording/test_live.py
     )
+
+
+def test_a_double_the_project_declares_needs_no_opt_in(project: pytest.Pytester) -> None:
+    """The ini option names the project's own fake servers; the emulator declares itself."""
+    project.makeini(
+        """
+        [pytest]
+        harness_fake_base_urls =
+            http://127.0.0.1:{port}/v1
+        """.replace("{port}", str(_free_port()))
+    )
+    run(
+        project,
+        """
+        import pytest
+        import app
+        from harness import Emulator, turn
+
+
+        def test_the_emulator_declares_itself():
+            with Emulator(turn.text("from the emulator")) as emulator:
+                assert app.ask_explicitly(emulator.base_url + "/v1", "hi") == "from the emulator"
+
+
+        def test_a_declared_fake(pytestconfig):
+            from server import Server  # the project's fake, on the port the ini declares
+            [declared] = pytestconfig.getini("harness_fake_base_urls")
+            server = Server(port=int(declared.rsplit(":", 1)[1].split("/")[0]))
+            try:
+                assert app.ask_explicitly(server.url, "hi") == "from the loopback server"
+                assert server.hits == ["/v1/chat/completions"]
+            finally:
+                server.close()
+
+
+        def test_another_port_is_still_refused(server):
+            assert app.result_of(server.url, "hi").reason == "error" and server.hits == []
+        """,
+        passed=3,
+    )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,11 +382,50 @@ def loopback() -> Iterator[str]:
     server.server_close()
 
 
-def test_loopback_goes_through_even_with_the_switch_off(switch: pytest.MonkeyPatch, loopback: str) -> None:
+def test_loopback_is_refused_with_the_switch_off_unless_declared_a_double(
+    switch: pytest.MonkeyPatch, loopback: str
+) -> None:
     switch.setattr(providers, "ALLOW_MODEL_REQUESTS", False)
     client = AsyncOpenAI(base_url=loopback, api_key="sk-test", max_retries=0)
     provider = OpenAIChatProvider(client=client, model="gpt-4o-mini", stream=False)
+    text = refused_text(provider)
+    assert text is not None and text.startswith(f"real model request refused, nothing was sent to {loopback}")
+    assert "register_fake_base_url" in text and "OPENPROGRAM_FAKE_BASE_URLS" in text
+    undeclare = providers.register_fake_base_url(loopback)
+    try:
+        assert runtime.exec("hi", tools=[], provider=provider) == "from the loopback server"
+    finally:
+        undeclare()
+    assert refused_text(provider) is not None
+    switch.setenv(providers.FAKE_BASE_URLS_ENV, f"http://localhost:1, {loopback.rsplit('/', 1)[0]}")
     assert runtime.exec("hi", tools=[], provider=provider) == "from the loopback server"
+
+
+@pytest.mark.parametrize(
+    ("declared", "target", "through"),
+    [
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/v1/", True),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/chat/completions", True),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v10/", False),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8001/v1/", False),
+        ("http://127.0.0.1:8000", "https://127.0.0.1:8000/v1/", False),
+        ("http://LOCALHOST:80/", "http://localhost/v1", True),
+        ("https://fake.example", "https://fake.example:443/x", True),
+    ],
+)
+def test_a_declared_double_covers_its_base_url_and_below(declared: str, target: str, through: bool) -> None:
+    undeclare = providers.register_fake_base_url(declared)
+    try:
+        with providers.allow_model_requests(False):
+            assert (model_request_refusal(lambda: target) is None) is through
+    finally:
+        undeclare()
+
+
+@pytest.mark.parametrize("bad", ["", "127.0.0.1:8000", "not a url", 42])
+def test_a_double_must_be_declared_by_a_whole_url(bad: Any) -> None:
+    with pytest.raises(ValueError, match="takes a URL with a scheme and a host"):
+        providers.register_fake_base_url(bad)
 
 
 def test_a_backend_without_a_client_is_guarded_by_where_it_would_send(switch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,7 @@ import pytest
 from harness.recording import _cassettes as cassettes
 from harness.recording import _clients as backends
 from harness.recording._clients import TEST_KEY, BackendError, Connection, MissingExtraError
+from openprogram import providers
 from openprogram.providers import ModelRequest, Provider
 from openprogram.types import AssistantMessage, UserMessage
 
@@ -69,9 +70,11 @@ def server() -> Iterator[Server]:
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
+    undeclare = providers.register_fake_base_url(state.url)  # a fake: the guard lets no loopback URL through as such
     try:
         yield state
     finally:
+        undeclare()
         httpd.shutdown()
         httpd.server_close()
         thread.join()

@@ -92,7 +92,7 @@ def test_gates_are_asked_only_when_a_request_would_leave_the_machine() -> None:
     gate = Refusing()
     unregister = register_request_gate(gate)
     try:
-        assert model_request_refusal(lambda: "http://127.0.0.1:9/v1") is None
+        assert model_request_refusal(lambda: "http://127.0.0.1:9/v1") is not None  # loopback is no double
         with providers.allow_model_requests():
             assert refusal() is None
         assert gate.asked == 1  # asked for the loopback URL, but not under allow_model_requests()
