@@ -24,11 +24,11 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 import httpx2
@@ -83,6 +83,7 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         providers: Iterable[str] = PROVIDER_MODULES,
+        after_last: Literal["error", "repeat"] = "error",
     ) -> None:
         if len(script) == 1 and isinstance(script[0], list | tuple):
             script = tuple(script[0])
@@ -91,6 +92,9 @@ class Emulator:
             for i, entry in enumerate(script)
         ]
         self.requests: list[WireRequest] = []
+        self.after_last = after_last
+        """``error``: a request beyond the script is answered 400; ``repeat``: the last entry again
+        (a scenario whose agent asks forever must be served forever to show it)."""
         self.ids = IdSource()
         self.host, self.port = host, port
         self.modules = load_providers(providers)
@@ -173,7 +177,7 @@ class Emulator:
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
-            entry = self.script[number - 1] if number <= len(self.script) else None
+        entry = self.entry(number, request)
         module = handler.module
         if entry is None:
             message = (
@@ -192,6 +196,18 @@ class Emulator:
             return apply(entry, rendered, request, module)
         return Delivery(module.render(self._resolve(entry, request, number), request, self.ids))
 
+    def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
+        """What answers request ``number`` (``None``: it is beyond the script).
+
+        A hook, called outside the emulator's lock: a campaign that decides each reply only when
+        its request arrives (``harness.agents``) overrides it and may block here while it draws."""
+        with self._lock:
+            if number <= len(self.script):
+                return self.script[number - 1]
+            if self.after_last == "repeat" and self.script:
+                return self.script[-1]
+        return None
+
     def _resolve(self, entry: Any, request: WireRequest, number: int) -> Turn:
         scripted = _as_turn(entry, f"script entry {number}")
         if scripted.respond is not None:  # respond functions receive the WireRequest here
@@ -206,6 +222,10 @@ class Emulator:
     def http_client(self, **kwargs: Any) -> httpx2.AsyncClient:
         """An ``httpx2.AsyncClient`` on :meth:`transport`, for an SDK's ``http_client=``."""
         return httpx2.AsyncClient(transport=self.transport(), **kwargs)
+
+    def sync_http_client(self, **kwargs: Any) -> httpx2.Client:
+        """An ``httpx2.Client`` on :meth:`transport`, for a synchronous SDK client's ``http_client=``."""
+        return httpx2.Client(transport=self.transport(), **kwargs)
 
     # -- on a port ----------------------------------------------------------------------------
     def app(self) -> Any:
@@ -299,8 +319,25 @@ class _Stream(httpx2.AsyncByteStream):
             yield part
 
 
-class EmulatorTransport(httpx2.AsyncBaseTransport):
-    """An ``httpx2`` transport that hands each request to an :class:`Emulator`."""
+class _SyncStream(httpx2.SyncByteStream):
+    def __init__(self, delivery: Delivery) -> None:
+        self._delivery = delivery
+
+    def __iter__(self) -> Iterator[bytes]:
+        parts = self._delivery.parts
+        drop = self._delivery.drop_after
+        cut = None if drop is None else min(drop, max(len(parts) - 1, 0))
+        for sent, part in enumerate(parts):
+            if cut is not None and sent >= cut:
+                raise httpx2.RemoteProtocolError(f"emulator: connection dropped after {sent} chunk(s)")
+            if self._delivery.delay:
+                time.sleep(self._delivery.delay)
+            yield part
+
+
+class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
+    """An ``httpx2`` transport that hands each request to an :class:`Emulator`, from an async client
+    or a synchronous one (a synchronous SDK client takes only a synchronous ``http_client``)."""
 
     answers_in_process = True
     """openprogram's real-request guard reads this (``IN_PROCESS_MARK``): no socket, no provider."""
@@ -319,6 +356,18 @@ class EmulatorTransport(httpx2.AsyncBaseTransport):
         )
         reply = delivery.reply
         return httpx2.Response(reply.status, headers=reply.headers, stream=_Stream(delivery), request=request)
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        delivery = self.emulator.answer(
+            request.method,
+            request.url.path,
+            request.url.query.decode() if isinstance(request.url.query, bytes) else str(request.url.query),
+            request.headers.items(),
+            body,
+        )
+        reply = delivery.reply
+        return httpx2.Response(reply.status, headers=reply.headers, stream=_SyncStream(delivery), request=request)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,7 +414,8 @@ def serve(script_path: str | Path, host: str = "127.0.0.1", port: int = 8765) ->
     from harness.scenarios._scenario import Scenario
 
     scenario = Scenario.from_yaml(Path(script_path))
-    emulator = Emulator(script_of(scenario.turns), host=host, port=port)
+    after_last = "repeat" if (scenario.meta.get("emulate") or {}).get("after_last") == "repeat" else "error"
+    emulator = Emulator(script_of(scenario.turns), host=host, port=port, after_last=after_last)
     with emulator:
         print(emulator.base_url, flush=True)
         try:

@@ -1,0 +1,250 @@
+"""One conversation of the agent under test with the emulator, every reply chosen as its request arrives.
+
+The agent runs on a worker thread (its own event loop when it is a coroutine function); each
+request it sends reaches :class:`WireEmulator` (in process through the ``httpx2`` transport, or on
+loopback), which hands it to the thread that started the conversation and waits for the reply.
+That thread is the test's: Hypothesis draws only there, so every reply is a draw of the test's
+own, shrinkable like any other. A run that outlives its time bound is abandoned (the worker is a
+daemon thread) and reported, never waited for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.emulator import Emulator, Fault, fault
+from harness.emulator._server import script_of
+from harness.emulator._wire import IdSource, WireRequest
+from harness.recording._cassettes import Body, Request
+from harness.recording._transcript import Said, conversation
+from harness.scenarios._parts import ModelTurn
+from harness.script import Turn
+
+IN_PROCESS_BASE = "http://emulator.invalid"
+"""The base URL an agent that takes ``http_client`` is given: its client answers in process, and a
+request that bypasses that client fails loudly instead of reaching anything."""
+
+API_KEY = "sk-emulated"
+
+
+class Agent(Protocol):
+    """``agent(prompt, *, base_url, api_key[, http_client]) -> str``, or a coroutine function."""
+
+    def __call__(self, prompt: str, *, base_url: str, api_key: str) -> Any: ...
+
+
+def takes_http_client(agent: Callable[..., Any]) -> bool:
+    """Whether the agent accepts ``http_client`` (then it is served in process, with no socket)."""
+    try:
+        parameters = inspect.signature(agent).parameters
+    except (TypeError, ValueError):
+        return False
+    return "http_client" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def is_async(agent: Callable[..., Any]) -> bool:
+    """A coroutine function, or an object whose ``__call__`` is one: it runs on an event loop of its own."""
+    return inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__)
+
+
+@dataclass
+class Exchange:
+    """One request and what answered it, with the two instants W6 compares."""
+
+    number: int
+    request: WireRequest
+    arrived: float
+    reply: ModelTurn | None = None
+    """``None``: the request came after the run's request bound and was refused with a 400."""
+    answered: float = 0.0
+    response_id: str | None = None
+    """The id the emulator gave a Responses reply (``previous_response_id`` names it)."""
+
+    @property
+    def delivered(self) -> bool:
+        """Whether the reply reached the agent whole: not an error, not cut, not dropped."""
+        reply = self.reply
+        if reply is None or reply.kind in ("error", "raise", "aborted"):
+            return False
+        return not (reply.kind == "hang_up" and self.request.streaming)
+
+    def messages(self) -> tuple[Said, ...]:
+        """The conversation the request carried, normalized across wires."""
+        return conversation(as_recorded(self.request)).messages
+
+
+_HOSTS = {
+    "openai": "api.openai.com",
+    "anthropic": "api.anthropic.com",
+    "gemini": "generativelanguage.googleapis.com",
+    "bedrock": "bedrock-runtime.us-east-1.amazonaws.com",
+}
+
+
+def as_recorded(request: WireRequest) -> Request:
+    """The captured request as if recorded from the provider it speaks to: the form the cassette
+    readers (conversation, tools) take, so the two read every wire the same way."""
+    query = "&".join(f"{k}={v}" for k, v in request.query.items())
+    uri = f"https://{_HOSTS[request.route.provider]}{request.path}" + (f"?{query}" if query else "")
+    body = json.dumps(request.body, ensure_ascii=False).encode() if request.body is not None else b""
+    return Request(request.method, uri, body=Body.of(body))
+
+
+@dataclass
+class Run:
+    """What one conversation did: its exchanges and how the agent ended."""
+
+    prompt: str
+    exchanges: list[Exchange] = field(default_factory=list)
+    returned: str | None = None
+    raised: BaseException | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    """Wall time of the run, the replies' choosing included."""
+    choosing: float = 0.0
+    """Time spent choosing replies (Hypothesis drawing them): the harness's share of ``seconds``."""
+    request_bound: int = 0
+    time_bound: float = 0.0
+
+    @property
+    def ended(self) -> str:
+        if self.timed_out:
+            return "did not end"
+        if self.raised is not None:
+            return f"raised {type(self.raised).__name__}"
+        return "returned"
+
+    @property
+    def replies(self) -> list[ModelTurn]:
+        """The replies served, in order (the ``turns:`` of the scenario this run is)."""
+        return [e.reply for e in self.exchanges if e.reply is not None]
+
+
+Chooser = Callable[[int, WireRequest], "ModelTurn | None"]
+"""Request number and request -> the reply (``None``: refuse it, the run is over its bound)."""
+
+
+_RESPONSE_ID = re.compile(rb'"id":\s*"(resp_[A-Za-z0-9]+)"')
+
+
+class WireEmulator(Emulator):
+    """An emulator whose replies come from a chooser on another thread, one per request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._inbox: queue.Queue[Any] = queue.Queue()
+        self.exchanges: list[Exchange] = []
+
+    def reset(self, inbox: queue.Queue[Any]) -> None:
+        """A fresh conversation on the same server: no requests, ids from 1 again."""
+        with self._lock:
+            self.requests = []
+            self.exchanges = []
+            self.ids = IdSource()
+            self._inbox = inbox
+
+    def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
+        exchange = Exchange(number, request, time.monotonic())
+        answer: queue.Queue[Turn | Fault] = queue.Queue(maxsize=1)
+        self._inbox.put(("request", exchange, answer))
+        try:
+            return answer.get(timeout=600)
+        except queue.Empty:  # the campaign gave up on this run
+            return fault.status(400, "harness: the campaign stopped serving this run")
+
+    def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
+        delivery = super().answer(method, path, query, headers, body)
+        if path.endswith("/responses") and delivery.reply.status == 200:
+            found = _RESPONSE_ID.search(delivery.reply.body or b"".join(delivery.reply.chunks or []))
+            with self._lock:
+                if found and self.exchanges:
+                    self.exchanges[-1].response_id = found.group(1).decode()
+        return delivery
+
+
+def converse(
+    agent: Callable[..., Any],
+    emulator: WireEmulator,
+    choose: Chooser,
+    *,
+    prompt: str,
+    base_url: str | None,
+    request_bound: int,
+    time_bound: float,
+) -> Run:
+    """Run the agent once against ``emulator``, answering each request with ``choose`` on this thread.
+
+    ``base_url`` ``None``: the agent takes ``http_client`` and is served in process."""
+    inbox: queue.Queue[Any] = queue.Queue()
+    emulator.reset(inbox)
+    run = Run(prompt, request_bound=request_bound, time_bound=time_bound)
+    worker = threading.Thread(target=_call, args=(agent, emulator, prompt, base_url, inbox), daemon=True)
+    started = time.monotonic()
+    worker.start()
+    deadline = started + time_bound
+    while True:
+        try:
+            item = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            run.timed_out = True
+            break
+        if item[0] == "done":
+            _, run.returned, run.raised = item
+            break
+        _, exchange, answer = item
+        with emulator._lock:
+            emulator.exchanges.append(exchange)
+        before = time.monotonic()
+        reply = choose(exchange.number, exchange.request) if exchange.number <= request_bound else None
+        run.choosing += time.monotonic() - before
+        exchange.reply = reply
+        entry: Turn | Fault = (
+            script_of([reply])[0]
+            if reply is not None
+            else fault.status(400, f"harness: request {exchange.number} is beyond the run's bound of {request_bound}")
+        )
+        exchange.answered = time.monotonic()
+        answer.put(entry)
+    run.seconds = time.monotonic() - started
+    with emulator._lock:
+        run.exchanges = list(emulator.exchanges)
+    return run
+
+
+def _call(agent: Callable[..., Any], emulator: WireEmulator, prompt: str, base_url: str | None, inbox: Any) -> None:
+    returned: str | None = None
+    raised: BaseException | None = None
+    try:
+        kwargs: dict[str, Any] = {"base_url": base_url or IN_PROCESS_BASE, "api_key": API_KEY}
+        if is_async(agent):
+            if base_url is None:
+                kwargs["http_client"] = emulator.http_client()
+            value = asyncio.run(agent(prompt, **kwargs))
+        else:
+            if base_url is None:
+                kwargs["http_client"] = emulator.sync_http_client()
+            value = agent(prompt, **kwargs)
+        returned = value if isinstance(value, str) else str(value)
+    except BaseException as exc:  # the agent's failure is an outcome the invariants judge
+        raised = exc
+    inbox.put(("done", returned, raised))
+
+
+def scripted(replies: Sequence[ModelTurn]) -> Chooser:
+    """Replies from a scenario's turns, the last one repeated (as ``harness emulate`` serves it)."""
+
+    def choose(number: int, request: WireRequest) -> ModelTurn | None:
+        if not replies:
+            return None
+        return replies[min(number, len(replies)) - 1]
+
+    return choose
