@@ -260,8 +260,13 @@ class Emulator:
 
         if self._server is not None:
             return self.base_url
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+        # and without it a reply written in two parts (headers, then body) waits for the client's
+        # delayed ACK: 40 ms on every kept-alive request (Nagle). Set on the listener too, which
+        # the accepted connections inherit.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app(), log_level="critical", access_log=False, lifespan="off")
