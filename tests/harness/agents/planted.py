@@ -18,6 +18,7 @@ campaign slow without testing anything of the loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -158,3 +159,32 @@ loop_on_unknown_tool = make("loop_on_unknown_tool")
 return_cut_text = make("return_cut_text")
 retry_without_wait = make("retry_without_wait")
 """Each defect alone, by name, for ``harness fuzz --agent tests.harness.agents.planted:NAME``."""
+
+
+async def async_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The same loop, asynchronous and not streamed: it is given an ``httpx2.AsyncClient``."""
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        for attempt in range(3):
+            try:
+                completion = await client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
+                break
+            except openai.APIStatusError as exc:
+                if exc.status_code not in (429, 500, 503) or attempt == 2:
+                    raise
+                await asyncio.sleep(float(exc.response.headers.get("retry-after") or 1))
+        message = completion.choices[0].message
+        calls = [c for c in message.tool_calls or [] if c.type == "function"]
+        if not calls:
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for call in calls:
+            result = _execute(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def loopback_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The clean loop as an agent that builds its own HTTP client: served on a loopback port."""
+    return agent(prompt, base_url=base_url, api_key=api_key)
