@@ -74,7 +74,12 @@ class AgentStats:
     agent_seconds: float = 0.0
     """Time the agent's runs took, less the harness's choosing of replies: the framework and the wire."""
 
+    first_error: str | None = None
+    """How the first run that sent no request ended: a campaign that reached nothing says why."""
+
     def add(self, run: Run, judgement: Judgement) -> None:
+        if not run.exchanges and run.raised is not None and self.first_error is None:
+            self.first_error = f"{type(run.raised).__name__}: {run.raised}"
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
         self.requests += len(run.exchanges)
@@ -123,7 +128,9 @@ class AgentCampaignResult:
 
     @property
     def ok(self) -> bool:
-        return self.failure is None
+        """No violation, and the agent reached the emulator at all (a campaign of runs that all
+        failed before their first request tested nothing)."""
+        return self.failure is None and self.stats.requests > 0
 
 
 class WireViolationError(AssertionError):

@@ -1,11 +1,11 @@
 """One conversation of the agent under test with the emulator, every reply chosen as its request arrives.
 
-The agent runs on a worker thread (its own event loop when it is a coroutine function); each
+The agent runs on a worker thread (a coroutine function on one shared event loop); each
 request it sends reaches :class:`WireEmulator` (in process through the ``httpx2`` transport, or on
 loopback), which hands it to the thread that started the conversation and waits for the reply.
 That thread is the test's: Hypothesis draws only there, so every reply is a draw of the test's
-own, shrinkable like any other. A run that outlives its time bound is abandoned (the worker is a
-daemon thread) and reported, never waited for.
+own, shrinkable like any other. A run that outlives its time bound is reported, never waited for:
+an async run is cancelled, a synchronous one abandoned (its thread is a daemon).
 """
 
 from __future__ import annotations
@@ -141,11 +141,15 @@ class WireEmulator(Emulator):
 
     def __init__(self) -> None:
         super().__init__()
-        self._inbox: queue.Queue[Any] = queue.Queue()
+        self._inbox: queue.Queue[Any] | None = None
         self.exchanges: list[Exchange] = []
 
-    def reset(self, inbox: queue.Queue[Any]) -> None:
-        """A fresh conversation on the same server: no requests, ids from 1 again."""
+    answers_off_loop = True
+    """Its answers block until the campaign's thread has chosen: the loopback server must not wait
+    on its event loop, or one waiting request would stall every other connection."""
+
+    def reset(self, inbox: queue.Queue[Any] | None) -> None:
+        """A fresh conversation on the same server (no requests, ids from 1 again); ``None``: none."""
         with self._lock:
             self.requests = []
             self.exchanges = []
@@ -155,7 +159,11 @@ class WireEmulator(Emulator):
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
         exchange = Exchange(number, request, time.monotonic())
         answer: queue.Queue[Turn | Fault] = queue.Queue(maxsize=1)
-        self._inbox.put(("request", exchange, answer))
+        with self._lock:
+            inbox = self._inbox
+            if inbox is None:
+                return fault.status(400, "harness: no conversation is running")
+            inbox.put(("request", exchange, answer))
         try:
             return answer.get(timeout=600)
         except queue.Empty:  # the campaign gave up on this run
@@ -187,15 +195,15 @@ def converse(
     inbox: queue.Queue[Any] = queue.Queue()
     emulator.reset(inbox)
     run = Run(prompt, request_bound=request_bound, time_bound=time_bound)
-    worker = threading.Thread(target=_call, args=(agent, emulator, prompt, base_url, inbox), daemon=True)
     started = time.monotonic()
-    worker.start()
+    cancel = _start(agent, emulator, prompt, base_url, inbox)
     deadline = started + time_bound
     while True:
         try:
             item = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             run.timed_out = True
+            cancel()
             break
         if item[0] == "done":
             _, run.returned, run.raised = item
@@ -217,26 +225,78 @@ def converse(
     run.seconds = time.monotonic() - started
     with emulator._lock:
         run.exchanges = list(emulator.exchanges)
+    emulator.reset(None)  # a request the agent still sends (a leftover task) is refused at once
+    _refuse_pending(inbox)
     return run
 
 
-def _call(agent: Callable[..., Any], emulator: WireEmulator, prompt: str, base_url: str | None, inbox: Any) -> None:
-    returned: str | None = None
-    raised: BaseException | None = None
-    try:
-        kwargs: dict[str, Any] = {"base_url": base_url or IN_PROCESS_BASE, "api_key": API_KEY}
-        if is_async(agent):
+def _refuse_pending(inbox: queue.Queue[Any]) -> None:
+    while True:
+        try:
+            item = inbox.get_nowait()
+        except queue.Empty:
+            return
+        if item[0] == "request":
+            item[2].put(fault.status(400, "harness: this conversation is over"))
+
+
+def _start(
+    agent: Callable[..., Any], emulator: WireEmulator, prompt: str, base_url: str | None, inbox: queue.Queue[Any]
+) -> Callable[[], None]:
+    """Start the run; returns how to cancel it (an async run's task; a sync thread cannot be)."""
+    kwargs: dict[str, Any] = {"base_url": base_url or IN_PROCESS_BASE, "api_key": API_KEY}
+
+    def finish(returned: Any, raised: BaseException | None) -> None:
+        inbox.put(
+            ("done", None if raised is not None else (returned if isinstance(returned, str) else str(returned)), raised)
+        )
+
+    if is_async(agent):
+
+        async def call() -> None:
             if base_url is None:
                 kwargs["http_client"] = emulator.http_client()
-            value = asyncio.run(agent(prompt, **kwargs))
-        else:
-            if base_url is None:
-                kwargs["http_client"] = emulator.sync_http_client()
+            try:
+                value = await agent(prompt, **kwargs)
+            except BaseException as exc:  # the agent's failure is an outcome the invariants judge
+                finish(None, exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                finish(value, None)
+
+        future = asyncio.run_coroutine_threadsafe(call(), _shared_loop())
+        return lambda: future.cancel() and None
+
+    def work() -> None:
+        if base_url is None:
+            kwargs["http_client"] = emulator.sync_http_client()
+        try:
             value = agent(prompt, **kwargs)
-        returned = value if isinstance(value, str) else str(value)
-    except BaseException as exc:  # the agent's failure is an outcome the invariants judge
-        raised = exc
-    inbox.put(("done", returned, raised))
+        except BaseException as exc:  # the agent's failure is an outcome the invariants judge
+            finish(None, exc)
+        else:
+            finish(value, None)
+
+    threading.Thread(target=work, daemon=True, name="agent-under-test").start()
+    return lambda: None
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+_LOOP_LOCK = threading.Lock()
+
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    """One event loop, on a daemon thread, for every async run of the process, as an application
+    has one: frameworks cache clients bound to the loop they were made on (LangChain's Anthropic
+    client, LiteLLM's), and a fresh loop per run would find them bound to a closed one and hang."""
+    global _LOOP
+    with _LOOP_LOCK:
+        if _LOOP is None or _LOOP.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, daemon=True, name="agents-under-test").start()
+            _LOOP = loop
+        return _LOOP
 
 
 def scripted(replies: Sequence[ModelTurn]) -> Chooser:

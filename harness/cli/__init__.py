@@ -500,6 +500,13 @@ def _fuzz_agent(
             verdict += f" ({stats.declared[name]} declared deviation(s))"
         verdicts.add_row(f"{name} {text}", verdict)
     console.print(verdicts)
+    if result.failure is None and not stats.requests:
+        console.print(
+            f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
+            f"{stats.first_error}): does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?",
+            highlight=False,
+        )
+        raise SystemExit(1)
     if result.failure is None:
         console.print("[bold green]no violation[/]")
         return

@@ -107,6 +107,9 @@ class Emulator:
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
+    answers_off_loop = False
+    """Whether the server calls :meth:`answer` off its event loop (a subclass whose ``entry`` blocks)."""
+
     def __repr__(self) -> str:
         return f"Emulator({len(self.script)} entries, {len(self.requests)} request(s), {sorted(self.modules)})"
 
@@ -237,7 +240,11 @@ class Emulator:
 
         async def endpoint(request: Request) -> Response:
             body = await request.body()
-            delivery = self.answer(request.method, request.url.path, request.url.query, request.headers.items(), body)
+            arguments = (request.method, request.url.path, request.url.query, request.headers.items(), body)
+            if self.answers_off_loop:
+                delivery = await asyncio.to_thread(self.answer, *arguments)
+            else:
+                delivery = self.answer(*arguments)
             reply = delivery.reply
             if reply.chunks is None and not delivery.delay and delivery.drop_after is None:
                 return Response(reply.body or b"", status_code=reply.status, headers=reply.headers)
