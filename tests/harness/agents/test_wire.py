@@ -121,3 +121,13 @@ def test_kept_alive_requests_on_loopback_do_not_wait_for_a_delayed_ack() -> None
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
             times.append(time.perf_counter() - started)
     assert statistics.median(times[1:]) < 0.035, [round(t * 1000, 1) for t in times]
+
+
+def broken_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    raise ValueError("no client configured")
+
+
+def test_a_campaign_whose_agent_never_reaches_the_emulator_is_not_green() -> None:
+    result = CliRunner().invoke(main, ["fuzz", "--agent", "tests.harness.agents.test_wire:broken_agent", "-n", "5"])
+    assert result.exit_code == 1, result.output
+    assert "NOTHING TESTED" in result.output and "ValueError: no client configured" in result.output

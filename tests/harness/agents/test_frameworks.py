@@ -1,0 +1,49 @@
+"""Agents of other frameworks (``frameworks.py``, the ``agents`` extra) through the wire.
+
+Each one completes a tool round on its wire, judged by W1-W6; each finding of
+``docs/wire-campaigns.md`` is a scenario file under ``findings/``, replayed here so that a
+framework release that changes the behaviour is noticed (the finding then goes, or its judgement
+changes). The campaigns themselves (100 conversations each) are run for the docs, not here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.agents import replay_agent
+from harness.scenarios._parts import Call, ModelTurn, import_user_object
+from harness.scenarios._scenario import Scenario
+
+# the module sets what keeps the frameworks offline (LiteLLM's price list) before importing them
+frameworks = pytest.importorskip(
+    "tests.harness.agents.frameworks", reason="the frameworks come with the agents extra: pip install -e '.[agents]'"
+)
+
+FINDINGS = sorted((Path(__file__).parent / "findings").glob("*.yaml"))
+
+ONE_ROUND = Scenario(
+    prompts=("Add 2 and 3.",),
+    turns=(ModelTurn(calls=(Call("add", {"a": 2, "b": 3}, id="call_1"),)), ModelTurn(text="It is 5.")),
+)
+
+
+@pytest.mark.parametrize("name", sorted(frameworks.AGENTS))
+def test_each_framework_agent_completes_a_tool_round_on_its_wire(name: str) -> None:
+    agent = frameworks.AGENTS[name]
+    run, judgement = replay_agent(agent, ONE_ROUND)
+    assert judgement.ok, [str(v) for v in judgement.violations]
+    assert run.returned == "It is 5." and len(run.exchanges) == 2
+    results = [m for m in run.exchanges[1].messages() if m.role == "tool"]
+    assert [r.call_id or r.tool_name for r in results] in (["call_1"], ["add"])
+    assert "5" in results[0].text
+
+
+@pytest.mark.parametrize("path", FINDINGS, ids=lambda p: p.stem)
+def test_each_finding_still_reproduces_on_the_pinned_version(path: Path) -> None:
+    scenario = Scenario.from_yaml(path)
+    agent = import_user_object(scenario.meta["agent"])
+    _, judgement = replay_agent(agent, scenario)
+    found = [v.invariant for v in judgement.violations]
+    assert scenario.meta["violation"]["invariant"] in found, (path.name, [str(v) for v in judgement.violations])
