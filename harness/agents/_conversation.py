@@ -197,22 +197,44 @@ def converse(
     run = Run(prompt, request_bound=request_bound, time_bound=time_bound)
     started = time.monotonic()
     cancel = _start(agent, emulator, prompt, base_url, inbox)
-    deadline = started + time_bound
+    ended = False
+    try:
+        ended = _serve(run, emulator, choose, inbox, started + time_bound)
+    finally:
+        # Also when choosing raised (Hypothesis stops a draw that runs past its buffer, or replays
+        # a shorter prefix while shrinking): the waiting request is refused and the run cancelled,
+        # else it would hold the shared event loop, and every later run, for good.
+        if not ended:
+            cancel()
+        run.seconds = time.monotonic() - started
+        with emulator._lock:
+            run.exchanges = list(emulator.exchanges)
+        emulator.reset(None)  # a request the agent still sends (a leftover task) is refused at once
+        _refuse_pending(inbox, wait=0.0 if ended else 2.0)
+    return run
+
+
+def _serve(run: Run, emulator: WireEmulator, choose: Chooser, inbox: queue.Queue[Any], deadline: float) -> bool:
+    """Answer the run's requests until it ends (``True``) or its time bound passes (``False``)."""
+    request_bound = run.request_bound
     while True:
         try:
             item = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             run.timed_out = True
-            cancel()
-            break
+            return False
         if item[0] == "done":
             _, run.returned, run.raised = item
-            break
+            return True
         _, exchange, answer = item
         with emulator._lock:
             emulator.exchanges.append(exchange)
         before = time.monotonic()
-        reply = choose(exchange.number, exchange.request) if exchange.number <= request_bound else None
+        try:
+            reply = choose(exchange.number, exchange.request) if exchange.number <= request_bound else None
+        except BaseException:
+            answer.put(fault.status(400, "harness: the campaign stopped this run"))
+            raise
         run.choosing += time.monotonic() - before
         exchange.reply = reply
         entry: Turn | Fault = (
@@ -222,22 +244,20 @@ def converse(
         )
         exchange.answered = time.monotonic()
         answer.put(entry)
-    run.seconds = time.monotonic() - started
-    with emulator._lock:
-        run.exchanges = list(emulator.exchanges)
-    emulator.reset(None)  # a request the agent still sends (a leftover task) is refused at once
-    _refuse_pending(inbox)
-    return run
 
 
-def _refuse_pending(inbox: queue.Queue[Any]) -> None:
+def _refuse_pending(inbox: queue.Queue[Any], wait: float) -> None:
+    """Refuse what is still waiting; with ``wait``, for that long or until the run says it ended."""
+    deadline = time.monotonic() + wait
     while True:
         try:
-            item = inbox.get_nowait()
+            item = inbox.get(timeout=max(0.0, deadline - time.monotonic())) if wait else inbox.get_nowait()
         except queue.Empty:
             return
         if item[0] == "request":
             item[2].put(fault.status(400, "harness: this conversation is over"))
+        elif item[0] == "done":
+            wait = 0.0
 
 
 def _start(
