@@ -422,7 +422,9 @@ _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
 
 def serve(script_path: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve the ``turns:`` of a scenario file on every provider's wire until interrupted,
-    printing the base URL (flushed) first: ``harness emulate`` runs this."""
+    printing the base URL (flushed) first: ``harness emulate`` runs this. With
+    ``meta.emulate.after_last: repeat`` (what a wire campaign saves) every request after the last
+    turn gets the last turn again, as the campaign answered, instead of a 400."""
     from harness.scenarios._scenario import Scenario
 
     scenario = Scenario.from_yaml(Path(script_path))
