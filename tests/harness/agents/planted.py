@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import anthropic
 import openai
 
 DEFECTS = (
@@ -188,3 +189,39 @@ async def async_agent(prompt: str, *, base_url: str, api_key: str, http_client: 
 def loopback_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     """The clean loop as an agent that builds its own HTTP client: served on a loopback port."""
     return agent(prompt, base_url=base_url, api_key=api_key)
+
+
+_ANTHROPIC_TOOLS = [
+    {
+        "name": t["function"]["name"],
+        "description": t["function"]["description"],
+        "input_schema": t["function"]["parameters"],
+    }
+    for t in TOOLS
+]
+
+
+async def anthropic_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The clean loop over the ``anthropic`` SDK, streamed: the Anthropic wire, where a cut stream
+    loses ``message_delta`` (the stop reason) and ``message_stop``."""
+    client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key, http_client=http_client, max_retries=2)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        async with client.messages.stream(
+            model="claude-test", max_tokens=100, messages=messages, tools=_ANTHROPIC_TOOLS
+        ) as stream:
+            message = await stream.get_final_message()
+        if message.stop_reason is None:
+            raise CutStream("the stream ended without a stop reason")
+        uses = [block for block in message.content if block.type == "tool_use"]
+        if not uses:
+            return "".join(block.text for block in message.content if block.type == "text")
+        messages.append(
+            {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in message.content]}
+        )
+        results = [
+            {"type": "tool_result", "tool_use_id": block.id, "content": _execute(block.name, json.dumps(block.input))}
+            for block in uses
+        ]
+        messages.append({"role": "user", "content": results})
+    raise RuntimeError("no answer after 20 rounds")

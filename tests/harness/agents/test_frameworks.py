@@ -8,6 +8,9 @@ changes). The campaigns themselves (100 conversations each) are run for the docs
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ import pytest
 from harness.agents import replay_agent
 from harness.scenarios._parts import Call, ModelTurn, import_user_object
 from harness.scenarios._scenario import Scenario
+from tests.harness.support import console_script
 
 # the module sets what keeps the frameworks offline (LiteLLM's price list) before importing them
 frameworks = pytest.importorskip(
@@ -48,3 +52,23 @@ def test_each_finding_still_reproduces_on_the_pinned_version(path: Path) -> None
     # a declared deviation still shows: the declaration is still needed
     found = [v.invariant for v in judgement.violations] + [v.invariant for v, _ in judgement.declared]
     assert scenario.meta["violation"]["invariant"] in found, (path.name, [str(v) for v in judgement.violations])
+
+
+def test_the_docs_pydantic_ai_agent_is_a_first_campaign_in_a_new_project(tmp_path: Path) -> None:
+    """The new user's path: the agent of docs/wire-campaigns.md as a project's agent.py, fuzzed
+    through the installed console script from that project's directory."""
+    docs = (Path(__file__).parents[3] / "docs" / "wire-campaigns.md").read_text(encoding="utf-8")
+    source = next(b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if "async def run(" in b)
+    (tmp_path / "agent.py").write_text(source.replace("# myproject/agent.py\n", ""))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPATH")}
+    env["COLUMNS"] = "200"
+    done = subprocess.run(
+        [console_script(), "fuzz", "--agent", "agent:run", "-n", "10", "--seed", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "10 conversations" in done.stdout and "in process" in done.stdout and "no violation" in done.stdout

@@ -131,3 +131,10 @@ def test_a_campaign_whose_agent_never_reaches_the_emulator_is_not_green() -> Non
     result = CliRunner().invoke(main, ["fuzz", "--agent", "tests.harness.agents.test_wire:broken_agent", "-n", "5"])
     assert result.exit_code == 1, result.output
     assert "NOTHING TESTED" in result.output and "ValueError: no client configured" in result.output
+
+
+def test_an_anthropic_sdk_loop_is_judged_on_the_anthropic_wire(tmp_path: Path) -> None:
+    result = run_agent_campaign(planted.anthropic_agent, 30, save_dir=tmp_path)
+    assert result.ok, result.failure and str(result.failure.violation)
+    assert {wire for wire, _ in result.stats.wires.items()} == {"anthropic messages (streamed)"}
+    assert result.stats.endings["raised CutStream"] > 0  # the cut reached it before the stop reason
