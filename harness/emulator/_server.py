@@ -42,6 +42,11 @@ PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
 
 ScriptEntry = Any  # Turn | ScriptedCall | str | Fault
 
+JOURNAL_PATH = "/_emulator/requests"
+"""``GET``: the requests received so far (:meth:`Emulator.journal`), on the loopback server."""
+RESET_PATH = "/_emulator/reset"
+"""``POST``: start the script over (:meth:`Emulator.reset_script`)."""
+
 
 def load_providers(names: Iterable[str] = PROVIDER_MODULES) -> dict[str, ModuleType]:
     """The provider modules that exist, by name; a missing one is skipped, a broken one raises."""
@@ -141,6 +146,32 @@ class Emulator:
             )
         if problems:
             raise AssertionError("Emulator script not followed: " + " | ".join(problems))
+
+    def journal(self) -> list[dict[str, Any]]:
+        """Every request so far, in order, as JSON data: what ``GET /_emulator/requests`` answers,
+        so a test driving ``harness emulate`` from another process can see what its agent sent."""
+        with self._lock:
+            requests = list(self.requests)
+        return [
+            {
+                "number": number,
+                "provider": request.route.provider,
+                "endpoint": request.route.endpoint,
+                "method": request.method,
+                "path": request.path,
+                "query": dict(request.query),
+                "streaming": request.streaming,
+                "body": request.body,
+            }
+            for number, request in enumerate(requests, 1)
+        ]
+
+    def reset_script(self) -> None:
+        """Forget the requests, so the next one gets the script's first entry again (``POST
+        /_emulator/reset``): one served scenario, run against an agent as often as wanted."""
+        with self._lock:
+            self.requests = []
+            self.ids = IdSource()
 
     @property
     def routes(self) -> list[Route]:
@@ -252,8 +283,21 @@ class Emulator:
                 _deliver(delivery, _ConnectionDropped), status_code=reply.status, headers=reply.headers
             )
 
+        async def journal(request: Request) -> Response:
+            return Response(json.dumps(self.journal(), ensure_ascii=False), media_type="application/json")
+
+        async def reset(request: Request) -> Response:
+            self.reset_script()
+            return Response(status_code=204)
+
         methods = ["GET", "POST", "PUT", "DELETE", "PATCH"]
-        return Starlette(routes=[StarletteRoute("/{path:path}", endpoint, methods=methods)])
+        return Starlette(
+            routes=[
+                StarletteRoute(JOURNAL_PATH, journal, methods=["GET"]),
+                StarletteRoute(RESET_PATH, reset, methods=["POST"]),
+                StarletteRoute("/{path:path}", endpoint, methods=methods),
+            ]
+        )
 
     @property
     def base_url(self) -> str:

@@ -138,3 +138,17 @@ def test_an_anthropic_sdk_loop_is_judged_on_the_anthropic_wire(tmp_path: Path) -
     assert result.ok, result.failure and str(result.failure.violation)
     assert {wire for wire, _ in result.stats.wires.items()} == {"anthropic messages (streamed)"}
     assert result.stats.endings["raised CutStream"] > 0  # the cut reached it before the stop reason
+
+
+def test_harness_emulate_shows_its_journal_and_starts_its_script_over(tmp_path: Path) -> None:
+    import httpx2
+
+    found = run_agent_campaign(planted.return_cut_text, save_dir=tmp_path)
+    assert found.failure is not None and found.failure.path is not None
+    with emulate_process(found.failure.path) as base:
+        for _ in range(2):  # the same scenario, twice, without restarting the server
+            assert planted.return_cut_text("hi", base_url=base, api_key="k") == "Done."
+            journal = httpx2.get(f"{base}/_emulator/requests").json()
+            assert [(r["number"], r["endpoint"], r["streaming"]) for r in journal] == [(1, "chat.completions", True)]
+            assert journal[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
+            assert httpx2.post(f"{base}/_emulator/reset").status_code == 204
