@@ -152,3 +152,10 @@ def test_harness_emulate_shows_its_journal_and_starts_its_script_over(tmp_path: 
             assert [(r["number"], r["endpoint"], r["streaming"]) for r in journal] == [(1, "chat.completions", True)]
             assert journal[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
             assert httpx2.post(f"{base}/_emulator/reset").status_code == 204
+
+
+def test_a_seed_is_one_campaign() -> None:
+    first, second = (run_agent_campaign(planted.agent, 25, seed=5, save=False).stats for _ in range(2))
+    assert (first.kinds, first.endings, first.requests) == (second.kinds, second.endings, second.requests)
+    other = run_agent_campaign(planted.agent, 25, seed=6, save=False).stats
+    assert (other.kinds, other.requests) != (first.kinds, first.requests)
