@@ -371,8 +371,9 @@ def fewer_replies(
     shrinking = True
     while shrinking and budget > 0:
         shrinking = False
-        keep_last = bool(turns) and is_final(turns[-1])  # repeating a call instead would never end
-        for index in range(len(turns) - (1 if keep_last else 0)):
+        # the last turn stays: it is what every later request gets, and repeating another one
+        # instead (a call, say) would make a run that never ends out of one that did
+        for index in range(len(turns) - 1):
             candidate = turns[:index] + turns[index + 1 :]
             if not candidate or budget <= 0:
                 continue

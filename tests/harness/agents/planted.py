@@ -225,3 +225,35 @@ async def anthropic_agent(prompt: str, *, base_url: str, api_key: str, http_clie
         ]
         messages.append({"role": "user", "content": results})
     raise RuntimeError("no answer after 20 rounds")
+
+
+_RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in TOOLS]
+
+
+def _responses(prompt: str, base_url: str, api_key: str, http_client: Any, stale: bool) -> str:
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    first = response = client.responses.create(model="gpt-test", input=prompt, tools=_RESPONSES_TOOLS)
+    for _ in range(20):
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        outputs = [
+            {"type": "function_call_output", "call_id": call.call_id, "output": _execute(call.name, call.arguments)}
+            for call in calls
+        ]
+        previous = first.id if stale else response.id
+        response = client.responses.create(
+            model="gpt-test", input=outputs, tools=_RESPONSES_TOOLS, previous_response_id=previous
+        )
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The loop on the Responses API, the history kept on the server (``previous_response_id``)."""
+    return _responses(prompt, base_url, api_key, http_client, stale=False)
+
+
+def stale_responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The same loop always continuing from the first response: the stored history it names leaves
+    out every round after the first (W2)."""
+    return _responses(prompt, base_url, api_key, http_client, stale=True)

@@ -159,3 +159,12 @@ def test_a_seed_is_one_campaign() -> None:
     assert (first.kinds, first.endings, first.requests) == (second.kinds, second.endings, second.requests)
     other = run_agent_campaign(planted.agent, 25, seed=6, save=False).stats
     assert (other.kinds, other.requests) != (first.kinds, first.requests)
+
+
+def test_history_kept_on_the_server_is_judged_through_previous_response_id(tmp_path: Path) -> None:
+    kept = run_agent_campaign(planted.responses_agent, 30, save=False)
+    assert kept.ok, kept.failure and str(kept.failure.violation)
+    assert set(kept.stats.wires) == {"openai responses"}
+    stale = run_agent_campaign(planted.stale_responses_agent, save_dir=tmp_path)
+    assert stale.failure is not None and stale.failure.violation.invariant == "W2", stale.failure
+    assert len(stale.failure.scenario.turns) <= 3
