@@ -439,7 +439,13 @@ def _fuzz_agent(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, AgentStats, run_agent_campaign
+    from harness.agents._campaign import (
+        DEFAULT_EXAMPLES,
+        DEFAULT_MAX_REPLIES,
+        AgentStats,
+        deviations_of,
+        run_agent_campaign,
+    )
     from harness.agents._invariants import INVARIANTS
     from harness.campaigns._fuzz import DEFAULT_SEED
     from harness.scenarios._parts import UserImportError, import_user_object
@@ -500,6 +506,12 @@ def _fuzz_agent(
             verdict += f" ({stats.declared[name]} declared deviation(s))"
         verdicts.add_row(f"{name} {text}", verdict)
     console.print(verdicts)
+    for deviation in deviations_of(agent):
+        console.print(
+            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason}",
+            markup=False,
+            highlight=False,
+        )
     if result.failure is None and not stats.requests:
         console.print(
             f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
