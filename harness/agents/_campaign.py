@@ -29,6 +29,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
 from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
 from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
@@ -131,6 +132,11 @@ class AgentCampaignResult:
         """No violation, and the agent reached the emulator at all (a campaign of runs that all
         failed before their first request tested nothing)."""
         return self.failure is None and self.stats.requests > 0
+
+
+class UnsteadyAgentError(RuntimeError):
+    """Hypothesis saw the agent answer the same replies with different requests: a campaign over
+    it can neither shrink nor reproduce anything, and says so instead of reporting noise."""
 
 
 class WireViolationError(AssertionError):
@@ -335,6 +341,13 @@ def run_agent_campaign(
         with _no_local_constants():
             try:
                 test()
+            except (Flaky, FlakyStrategyDefinition) as exc:
+                if not failing:
+                    raise UnsteadyAgentError(
+                        f"{name} sent different requests for the same replies ({type(exc).__name__}): a wire "
+                        "campaign needs an agent that does the same thing twice (no background requests, no "
+                        "reliance on timing); run it with --seed to see which conversation"
+                    ) from None
             except Exception:
                 if not failing:
                     raise

@@ -443,6 +443,7 @@ def _fuzz_agent(
         DEFAULT_EXAMPLES,
         DEFAULT_MAX_REPLIES,
         AgentStats,
+        UnsteadyAgentError,
         deviations_of,
         run_agent_campaign,
     )
@@ -473,14 +474,18 @@ def _fuzz_agent(
         def advance(stats: AgentStats) -> None:
             progress.update(task, completed=min(stats.conversations, examples))
 
-        result = run_agent_campaign(
-            agent,
-            examples,
-            chosen,
-            max_replies=max_turns or DEFAULT_MAX_REPLIES,
-            save_dir=save_dir,
-            on_example=advance,
-        )
+        try:
+            result = run_agent_campaign(
+                agent,
+                examples,
+                chosen,
+                max_replies=max_turns or DEFAULT_MAX_REPLIES,
+                save_dir=save_dir,
+                on_example=advance,
+            )
+        except UnsteadyAgentError as exc:
+            console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
+            raise SystemExit(1) from None
     stats = result.stats
     rate = stats.conversations / stats.seconds if stats.seconds else 0.0
     console.print(

@@ -8,6 +8,7 @@ import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -168,3 +169,33 @@ def test_history_kept_on_the_server_is_judged_through_previous_response_id(tmp_p
     stale = run_agent_campaign(planted.stale_responses_agent, save_dir=tmp_path)
     assert stale.failure is not None and stale.failure.violation.invariant == "W2", stale.failure
     assert len(stale.failure.scenario.turns) <= 3
+
+
+_CALLS = [0]
+
+
+def unsteady_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """Every other run stops after the first reply, calls or not (W1 and W4 allow it): the same
+    replies, different requests, so no campaign can replay it."""
+    _CALLS[0] += 1
+    if _CALLS[0] % 2:
+        return planted.agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    return reply.choices[0].message.content or ""
+
+
+def test_an_agent_that_answers_the_same_replies_differently_is_reported_as_unsteady(tmp_path: Path) -> None:
+    command = [
+        "fuzz",
+        "--agent",
+        "tests.harness.agents.test_wire:unsteady_agent",
+        "-n",
+        "30",
+        "--save-dir",
+        str(tmp_path),
+    ]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 1, result.output
+    shown = " ".join(result.output.split())
+    assert "UNSTEADY AGENT" in shown and "sent different requests for the same replies" in shown
