@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import os
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -153,6 +154,9 @@ def agent_name(agent: Callable[..., Any]) -> str:
     module = getattr(agent, "__module__", None) or "agent"
     qualified = getattr(agent, "__qualname__", None) or ""
     name = qualified if qualified and "<locals>" not in qualified else getattr(agent, "__name__", "agent")
+    namespace = vars(sys.modules[module]) if module in sys.modules else {}
+    if namespace.get(name) is not agent:  # made by a factory: the name it is importable by, if any
+        name = next((key for key, value in namespace.items() if value is agent), name)
     return f"{module}:{name}"
 
 
