@@ -339,12 +339,24 @@ def _one_line(exc: Exception) -> str:
 
 @click.command("fuzz")
 @click.option(
-    "--examples", "-n", default=200, show_default=True, type=click.IntRange(min=1), help="Scenarios to generate."
+    "--examples",
+    "-n",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Scenarios to generate [default: 200; with --agent: 100 conversations].",
 )
 @click.option(
     "--seed", type=click.IntRange(min=0), default=None, help="Another campaign (printed at the start) [default: 21]."
 )
 @click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
+@click.option(
+    "--agent",
+    "agent_path",
+    default=None,
+    metavar="MODULE:CALLABLE",
+    help="Fuzz an agent of any framework through the wire: agent(prompt, *, base_url, api_key) "
+    "(docs/wire-campaigns.md).",
+)
 @click.option(
     "--save-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -352,7 +364,10 @@ def _one_line(exc: Exception) -> str:
     help="Where to save a shrunk failure [default: $HARNESS_SCENARIO_DIR or cassettes/scenarios].",
 )
 @click.option(
-    "--max-turns", default=10, show_default=True, type=click.IntRange(min=1), help="Model turns per scenario at most."
+    "--max-turns",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Model turns per scenario at most [default: 10; with --agent: 6 replies drawn per conversation].",
 )
 @click.option(
     "--database",
@@ -371,21 +386,33 @@ def _one_line(exc: Exception) -> str:
 )
 @click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=_HTML_HELP)
 def fuzz_command(
-    examples: int,
+    examples: int | None,
     seed: int | None,
     tools_module: str | None,
     save_dir: Path | None,
-    max_turns: int,
+    max_turns: int | None,
     database_url: str | None = None,
     database_readonly: bool = False,
     html: Path | None = None,
+    agent_path: str | None = None,
 ) -> None:
     """Generate adversarial model behaviour and check every run against the reference and the invariants.
 
     With --tools, your tools' real code runs (an @agentic_function's nested runs get a generated
     model), each scenario runs twice to catch a tool that is not deterministic, and a table says
-    what each tool did. Exits 1 on a violation or a nondeterministic tool.
+    what each tool did. With --agent, an agent of any framework is served generated replies on
+    the wire it speaks and judged by the wire invariants W1-W6. Exits 1 on a violation or a
+    nondeterministic tool.
     """
+    if agent_path is not None:
+        if tools_module is not None:
+            raise click.UsageError("--agent and --tools fuzz different things: give one of them")
+        if html is not None:
+            raise click.UsageError("--html reports our own loop's campaign; with --agent it is not available yet")
+        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns)
+        return
+    examples = examples or 200
+    max_turns = max_turns or 10
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -492,6 +519,112 @@ def _print_summary(console: Any, result: Any) -> None:
         for name, counts in sorted(stats.per_tool.items()):
             tools.add_row(name, *(str(counts[k]) for k in ("calls", "results", "error results", "raised")))
         console.print(tools)
+
+
+def _fuzz_agent(
+    path: str, examples: int | None, seed: int | None, save_dir: Path | None, max_turns: int | None
+) -> None:
+    """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from harness.agents._campaign import (
+        DEFAULT_EXAMPLES,
+        DEFAULT_MAX_REPLIES,
+        AgentStats,
+        UnsteadyAgentError,
+        deviations_of,
+        run_agent_campaign,
+    )
+    from harness.agents._invariants import INVARIANTS
+    from harness.campaigns._fuzz import DEFAULT_SEED
+    from harness.scenarios._parts import UserImportError, import_user_object
+
+    try:
+        agent = import_user_object(path)
+    except UserImportError as exc:
+        raise click.UsageError(f"--agent {path}: {exc}") from None
+    if not callable(agent):
+        raise click.UsageError(f"--agent {path}: {type(agent).__name__} is not callable")
+    console = Console()
+    examples = examples or DEFAULT_EXAMPLES
+    chosen = seed if seed is not None else DEFAULT_SEED
+    console.print(f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}", markup=False, highlight=False)
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("conversing", total=examples)
+
+        def advance(stats: AgentStats) -> None:
+            progress.update(task, completed=min(stats.conversations, examples))
+
+        try:
+            result = run_agent_campaign(
+                agent,
+                examples,
+                chosen,
+                max_replies=max_turns or DEFAULT_MAX_REPLIES,
+                save_dir=save_dir,
+                on_example=advance,
+            )
+        except UnsteadyAgentError as exc:
+            console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
+            raise SystemExit(1) from None
+    stats = result.stats
+    rate = stats.conversations / stats.seconds if stats.seconds else 0.0
+    console.print(
+        f"{stats.conversations} conversations, {stats.requests} requests, {stats.seconds:.1f}s ({rate:.0f}/s; "
+        f"the agent {stats.agent_seconds:.1f}s, the harness {stats.harness_seconds:.1f}s), "
+        f"{'in process' if result.in_process else 'on loopback'}, seed {result.seed}",
+        markup=False,
+        highlight=False,
+    )
+    table = Table(title="exercised (over all conversations)")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for label, count in stats.rows():
+        table.add_row(label, str(count))
+    console.print(table)
+    verdicts = Table(title="wire invariants")
+    for column in ("invariant", "verdict"):
+        verdicts.add_column(column)
+    broken = result.failure.violation.invariant if result.failure else None
+    for name, text in INVARIANTS.items():
+        verdict = "VIOLATED" if name == broken else "held"
+        if stats.declared[name]:
+            verdict += f" ({stats.declared[name]} declared deviation(s))"
+        verdicts.add_row(f"{name} {text}", verdict)
+    console.print(verdicts)
+    for deviation in deviations_of(agent):
+        console.print(
+            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason}",
+            markup=False,
+            highlight=False,
+        )
+    if result.failure is None and not stats.requests:
+        console.print(
+            f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
+            f"{stats.first_error}): does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?",
+            highlight=False,
+        )
+        raise SystemExit(1)
+    if result.failure is None:
+        console.print("[bold green]no violation[/]")
+        return
+    failure = result.failure
+    console.print(f"\n[bold red]VIOLATION[/] {failure.violation.invariant}")
+    console.print(str(failure.violation), markup=False, highlight=False)
+    console.print("\nminimal scenario:", style="bold")
+    console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
+    if failure.path is not None:
+        console.print(f"saved as {failure.path} (serve it: harness emulate --script {failure.path})")
+    raise SystemExit(1)
 
 
 # -- harness emulate --script FILE ----------------------------------------------------------------

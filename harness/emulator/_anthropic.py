@@ -215,6 +215,21 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     return WireReply(200, headers, chunks=chunks)
 
 
+_TERMINAL = (b"event: message_delta\n", b"event: message_stop\n")
+
+
+def terminal(reply: WireReply, request: WireRequest) -> int:
+    """How many trailing events end a stream: ``message_delta`` (it carries the stop reason) and
+    ``message_stop``. ``fault.truncate`` removes both, so a cut stream is cut before its stop
+    reason on this wire as on the others, and a client can notice it."""
+    count = 0
+    for chunk in reversed(reply.chunks or []):
+        if not chunk.startswith(_TERMINAL):
+            break
+        count += 1
+    return count
+
+
 def error_reply(status: int, message: str, request: WireRequest) -> WireReply:
     """Anthropic's error body (``{"type": "error", "error": {type, message}, "request_id"}``) for ``status``.
 

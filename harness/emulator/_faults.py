@@ -9,8 +9,8 @@ turn (``fault.slow(0.05, turn.text("hi"))``) and combine by wrapping each other
 The byte-level edits work on SSE (``data:`` frames); a provider whose wire is not SSE (Bedrock's
 event stream) and one whose events differ from the generic SSE ones supply
 ``malformed(chunk) -> bytes``, ``unknown_event() -> bytes`` and ``terminal(reply, request) -> int``
-in their module to say how these look on their wire (``openai``: ``terminal``; ``gemini``:
-``terminal``, ``unknown_event``; ``bedrock``: all three).
+in their module to say how these look on their wire (``openai``, ``anthropic``: ``terminal``;
+``gemini``: ``terminal``, ``unknown_event``; ``bedrock``: all three).
 """
 
 from __future__ import annotations
@@ -80,8 +80,9 @@ class fault:
 
     @staticmethod
     def truncate(inner: Wrapped = None) -> Fault:
-        """The stream ends cleanly but without its terminal event (``[DONE]`` and the finish chunk,
-        ``response.completed``, ``message_stop``)."""
+        """The stream ends cleanly but without its terminal events, the stop reason with them
+        (``[DONE]`` and the finish chunk, ``response.completed``, ``message_delta`` and
+        ``message_stop``, Gemini's ``finishReason`` chunk, Bedrock's ``messageStop`` and ``metadata``)."""
         return _wrap(inner, truncate=True)
 
     @staticmethod

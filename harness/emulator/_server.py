@@ -24,11 +24,11 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 import httpx2
@@ -42,6 +42,11 @@ PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
 """The provider modules under ``harness.emulator``, imported when present."""
 
 ScriptEntry = Any  # Turn | ScriptedCall | str | Fault
+
+JOURNAL_PATH = "/_emulator/requests"
+"""``GET``: the requests received so far (:meth:`Emulator.journal`), on the loopback server."""
+RESET_PATH = "/_emulator/reset"
+"""``POST``: start the script over (:meth:`Emulator.reset_script`)."""
 
 
 def load_providers(names: Iterable[str] = PROVIDER_MODULES) -> dict[str, ModuleType]:
@@ -84,6 +89,7 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         providers: Iterable[str] = PROVIDER_MODULES,
+        after_last: Literal["error", "repeat"] = "error",
     ) -> None:
         if len(script) == 1 and isinstance(script[0], list | tuple):
             script = tuple(script[0])
@@ -92,6 +98,9 @@ class Emulator:
             for i, entry in enumerate(script)
         ]
         self.requests: list[WireRequest] = []
+        self.after_last = after_last
+        """``error``: a request beyond the script is answered 400; ``repeat``: the last entry again
+        (a scenario whose agent asks forever must be served forever to show it)."""
         self.ids = IdSource()
         self.host, self.port = host, port
         self.modules = load_providers(providers)
@@ -104,6 +113,9 @@ class Emulator:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._undeclare: Callable[[], None] = lambda: None
+
+    answers_off_loop = False
+    """Whether the server calls :meth:`answer` off its event loop (a subclass whose ``entry`` blocks)."""
 
     def __repr__(self) -> str:
         return f"Emulator({len(self.script)} entries, {len(self.requests)} request(s), {sorted(self.modules)})"
@@ -136,6 +148,32 @@ class Emulator:
             )
         if problems:
             raise AssertionError("Emulator script not followed: " + " | ".join(problems))
+
+    def journal(self) -> list[dict[str, Any]]:
+        """Every request so far, in order, as JSON data: what ``GET /_emulator/requests`` answers,
+        so a test driving ``harness emulate`` from another process can see what its agent sent."""
+        with self._lock:
+            requests = list(self.requests)
+        return [
+            {
+                "number": number,
+                "provider": request.route.provider,
+                "endpoint": request.route.endpoint,
+                "method": request.method,
+                "path": request.path,
+                "query": dict(request.query),
+                "streaming": request.streaming,
+                "body": request.body,
+            }
+            for number, request in enumerate(requests, 1)
+        ]
+
+    def reset_script(self) -> None:
+        """Forget the requests, so the next one gets the script's first entry again (``POST
+        /_emulator/reset``): one served scenario, run against an agent as often as wanted."""
+        with self._lock:
+            self.requests = []
+            self.ids = IdSource()
 
     @property
     def routes(self) -> list[Route]:
@@ -175,7 +213,7 @@ class Emulator:
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
-            entry = self.script[number - 1] if number <= len(self.script) else None
+        entry = self.entry(number, request)
         module = handler.module
         if entry is None:
             message = (
@@ -194,6 +232,18 @@ class Emulator:
             return apply(entry, rendered, request, module)
         return Delivery(module.render(self._resolve(entry, request, number), request, self.ids))
 
+    def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
+        """What answers request ``number`` (``None``: it is beyond the script).
+
+        A hook, called outside the emulator's lock: a campaign that decides each reply only when
+        its request arrives (``harness.agents``) overrides it and may block here while it draws."""
+        with self._lock:
+            if number <= len(self.script):
+                return self.script[number - 1]
+            if self.after_last == "repeat" and self.script:
+                return self.script[-1]
+        return None
+
     def _resolve(self, entry: Any, request: WireRequest, number: int) -> Turn:
         scripted = as_turn(entry, f"script entry {number}")
         if scripted.respond is not None:  # respond functions receive the WireRequest here
@@ -209,6 +259,10 @@ class Emulator:
         """An ``httpx2.AsyncClient`` on :meth:`transport`, for an SDK's ``http_client=``."""
         return httpx2.AsyncClient(transport=self.transport(), **kwargs)
 
+    def sync_http_client(self, **kwargs: Any) -> httpx2.Client:
+        """An ``httpx2.Client`` on :meth:`transport`, for a synchronous SDK client's ``http_client=``."""
+        return httpx2.Client(transport=self.transport(), **kwargs)
+
     # -- on a port ----------------------------------------------------------------------------
     def app(self) -> Any:
         """The starlette app serving every provider route (needs the ``emulator`` extra)."""
@@ -219,7 +273,11 @@ class Emulator:
 
         async def endpoint(request: Request) -> Response:
             body = await request.body()
-            delivery = self.answer(request.method, request.url.path, request.url.query, request.headers.items(), body)
+            arguments = (request.method, request.url.path, request.url.query, request.headers.items(), body)
+            if self.answers_off_loop:
+                delivery = await asyncio.to_thread(self.answer, *arguments)
+            else:
+                delivery = self.answer(*arguments)
             reply = delivery.reply
             if reply.chunks is None and not delivery.delay and delivery.drop_after is None:
                 return Response(reply.body or b"", status_code=reply.status, headers=reply.headers)
@@ -227,8 +285,21 @@ class Emulator:
                 _deliver(delivery, _ConnectionDropped), status_code=reply.status, headers=reply.headers
             )
 
+        async def journal(request: Request) -> Response:
+            return Response(json.dumps(self.journal(), ensure_ascii=False), media_type="application/json")
+
+        async def reset(request: Request) -> Response:
+            self.reset_script()
+            return Response(status_code=204)
+
         methods = ["GET", "POST", "PUT", "DELETE", "PATCH"]
-        return Starlette(routes=[StarletteRoute("/{path:path}", endpoint, methods=methods)])
+        return Starlette(
+            routes=[
+                StarletteRoute(JOURNAL_PATH, journal, methods=["GET"]),
+                StarletteRoute(RESET_PATH, reset, methods=["POST"]),
+                StarletteRoute("/{path:path}", endpoint, methods=methods),
+            ]
+        )
 
     @property
     def base_url(self) -> str:
@@ -242,8 +313,13 @@ class Emulator:
 
         if self._server is not None:
             return self.base_url
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
+        # and without it a reply written in two parts (headers, then body) waits for the client's
+        # delayed ACK: 40 ms on every kept-alive request (Nagle). Set on the listener too, which
+        # the accepted connections inherit.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app(), log_level="critical", access_log=False, lifespan="off")
@@ -304,8 +380,25 @@ class _Stream(httpx2.AsyncByteStream):
             yield part
 
 
-class EmulatorTransport(httpx2.AsyncBaseTransport):
-    """An ``httpx2`` transport that hands each request to an :class:`Emulator`."""
+class _SyncStream(httpx2.SyncByteStream):
+    def __init__(self, delivery: Delivery) -> None:
+        self._delivery = delivery
+
+    def __iter__(self) -> Iterator[bytes]:
+        parts = self._delivery.parts
+        drop = self._delivery.drop_after
+        cut = None if drop is None else min(drop, max(len(parts) - 1, 0))
+        for sent, part in enumerate(parts):
+            if cut is not None and sent >= cut:
+                raise httpx2.RemoteProtocolError(f"emulator: connection dropped after {sent} chunk(s)")
+            if self._delivery.delay:
+                time.sleep(self._delivery.delay)
+            yield part
+
+
+class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
+    """An ``httpx2`` transport that hands each request to an :class:`Emulator`, from an async client
+    or a synchronous one (a synchronous SDK client takes only a synchronous ``http_client``)."""
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
@@ -321,6 +414,18 @@ class EmulatorTransport(httpx2.AsyncBaseTransport):
         )
         reply = delivery.reply
         return httpx2.Response(reply.status, headers=reply.headers, stream=_Stream(delivery), request=request)
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        delivery = self.emulator.answer(
+            request.method,
+            request.url.path,
+            request.url.query.decode() if isinstance(request.url.query, bytes) else str(request.url.query),
+            request.headers.items(),
+            body,
+        )
+        reply = delivery.reply
+        return httpx2.Response(reply.status, headers=reply.headers, stream=_SyncStream(delivery), request=request)
 
 
 register_in_process_transport(EmulatorTransport)  # no socket, so no provider: the real-request guard lets it send
@@ -366,11 +471,14 @@ _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
 
 def serve(script_path: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve the ``turns:`` of a scenario file on every provider's wire until interrupted,
-    printing the base URL (flushed) first: ``harness emulate`` runs this."""
+    printing the base URL (flushed) first: ``harness emulate`` runs this. With
+    ``meta.emulate.after_last: repeat`` (what a wire campaign saves) every request after the last
+    turn gets the last turn again, as the campaign answered, instead of a 400."""
     from harness.scenarios._scenario import Scenario
 
     scenario = Scenario.from_yaml(Path(script_path))
-    emulator = Emulator(script_of(scenario.turns), host=host, port=port)
+    after_last = "repeat" if (scenario.meta.get("emulate") or {}).get("after_last") == "repeat" else "error"
+    emulator = Emulator(script_of(scenario.turns), host=host, port=port, after_last=after_last)
     with emulator:
         print(emulator.base_url, flush=True)
         try:

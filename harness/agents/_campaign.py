@@ -1,0 +1,478 @@
+"""A wire campaign: Hypothesis draws an agent's replies as its requests arrive, W1-W6 judge each run.
+
+``run_agent_campaign(agent)`` is ``harness fuzz --agent MODULE:CALLABLE``: a conversation per
+example, each reply drawn (``_replies``) on the test's own thread when its request arrives
+(``_conversation``), each run judged (``_invariants``). The first violation shrinks like any
+Hypothesis failure: the minimal run's replies become a scenario file, served by hand with
+``harness emulate --script FILE`` and replayed by :func:`replay_agent`, saved beside the loop's
+regressions under ``wire/``. :func:`agent_test` is the same campaign as a pytest test, under the
+active Hypothesis profile.
+
+An agent declares what a campaign needs to know about it as attributes: ``wire_deviations`` (a
+list of :class:`~harness.agents.Deviation`) and ``wire_prompt`` (the prompt of every run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky, FlakyStrategyDefinition
+
+from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
+from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
+from harness.agents._replies import FINAL, Tool, is_final, kind_of, replies
+from harness.campaigns._fuzz import DEFAULT_SEED, _no_local_constants
+from harness.checking._regressions import scenario_dir
+from harness.emulator._wire import WireRequest
+from harness.scenarios._parts import ModelTurn
+from harness.scenarios._scenario import Scenario
+
+DEFAULT_EXAMPLES = 100
+"""Conversations per campaign when ``--examples`` is not given (each one is a real agent run)."""
+DEFAULT_MAX_REPLIES = 6
+"""Replies drawn per conversation at most; after them the model gives its final answer."""
+REQUEST_SLACK = 4
+"""Requests a run may send beyond its drawn replies and the final answer before W3 calls it endless."""
+DEFAULT_TIME_BOUND = 20.0
+SHRINK_RUNS = 80
+"""Runs of the agent Hypothesis may spend shrinking a failure. Each is a real conversation (one
+that loops to its request bound costs a dozen requests), and Hypothesis would try hundreds; past
+the budget, candidates pass unrun, and :func:`fewer_replies` removes whole replies instead.
+A count, not a time, so the same seed always shrinks to the same scenario."""
+DEFAULT_PROMPT = "What is 2 + 3? Use your tools."
+WIRE_DIR = "wire"
+"""The subdirectory of the regression directory (``cassettes/scenarios``) wire scenarios go to:
+they are served to an agent, not run through our loop, so ``harness run`` must not find them."""
+
+_ID_PREFIX = {"anthropic": "toolu_", "bedrock": "tooluse_"}
+
+
+@dataclass
+class AgentStats:
+    """What a wire campaign exercised, so a green campaign also says how much ground it covered."""
+
+    conversations: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    kinds: Counter[str] = field(default_factory=Counter)
+    endings: Counter[str] = field(default_factory=Counter)
+    wires: Counter[str] = field(default_factory=Counter)
+    declared: Counter[str] = field(default_factory=Counter)
+    """Violations a declared deviation covered, per invariant."""
+    agent_seconds: float = 0.0
+    """Time the agent's runs took, less the harness's choosing of replies: the framework and the wire."""
+
+    first_error: str | None = None
+    """How the first run that sent no request ended: a campaign that reached nothing says why."""
+
+    def add(self, run: Run, judgement: Judgement) -> None:
+        if not run.exchanges and run.raised is not None and self.first_error is None:
+            self.first_error = f"{type(run.raised).__name__}: {run.raised}"
+        self.conversations += 1
+        self.agent_seconds += run.seconds - run.choosing
+        self.requests += len(run.exchanges)
+        self.kinds.update(kind_of(reply) for reply in run.replies)
+        self.endings[run.ended] += 1
+        if run.exchanges:
+            self.wires[wire_of(run.exchanges[0].request)] += 1
+        self.declared.update(v.invariant for v, _ in judgement.declared)
+
+    @property
+    def harness_seconds(self) -> float:
+        """Everything else: drawing, judging, Hypothesis itself (shrinking excluded)."""
+        return max(0.0, self.seconds - self.agent_seconds)
+
+    def rows(self) -> list[tuple[str, int]]:
+        rows = [(f"runs that {ending}", count) for ending, count in sorted(self.endings.items())]
+        rows += [(f"replies: {kind}", count) for kind, count in sorted(self.kinds.items())]
+        rows += [(f"runs on {wire}", count) for wire, count in sorted(self.wires.items())]
+        return rows
+
+
+def wire_of(request: WireRequest) -> str:
+    """``openai chat.completions (streamed)``: the wire a request spoke."""
+    route = request.route
+    return f"{route.provider} {route.endpoint}" + (" (streamed)" if request.streaming else "")
+
+
+@dataclass
+class WireFailure:
+    """The minimal violating run, its scenario and where it was saved."""
+
+    violation: Violation
+    judgement: Judgement
+    run: Run
+    scenario: Scenario
+    path: Path | None = None
+
+
+@dataclass
+class AgentCampaignResult:
+    agent: str
+    stats: AgentStats
+    seed: int
+    in_process: bool
+    failure: WireFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No violation, and the agent reached the emulator at all (a campaign of runs that all
+        failed before their first request tested nothing)."""
+        return self.failure is None and self.stats.requests > 0
+
+
+class UnsteadyAgentError(RuntimeError):
+    """Hypothesis saw the agent answer the same replies with different requests: a campaign over
+    it can neither shrink nor reproduce anything, and says so instead of reporting noise."""
+
+
+class WireViolationError(AssertionError):
+    """A run broke a wire invariant; carries the run, and (once shrunk) its scenario and file."""
+
+    def __init__(self, judgement: Judgement, run: Run, scenario: Scenario) -> None:
+        self.judgement, self.run, self.scenario = judgement, run, scenario
+        shown = "\n".join(str(v) for v in judgement.violations)
+        super().__init__(f"{shown}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}")
+
+
+def agent_name(agent: Callable[..., Any]) -> str:
+    """``module:name``, as ``--agent`` takes it (a function made by a factory: its ``__name__``)."""
+    module = getattr(agent, "__module__", None) or "agent"
+    qualified = getattr(agent, "__qualname__", None) or ""
+    name = qualified if qualified and "<locals>" not in qualified else getattr(agent, "__name__", "agent")
+    namespace = vars(sys.modules[module]) if module in sys.modules else {}
+    if namespace.get(name) is not agent:  # made by a factory: the name it is importable by, if any
+        name = next((key for key, value in namespace.items() if value is agent), name)
+    return f"{module}:{name}"
+
+
+def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
+    return tuple(getattr(agent, "wire_deviations", ()) or ())
+
+
+class _Serving:
+    """One emulator for a whole campaign: in process when the agent takes ``http_client``, else on
+    a loopback port started once (a server per run would cost more than most runs)."""
+
+    def __init__(self, agent: Callable[..., Any]) -> None:
+        self.in_process = takes_http_client(agent)
+        self.emulator = WireEmulator()
+        self.base_url: str | None = None if self.in_process else self.emulator.start()
+
+    def close(self) -> None:
+        self.emulator.stop()
+
+
+@contextmanager
+def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
+    served = _Serving(agent)
+    try:
+        yield served
+    finally:
+        served.close()
+
+
+class _Drawn:
+    """The replies of one conversation, drawn as its requests arrive (on the test's thread)."""
+
+    def __init__(self, data: Any, max_replies: int) -> None:
+        self.data, self.max_replies = data, max_replies
+        self.menu: tuple[Tool, ...] | None = None
+        self.prefix = "call_"
+        self.count = 0
+        self.drawn = 0
+        self.final: ModelTurn | None = None
+
+    def next_id(self) -> str:
+        self.count += 1
+        return f"{self.prefix}{self.count}"
+
+    def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
+        if self.menu is None:  # the first request tells the wire and the menu
+            self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
+            self.menu = tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools)
+        if self.final is not None:
+            return self.final
+        if self.drawn >= self.max_replies:
+            self.final = FINAL
+            return FINAL
+        reply = self.data.draw(replies(self.menu, self.next_id), label=f"reply to request {number}")
+        self.drawn += 1
+        if is_final(reply):
+            self.final = reply
+        return reply
+
+
+def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Scenario:
+    """The run's replies as a scenario file's turns, the last one repeated for every later request
+    (``meta.emulate.after_last``), which is how the campaign answered after a final answer."""
+    meta: dict[str, Any] = {"agent": agent, "emulate": {"after_last": "repeat"}}
+    if run.exchanges:
+        meta["wire"] = wire_of(run.exchanges[0].request)
+    if judgement is not None and judgement.violations:
+        first = judgement.violations[0]
+        meta["violation"] = {"invariant": first.invariant, "request": first.request, "message": first.message}
+    name = f"{agent}: {judgement.violations[0].invariant}" if judgement and judgement.violations else agent
+    turns: list[ModelTurn] = []
+    for reply in run.replies:  # after a final answer the campaign repeats it: the file says so once
+        turns.append(reply)
+        if is_final(reply):
+            break
+    return Scenario(name=name, prompts=(run.prompt,), turns=tuple(turns), meta=meta)
+
+
+def save_wire_regression(failure: WireFailure, directory: str | os.PathLike[str] | None, found_by: str) -> Path:
+    """``<dir>/wire/<W>-<digest>.yaml`` with a header a person reads first; same run, same file."""
+    folder = scenario_dir(directory) / WIRE_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    body = failure.scenario.to_yaml()
+    digest = hashlib.sha1(body.encode("utf-8")).hexdigest()[:10]
+    path = folder / f"{failure.violation.invariant}-{digest}.yaml"
+    header = [
+        "# Wire regression: the minimal conversation in which an agent broke a wire invariant.",
+        f"# Violated: {failure.violation}",
+        f"# Found by: {found_by}",
+        "# Serve it: harness emulate --script THIS_FILE (each request gets the next turn, the last repeats)",
+    ]
+    path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
+    return path
+
+
+def load_wire_regressions(directory: str | os.PathLike[str] | None = None, agent: str | None = None) -> list[Path]:
+    """The saved wire scenarios (of one agent, when named), sorted by file name."""
+    folder = scenario_dir(directory) / WIRE_DIR
+    if not folder.is_dir():
+        return []
+    paths = sorted(p for p in folder.glob("*.yaml") if p.is_file())
+    if agent is None:
+        return paths
+    return [p for p in paths if Scenario.from_yaml(p).meta.get("agent") == agent]
+
+
+def replay_agent(
+    agent: Callable[..., Any],
+    scenario: Scenario | str | os.PathLike[str],
+    *,
+    deviations: Sequence[Deviation] | None = None,
+    time_bound: float = DEFAULT_TIME_BOUND,
+) -> tuple[Run, Judgement]:
+    """Serve a saved scenario's turns to the agent and judge the run (a regression test's body)."""
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.from_yaml(Path(scenario))
+    turns = tuple(scenario.turns)
+    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    with serving(agent) as served:
+        run = converse(
+            agent,
+            served.emulator,
+            scripted(turns),
+            prompt=scenario.prompts[0] if scenario.prompts else DEFAULT_PROMPT,
+            base_url=served.base_url,
+            request_bound=max(len(turns), 1) + REQUEST_SLACK,
+            time_bound=time_bound,
+        )
+    return run, judge(run, declared)
+
+
+def run_agent_campaign(
+    agent: Callable[..., Any],
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int | None = DEFAULT_SEED,
+    *,
+    prompt: str | None = None,
+    deviations: Sequence[Deviation] | None = None,
+    max_replies: int = DEFAULT_MAX_REPLIES,
+    time_bound: float = DEFAULT_TIME_BOUND,
+    save_dir: str | os.PathLike[str] | None = None,
+    save: bool = True,
+    on_example: Callable[[AgentStats], None] | None = None,
+) -> AgentCampaignResult:
+    """Run ``examples`` conversations with replies drawn as requests arrive; shrink the first
+    violation to a scenario and save it (``save=False``: only report it)."""
+    chosen = seed if seed is not None else random.randrange(2**32)
+    name = agent_name(agent)
+    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
+    stats = AgentStats()
+    failing: list[WireViolationError] = []
+    attempts: list[int] = []
+    started = time.perf_counter()
+    with serving(agent) as served:
+        check = _checker(agent, served, text, declared, max_replies, time_bound)
+
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            report_multiple_bugs=False,
+            print_blob=False,
+            phases=(Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+        )
+        @hypothesis_seed(chosen)
+        @given(st.data())
+        def test(data: Any) -> None:
+            if len(attempts) >= SHRINK_RUNS:  # enough: every later candidate passes unrun
+                return
+            if failing:
+                attempts.append(1)
+            try:
+                run, judgement = check(data)
+            except WireViolationError as exc:
+                failing.append(exc)
+                raise
+            if not failing:  # count what was explored, not the shrinker's retries
+                stats.add(run, judgement)
+                stats.seconds = time.perf_counter() - started
+                if on_example is not None:
+                    on_example(stats)
+
+        with _no_local_constants():
+            try:
+                test()
+            except (Flaky, FlakyStrategyDefinition) as exc:
+                if not failing:
+                    raise UnsteadyAgentError(
+                        f"{name} sent different requests for the same replies ({type(exc).__name__}): a wire "
+                        "campaign needs an agent that does the same thing twice (no background requests, no "
+                        "reliance on timing); run it with --seed to see which conversation"
+                    ) from None
+            except Exception:
+                if not failing:
+                    raise
+        if not failing:  # with a failure, the time of what was explored (set per example), not the shrinking
+            stats.seconds = time.perf_counter() - started
+        if failing:  # Hypothesis runs the minimal example last; then whole replies go, where they can
+            last = failing[-1]
+            failure = fewer_replies(agent, served, last, declared, time_bound)
+    result = AgentCampaignResult(name, stats, chosen, served.in_process)
+    if failing:
+        if save:
+            failure.path = save_wire_regression(failure, save_dir, f"harness fuzz --agent {name} --seed {chosen}")
+        result.failure = failure
+    return result
+
+
+def fewer_replies(
+    agent: Callable[..., Any],
+    served: _Serving,
+    found: WireViolationError,
+    deviations: Sequence[Deviation],
+    time_bound: float,
+    budget: int = 40,
+) -> WireFailure:
+    """The failure with every reply it does not need removed, one reply at a time.
+
+    Hypothesis shrinks each reply's choices well, but removing a whole reply means deleting a run
+    of choices of just the right length, which it rarely hits; replaying the scenario without one
+    turn is cheap and finds it. A removal is kept when the same invariant still breaks."""
+    invariant = found.judgement.violations[0].invariant
+    best = WireFailure(found.judgement.violations[0], found.judgement, found.run, found.scenario)
+    turns = list(found.scenario.turns)
+    name = agent_name(agent)
+    shrinking = True
+    while shrinking and budget > 0:
+        shrinking = False
+        # the last turn stays: it is what every later request gets, and repeating another one
+        # instead (a call, say) would make a run that never ends out of one that did
+        for index in range(len(turns) - 1):
+            candidate = turns[:index] + turns[index + 1 :]
+            if not candidate or budget <= 0:
+                continue
+            budget -= 1
+            run = converse(
+                agent,
+                served.emulator,
+                scripted(candidate),
+                prompt=found.run.prompt,
+                base_url=served.base_url,
+                request_bound=found.run.request_bound,
+                time_bound=time_bound,
+            )
+            judgement = judge(run, deviations)
+            same = [v for v in judgement.violations if v.invariant == invariant]
+            if same:
+                turns = candidate
+                scenario = scenario_of(run, name, Judgement((same[0],), ()))
+                best = WireFailure(same[0], judgement, run, dataclasses.replace(scenario, turns=tuple(candidate)))
+                shrinking = True
+                break
+    return best
+
+
+def _checker(
+    agent: Callable[..., Any],
+    served: _Serving,
+    prompt: str,
+    deviations: Sequence[Deviation],
+    max_replies: int,
+    time_bound: float,
+) -> Callable[[Any], tuple[Run, Judgement]]:
+    name = agent_name(agent)
+
+    def check(data: Any) -> tuple[Run, Judgement]:
+        run = converse(
+            agent,
+            served.emulator,
+            _Drawn(data, max_replies),
+            prompt=prompt,
+            base_url=served.base_url,
+            request_bound=max_replies + 1 + REQUEST_SLACK,
+            time_bound=time_bound,
+        )
+        judgement = judge(run, deviations)
+        if judgement.violations:
+            raise WireViolationError(judgement, run, scenario_of(run, name, judgement))
+        return run, judgement
+
+    return check
+
+
+def agent_test(
+    agent: Callable[..., Any],
+    *,
+    prompt: str | None = None,
+    deviations: Sequence[Deviation] | None = None,
+    max_replies: int = DEFAULT_MAX_REPLIES,
+    time_bound: float = DEFAULT_TIME_BOUND,
+    regressions: str | os.PathLike[str] | None = None,
+) -> Callable[[], None]:
+    """A pytest test of ``agent``: its saved wire regressions replayed first, then a campaign under
+    the active Hypothesis profile (``harness-ci`` in CI: the same examples every time).
+
+    ``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite."""
+    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
+    name = agent_name(agent)
+
+    def test() -> None:
+        for path in load_wire_regressions(regressions, name):
+            run, judgement = replay_agent(agent, path, deviations=declared, time_bound=time_bound)
+            if judgement.violations:
+                raise WireViolationError(judgement, run, Scenario.from_yaml(path))
+        with serving(agent) as served:
+            check = _checker(agent, served, text, declared, max_replies, time_bound)
+            current = settings()  # the profile active now, not at import
+            campaign = settings(current, deadline=None, suppress_health_check=list(HealthCheck))(
+                given(st.data())(lambda data: check(data) and None)
+            )
+            campaign()
+
+    test.__name__ = f"test_wire_{getattr(agent, '__name__', 'agent')}"
+    test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
+    return test

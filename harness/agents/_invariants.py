@@ -1,0 +1,305 @@
+"""The wire invariants W1-W6 (DESIGN section 6), judged from the requests an agent sent.
+
+Nothing here looks inside the agent: each request's conversation is read per wire into
+provider-neutral messages (``harness.recording._transcript``), where the Responses API keeps
+the history on the server (``previous_response_id``) the stored history is put back in front,
+and the replies are the ones the campaign served. A violation names its invariant, the request
+it was seen at and what was wrong, in words a framework's maintainer can act on.
+
+A framework may choose, on purpose, to do otherwise (raise on an unknown tool, answer with an
+apology after a 500): it declares a :class:`Deviation` with its reason, and a violation it covers
+is reported as declared instead of failing. A deviation names the reply kinds it covers, so it
+is checked as declared: the same invariant broken after any other reply still fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.agents._conversation import Exchange, Run
+from harness.agents._replies import kind_of, retry_after, status_of
+from harness.recording._transcript import Call, Said
+from harness.scenarios._parts import ModelTurn
+
+INVARIANTS: dict[str, str] = {
+    "W1": "every tool call of a reply is answered exactly once, by its id, in the next request",
+    "W2": "history is append-only: each request repeats the previous one and the reply it got",
+    "W3": "the run ends, returning or raising, within the request bound and the time bound",
+    "W4": "a normal return's text is the last reply's text",
+    "W5": "a cut stream, an error status or a dropped reply is never returned as a complete answer",
+    "W6": "a retry after a 429 or 503 waits at least its Retry-After",
+}
+
+RETRY_AFTER_STATUSES = (429, 503)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant: which, at which request (0: the run's end), what was wrong."""
+
+    invariant: str
+    request: int
+    message: str
+    kinds: tuple[str, ...] = ()
+    """The kinds of reply that led to it (what a :class:`Deviation` is matched against)."""
+
+    def __str__(self) -> str:
+        where = f"request {self.request}" if self.request else "the end of the run"
+        return f"{self.invariant} at {where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A framework's deliberate departure from one invariant, with the reason it is deliberate.
+
+    ``kinds``: the reply kinds (``harness.agents.KINDS``) after which it applies; empty: any."""
+
+    invariant: str
+    reason: str
+    kinds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.invariant not in INVARIANTS:
+            raise ValueError(f"Deviation: unknown invariant {self.invariant!r} (one of {', '.join(INVARIANTS)})")
+        if not self.reason.strip():
+            raise ValueError("Deviation: say why the framework does this (reason)")
+
+    def covers(self, violation: Violation) -> bool:
+        if violation.invariant != self.invariant:
+            return False
+        return not self.kinds or bool(set(self.kinds) & set(violation.kinds))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    violations: tuple[Violation, ...]
+    """The violations no declared deviation covers: each one fails the campaign."""
+    declared: tuple[tuple[Violation, Deviation], ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
+    """Every invariant over one run; violations a deviation covers are set apart as declared."""
+    histories = _histories(run.exchanges)
+    found = [
+        *_w1(run.exchanges, histories),
+        *_w2(run.exchanges, histories),
+        *_w3(run),
+        *_w4_w5(run),
+        *_w6(run.exchanges),
+    ]
+    failing, declared = [], []
+    for violation in found:
+        deviation = next((d for d in deviations if d.covers(violation)), None)
+        if deviation is None:
+            failing.append(violation)
+        else:
+            declared.append((violation, deviation))
+    return Judgement(tuple(failing), tuple(declared))
+
+
+# -- reading the requests --------------------------------------------------------------------------
+
+
+def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
+    """A served reply as the assistant message the next request should repeat."""
+    if not reply.text and not reply.calls:
+        return ()
+    calls = []
+    for call in reply.calls:
+        if call.raw is None:
+            calls.append(Call(call.id or "", call.name, dict(call.args)))
+            continue
+        try:
+            parsed = json.loads(call.raw)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            calls.append(Call(call.id or "", call.name, parsed))
+        else:
+            calls.append(Call(call.id or "", call.name, {}, call.raw))
+    return (Said("assistant", reply.text or "", tuple(calls)),)
+
+
+def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
+    """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
+    history stored with that response (the request before it and the reply it got)."""
+    stored: dict[str, tuple[Said, ...]] = {}
+    out: list[tuple[Said, ...]] = []
+    for exchange in exchanges:
+        messages = exchange.messages()
+        body = exchange.request.body if isinstance(exchange.request.body, Mapping) else {}
+        previous = body.get("previous_response_id")
+        if isinstance(previous, str) and previous in stored:
+            messages = stored[previous] + messages
+        out.append(messages)
+        if exchange.response_id and exchange.delivered and exchange.reply is not None:
+            stored[exchange.response_id] = messages + reply_messages(exchange.reply)
+    return out
+
+
+def _kinds(*replies: ModelTurn | None) -> tuple[str, ...]:
+    return tuple(kind_of(r) for r in replies if r is not None)
+
+
+def _show(said: Said) -> str:
+    if said.role == "tool":
+        return f"tool result for {said.call_id or said.tool_name or '?'}: {_clip(said.text)!r}"
+    calls = ", ".join(f"{c.name}#{c.id}" for c in said.calls)
+    return f"{said.role} {_clip(said.text)!r}" + (f" calling {calls}" if calls else "")
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _same_call(a: Call, b: Call) -> bool:
+    if (a.id, a.name) != (b.id, b.name):
+        return False
+    # argument text that was not a JSON object has no one right way to be sent back
+    return a.raw is not None or b.raw is not None or a.arguments == b.arguments
+
+
+def _same(a: Said, b: Said) -> bool:
+    if (a.role, a.text.strip(), a.call_id or "", a.is_error) != (b.role, b.text.strip(), b.call_id or "", b.is_error):
+        return False
+    return len(a.calls) == len(b.calls) and all(_same_call(x, y) for x, y in zip(a.calls, b.calls, strict=True))
+
+
+# -- the invariants ----------------------------------------------------------------------------------
+
+
+def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) -> Iterable[Violation]:
+    for index, exchange in enumerate(exchanges[:-1]):
+        reply = exchange.reply
+        if reply is None or not exchange.delivered or not reply.calls:
+            continue
+        results = [m for m in histories[index + 1] if m.role == "tool"]
+        calls: dict[str, list[str]] = {}
+        for call in reply.calls:
+            calls.setdefault(call.id or "", []).append(call.name)
+        for call_id, names in calls.items():
+            count = sum(1 for m in results if m.call_id == call_id)
+            if count == 0:  # a wire without ids on results (Gemini): answered by name instead
+                count = min(len(names), sum(1 for m in results if not m.call_id and m.tool_name in names))
+            if not 1 <= count <= len(names):
+                shown = f"{names[0]} (id {call_id})" + (
+                    f", {len(names)} calls sharing the id" if len(names) > 1 else ""
+                )
+                yield Violation(
+                    "W1",
+                    exchange.number + 1,
+                    f"reply {exchange.number} called {shown}; request {exchange.number + 1} carries "
+                    f"{count} result(s) for it",
+                    _kinds(reply),
+                )
+
+
+def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) -> Iterable[Violation]:
+    for index in range(1, len(exchanges)):
+        previous, exchange = exchanges[index - 1], exchanges[index]
+        expected = histories[index - 1]
+        if previous.delivered and previous.reply is not None:
+            expected = expected + reply_messages(previous.reply)
+        actual = histories[index]
+        for position, said in enumerate(expected):
+            if position >= len(actual):
+                yield Violation(
+                    "W2",
+                    exchange.number,
+                    f"it carries {len(actual)} message(s); request {previous.number} and its reply had "
+                    f"{len(expected)}, the first one missing: {_show(said)}",
+                    _kinds(previous.reply),
+                )
+                break
+            if not _same(actual[position], said):
+                yield Violation(
+                    "W2",
+                    exchange.number,
+                    f"message {position + 1} was {_show(said)} (request {previous.number} and its reply), "
+                    f"now {_show(actual[position])}",
+                    _kinds(previous.reply),
+                )
+                break
+
+
+def _w3(run: Run) -> Iterable[Violation]:
+    kinds = _kinds(*run.replies)
+    beyond = next((e for e in run.exchanges if e.reply is None), None)
+    if beyond is not None:
+        yield Violation(
+            "W3",
+            beyond.number,
+            f"the run sent request {beyond.number}, beyond its bound of {run.request_bound} requests "
+            f"(the last reply served was {kind_of(run.replies[-1]) if run.replies else 'none'})",
+            kinds,
+        )
+    if run.timed_out:
+        yield Violation(
+            "W3",
+            0,
+            f"the run had not ended {run.time_bound:g}s after it started ({len(run.exchanges)} request(s) sent)",
+            kinds,
+        )
+
+
+def _failure(exchange: Exchange) -> str:
+    reply = exchange.reply
+    assert reply is not None
+    if reply.kind == "error":
+        return f"HTTP {status_of(reply)}"
+    if reply.kind == "raise":
+        return "a connection dropped mid-reply"
+    return "a stream cut before its stop reason"
+
+
+def _w4_w5(run: Run) -> Iterable[Violation]:
+    if run.returned is None or run.raised is not None or run.timed_out:
+        return
+    if not run.exchanges:
+        yield Violation("W4", 0, f"the run returned {_clip(run.returned)!r} without asking the model anything")
+        return
+    last = run.exchanges[-1]
+    if last.reply is None:
+        return  # refused beyond the request bound: W3 says so
+    if not last.delivered:
+        yield Violation(
+            "W5",
+            last.number,
+            f"the reply was {_failure(last)}, and the run returned {_clip(run.returned)!r} as its answer",
+            _kinds(last.reply),
+        )
+        return
+    said = last.reply.text or ""
+    if run.returned.strip() != said.strip():
+        yield Violation(
+            "W4",
+            last.number,
+            f"the run returned {_clip(run.returned)!r}; the last reply said {_clip(said)!r}",
+            _kinds(last.reply),
+        )
+
+
+def _w6(exchanges: Sequence[Exchange]) -> Iterable[Violation]:
+    for index, exchange in enumerate(exchanges[:-1]):
+        reply = exchange.reply
+        if reply is None or reply.kind != "error" or status_of(reply) not in RETRY_AFTER_STATUSES:
+            continue
+        wait = retry_after(reply)
+        if wait is None:
+            continue
+        following = exchanges[index + 1]
+        gap = following.arrived - exchange.answered
+        if gap < wait:
+            yield Violation(
+                "W6",
+                following.number,
+                f"it came {gap:.3f}s after request {exchange.number}'s HTTP {status_of(reply)} "
+                f"with Retry-After: {wait:g}",
+                _kinds(reply),
+            )

@@ -1,0 +1,217 @@
+"""Agents built on other frameworks, each as a wire campaign takes it: ``agent(prompt, *, base_url,
+api_key[, http_client])`` returning the final text (the ``agents`` extra installs the frameworks).
+
+What each client takes as ``base_url`` (the emulator's root is ``base_url``): OpenAI clients and
+everything over them ``BASE/v1``; Anthropic clients ``BASE``; LiteLLM's ``api_base`` as the SDK it
+wraps. A framework that accepts an ``httpx2`` client is given one in process; LangChain's
+``ChatAnthropic`` builds its own, so that agent is served on loopback.
+
+Deviations are declared on the agent (``wire_deviations``) only where the framework documents the
+behaviour; ``docs/wire-campaigns.md`` has the findings with our judgement of each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from harness.agents import Deviation
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches a price list at import otherwise
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")  # and the Agents SDK uploads traces
+
+# Imported here, not in the agents: a run's time bound (W3) should not pay for a framework's import.
+import litellm
+import openai
+from agents import Agent as OpenAIAgent
+from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
+from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
+from langchain_openai import ChatOpenAI
+from pydantic_ai import Agent
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.openai import OpenAIProvider
+
+litellm.suppress_debug_info = True
+
+MODEL = "gpt-test"
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def lookup(word: str) -> str:
+    """Look a word up."""
+    return f"{word}: a word"
+
+
+# -- pydantic-ai --------------------------------------------------------------------------------
+
+
+async def pydantic_ai_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
+    agent = Agent(OpenAIChatModel(MODEL, provider=provider), tools=[add, lookup])
+    result = await agent.run(prompt)
+    return str(result.output)
+
+
+async def pydantic_ai_chat_streamed(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    """The same agent, streamed: an ``event_stream_handler`` makes pydantic-ai ask for a stream."""
+    provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
+    agent = Agent(OpenAIChatModel(MODEL, provider=provider), tools=[add, lookup])
+
+    async def ignore(context: Any, events: Any) -> None:
+        async for _ in events:
+            pass
+
+    result = await agent.run(prompt, event_stream_handler=ignore)
+    return str(result.output)
+
+
+async def pydantic_ai_anthropic(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    provider = AnthropicProvider(base_url=base_url, api_key=api_key, http_client=http_client)
+    agent = Agent(AnthropicModel("claude-test", provider=provider), tools=[add, lookup])
+    result = await agent.run(prompt)
+    return str(result.output)
+
+
+# -- OpenAI Agents SDK ---------------------------------------------------------------------------
+
+
+async def _openai_agents(prompt: str, base_url: str, api_key: str, http_client: Any, responses: bool) -> str:
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
+    model: Any = (
+        OpenAIResponsesModel(MODEL, openai_client=client)
+        if responses
+        else OpenAIChatCompletionsModel(MODEL, openai_client=client)
+    )
+    tools = [function_tool(add), function_tool(lookup)]
+    agent = OpenAIAgent(name="assistant", instructions="Use the tools.", model=model, tools=tools)
+    result = await Runner.run(agent, prompt)
+    return str(result.final_output)
+
+
+async def openai_agents_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    return await _openai_agents(prompt, base_url, api_key, http_client, responses=False)
+
+
+async def openai_agents_responses(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    return await _openai_agents(prompt, base_url, api_key, http_client, responses=True)
+
+
+_KEEPS_ONE_CALL_PER_ID = Deviation(
+    "W2",
+    "the SDK keeps one call per id: of two calls sharing an id (invalid model output) it sends only the "
+    "first back in the history, with its one result",
+    kinds=("duplicate ids",),
+)
+openai_agents_chat.wire_deviations = [_KEEPS_ONE_CALL_PER_ID]  # type: ignore[attr-defined]
+openai_agents_responses.wire_deviations = [_KEEPS_ONE_CALL_PER_ID]  # type: ignore[attr-defined]
+
+
+# -- LangChain -----------------------------------------------------------------------------------
+
+
+def _langchain_text(result: dict[str, Any]) -> str:
+    content = result["messages"][-1].content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+
+
+async def langchain_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    model = ChatOpenAI(model=MODEL, base_url=f"{base_url}/v1", api_key=api_key, http_async_client=http_client)
+    agent = create_agent(model, tools=[add, lookup])
+    return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
+
+
+async def langchain_chat_streamed(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    model = ChatOpenAI(
+        model=MODEL, base_url=f"{base_url}/v1", api_key=api_key, http_async_client=http_client, streaming=True
+    )
+    agent = create_agent(model, tools=[add, lookup])
+    return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
+
+
+async def langchain_anthropic(prompt: str, *, base_url: str, api_key: str) -> str:
+    model = ChatAnthropic(model="claude-test", base_url=base_url, api_key=api_key)
+    agent = create_agent(model, tools=[add, lookup])
+    return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
+
+
+# -- LiteLLM (a client, not a framework: the loop is ours, as a LiteLLM user writes it) -----------
+
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two integers.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look a word up.",
+            "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+        },
+    },
+]
+
+
+def _run_tool(name: str, text: str) -> str:
+    try:
+        args = json.loads(text or "{}")
+        return str({"add": add, "lookup": lookup}[name](**args))
+    except Exception as exc:
+        return f"error: {type(exc).__name__}: {exc}"
+
+
+async def _litellm(prompt: str, model: str, api_base: str, api_key: str) -> str:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        response = await litellm.acompletion(
+            model=model, api_base=api_base, api_key=api_key, messages=messages, tools=_TOOLS, num_retries=2
+        )
+        message = response.choices[0].message
+        calls = message.tool_calls or []
+        if not calls:
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for call in calls:
+            result = _run_tool(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise RuntimeError("no answer after 20 rounds")
+
+
+async def litellm_chat(prompt: str, *, base_url: str, api_key: str) -> str:
+    return await _litellm(prompt, f"openai/{MODEL}", f"{base_url}/v1", api_key)
+
+
+async def litellm_anthropic(prompt: str, *, base_url: str, api_key: str) -> str:
+    return await _litellm(prompt, "anthropic/claude-test", base_url, api_key)
+
+
+AGENTS = {
+    "pydantic-ai, OpenAI chat": pydantic_ai_chat,
+    "pydantic-ai, OpenAI chat (streamed)": pydantic_ai_chat_streamed,
+    "pydantic-ai, Anthropic": pydantic_ai_anthropic,
+    "OpenAI Agents, chat": openai_agents_chat,
+    "OpenAI Agents, Responses": openai_agents_responses,
+    "LangChain, OpenAI chat": langchain_chat,
+    "LangChain, OpenAI chat (streamed)": langchain_chat_streamed,
+    "LangChain, Anthropic": langchain_anthropic,
+    "LiteLLM, OpenAI chat": litellm_chat,
+    "LiteLLM, Anthropic": litellm_anthropic,
+}

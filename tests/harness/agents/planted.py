@@ -1,0 +1,259 @@
+"""A small tool-call loop over the official ``openai`` SDK, with one defect per wire invariant to
+plant on demand: what the wire campaign must find (and what the loop without them must pass).
+
+``make(*defects)`` builds the agent callable ``agent(prompt, *, base_url, api_key, http_client)``;
+the defects are the ways real loops go wrong, one per invariant:
+
+- ``drop_second_result`` (W1): of several calls in one reply, only the first result is sent back;
+- ``resend_without_result`` (W1): a call whose argument text is not JSON gets no result at all;
+- ``rewrite_history`` (W2): an assistant message with calls is stored without its text;
+- ``loop_on_unknown_tool`` (W3): after an unknown tool the loop never accepts an answer again;
+- ``return_cut_text`` (W5): a stream cut before its finish reason is returned as the answer;
+- ``retry_without_wait`` (W6): rate limits are retried at once, ignoring ``Retry-After``.
+
+It retries 429, 500 and 503 itself (after their ``Retry-After``), with the SDK's own retries off:
+the SDK backs off for half a second and more on a dropped connection, which would make the
+campaign slow without testing anything of the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import openai
+
+DEFECTS = (
+    "drop_second_result",
+    "resend_without_result",
+    "rewrite_history",
+    "loop_on_unknown_tool",
+    "return_cut_text",
+    "retry_without_wait",
+)
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two integers.",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look a word up.",
+            "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+        },
+    },
+]
+
+
+def _execute(name: str, text: str) -> str:
+    try:
+        args = json.loads(text or "{}")
+    except ValueError:
+        return "error: the arguments are not JSON"
+    if not isinstance(args, dict):
+        return "error: the arguments are not an object"
+    if name == "add":
+        if set(args) != {"a", "b"} or not all(type(v) is int for v in args.values()):
+            return "error: add takes integers a and b"
+        return str(args["a"] + args["b"])
+    if name == "lookup":
+        if not isinstance(args.get("word"), str):
+            return "error: lookup takes a word"
+        return f"{args['word']}: a word"
+    return f"error: no tool named {name}"
+
+
+class CutStream(RuntimeError):
+    """The stream ended before its finish reason: the reply is not complete."""
+
+
+def make(*defects: str, max_rounds: int = 20) -> Callable[..., str]:
+    unknown = set(defects) - set(DEFECTS)
+    if unknown:
+        raise ValueError(f"unknown defects {sorted(unknown)}")
+
+    def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+        waits = "retry_without_wait" not in defects
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        insist = False
+        for _ in range(max_rounds):
+            text, calls, finish = _complete(client, messages, waits)
+            if finish is None and "return_cut_text" not in defects:
+                raise CutStream(f"the stream ended without a finish reason after {text!r}")
+            if not calls:
+                if insist:
+                    messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "Use a tool."}]
+                    continue
+                return text
+            stored = None if "rewrite_history" in defects else (text or None)
+            messages.append({"role": "assistant", "content": stored, "tool_calls": calls})
+            for position, call in enumerate(calls):
+                name, arguments = call["function"]["name"], call["function"]["arguments"]
+                if position > 0 and "drop_second_result" in defects:
+                    break
+                if "resend_without_result" in defects:
+                    try:
+                        json.loads(arguments)
+                    except ValueError:
+                        continue
+                if name not in ("add", "lookup") and "loop_on_unknown_tool" in defects:
+                    insist = True
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": _execute(name, arguments)})
+        raise RuntimeError(f"no answer after {max_rounds} rounds")
+
+    agent.__name__ = "planted_" + ("_".join(defects) or "none")
+    return agent
+
+
+def _complete(client: openai.OpenAI, messages: list[dict[str, Any]], waits: bool) -> tuple[str, list[Any], str | None]:
+    for attempt in range(3):
+        try:
+            stream = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS, stream=True)
+            break
+        except openai.APIStatusError as exc:
+            if exc.status_code not in (429, 500, 503) or attempt == 2:
+                raise
+            if waits:
+                time.sleep(float(exc.response.headers.get("retry-after") or 1))
+    text, calls, finish = "", {}, None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        choice = chunk.choices[0]
+        text += choice.delta.content or ""
+        for delta in choice.delta.tool_calls or []:
+            slot = calls.setdefault(
+                delta.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+            )
+            slot["id"] = delta.id or slot["id"]
+            if delta.function is not None:
+                slot["function"]["name"] += delta.function.name or ""
+                slot["function"]["arguments"] += delta.function.arguments or ""
+        finish = choice.finish_reason or finish
+    return text, [calls[i] for i in sorted(calls)], finish
+
+
+agent = make()
+"""The loop without defects: the campaign must find nothing."""
+
+drop_second_result = make("drop_second_result")
+resend_without_result = make("resend_without_result")
+rewrite_history = make("rewrite_history")
+loop_on_unknown_tool = make("loop_on_unknown_tool")
+return_cut_text = make("return_cut_text")
+retry_without_wait = make("retry_without_wait")
+"""Each defect alone, by name, for ``harness fuzz --agent tests.harness.agents.planted:NAME``."""
+
+
+async def async_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The same loop, asynchronous and not streamed: it is given an ``httpx2.AsyncClient``."""
+    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        for attempt in range(3):
+            try:
+                completion = await client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
+                break
+            except openai.APIStatusError as exc:
+                if exc.status_code not in (429, 500, 503) or attempt == 2:
+                    raise
+                await asyncio.sleep(float(exc.response.headers.get("retry-after") or 1))
+        message = completion.choices[0].message
+        calls = [c for c in message.tool_calls or [] if c.type == "function"]
+        if not calls:
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for call in calls:
+            result = _execute(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def loopback_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The clean loop as an agent that builds its own HTTP client: served on a loopback port."""
+    return agent(prompt, base_url=base_url, api_key=api_key)
+
+
+_ANTHROPIC_TOOLS = [
+    {
+        "name": t["function"]["name"],
+        "description": t["function"]["description"],
+        "input_schema": t["function"]["parameters"],
+    }
+    for t in TOOLS
+]
+
+
+async def anthropic_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The clean loop over the ``anthropic`` SDK, streamed: the Anthropic wire, where a cut stream
+    loses ``message_delta`` (the stop reason) and ``message_stop``."""
+    client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key, http_client=http_client, max_retries=2)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        async with client.messages.stream(
+            model="claude-test", max_tokens=100, messages=messages, tools=_ANTHROPIC_TOOLS
+        ) as stream:
+            message = await stream.get_final_message()
+        if message.stop_reason is None:
+            raise CutStream("the stream ended without a stop reason")
+        uses = [block for block in message.content if block.type == "tool_use"]
+        if not uses:
+            return "".join(block.text for block in message.content if block.type == "text")
+        messages.append(
+            {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in message.content]}
+        )
+        results = [
+            {"type": "tool_result", "tool_use_id": block.id, "content": _execute(block.name, json.dumps(block.input))}
+            for block in uses
+        ]
+        messages.append({"role": "user", "content": results})
+    raise RuntimeError("no answer after 20 rounds")
+
+
+_RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in TOOLS]
+
+
+def _responses(prompt: str, base_url: str, api_key: str, http_client: Any, stale: bool) -> str:
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    first = response = client.responses.create(model="gpt-test", input=prompt, tools=_RESPONSES_TOOLS)
+    for _ in range(20):
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        outputs = [
+            {"type": "function_call_output", "call_id": call.call_id, "output": _execute(call.name, call.arguments)}
+            for call in calls
+        ]
+        previous = first.id if stale else response.id
+        response = client.responses.create(
+            model="gpt-test", input=outputs, tools=_RESPONSES_TOOLS, previous_response_id=previous
+        )
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The loop on the Responses API, the history kept on the server (``previous_response_id``)."""
+    return _responses(prompt, base_url, api_key, http_client, stale=False)
+
+
+def stale_responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The same loop always continuing from the first response: the stored history it names leaves
+    out every round after the first (W2)."""
+    return _responses(prompt, base_url, api_key, http_client, stale=True)
