@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.agents._campaign import (
@@ -86,4 +86,4 @@ __all__ = [
     "run_agent_campaign",
     "scenario_of",
 ]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
