@@ -330,6 +330,20 @@ def drift_command(files: tuple[Path, ...], base_url: str) -> None:
         raise SystemExit(1)
 
 
+def _progress(console: Any) -> Any:
+    """The campaigns' progress bar (rich), gone when the campaign ends so the summary stands alone."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -415,7 +429,6 @@ def fuzz_command(
     max_turns = max_turns or 10
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.campaigns._fuzz import DEFAULT_SEED, NoToolsError, Stats, load_tools, run_campaign
     from harness.scenarios._parts import UserImportError
@@ -437,14 +450,7 @@ def fuzz_command(
     chosen = seed if seed is not None else DEFAULT_SEED
     target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
     console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}", markup=False, highlight=False)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with _progress(console) as progress:
         task = progress.add_task("checking", total=examples)
 
         def advance(stats: Stats) -> None:
@@ -526,7 +532,6 @@ def _fuzz_agent(
 ) -> None:
     """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from harness.agents._campaign import (
@@ -551,14 +556,7 @@ def _fuzz_agent(
     examples = examples or DEFAULT_EXAMPLES
     chosen = seed if seed is not None else DEFAULT_SEED
     console.print(f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}", markup=False, highlight=False)
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with _progress(console) as progress:
         task = progress.add_task("conversing", total=examples)
 
         def advance(stats: AgentStats) -> None:

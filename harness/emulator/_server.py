@@ -403,27 +403,24 @@ class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        body = await request.aread()
-        delivery = self.emulator.answer(
+    def _answer(self, request: httpx2.Request, body: bytes) -> Any:
+        """The emulator's delivery for ``request``: the one path both the async and the sync client take."""
+        query = request.url.query
+        return self.emulator.answer(
             request.method,
             request.url.path,
-            request.url.query.decode() if isinstance(request.url.query, bytes) else str(request.url.query),
+            query.decode() if isinstance(query, bytes) else str(query),
             request.headers.items(),
             body,
         )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        delivery = self._answer(request, await request.aread())
         reply = delivery.reply
         return httpx2.Response(reply.status, headers=reply.headers, stream=_Stream(delivery), request=request)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        body = request.read()
-        delivery = self.emulator.answer(
-            request.method,
-            request.url.path,
-            request.url.query.decode() if isinstance(request.url.query, bytes) else str(request.url.query),
-            request.headers.items(),
-            body,
-        )
+        delivery = self._answer(request, request.read())
         reply = delivery.reply
         return httpx2.Response(reply.status, headers=reply.headers, stream=_SyncStream(delivery), request=request)
 
