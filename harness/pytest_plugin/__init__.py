@@ -60,15 +60,15 @@ import pytest
 
 import harness.campaigns._profiles as profiles
 from harness.campaigns._profiles import CI_PROFILE, DEEP_PROFILE
-from harness.clock import FROZEN_AT, DeterministicClock, frozen
 from harness.pytest_plugin._gate import register_gate as _register_gate
 from harness.pytest_plugin._recording import recorded_allows as _recorded_allows
 
 if TYPE_CHECKING:
+    from harness.clock import DeterministicClock
     from harness.script import ScriptedProvider, Turn, TurnLike
     from harness.trace._trace import RunCollector
 
-__all__ = ["CI_PROFILE", "DEEP_PROFILE", "FROZEN_AT", "ScriptedFixture"]
+__all__ = ["CI_PROFILE", "DEEP_PROFILE", "ScriptedFixture"]
 
 # The record-replay fixture and pytest-recording's hook live in a plugin module of their own,
 # registered with this one (as cheap to import: pytest and the standard library).
@@ -211,6 +211,7 @@ def clock(request: pytest.FixtureRequest) -> Iterator[DeterministicClock]:
     """A deterministic millisecond clock: starts at 2024-01-01T00:00:00Z, +1 ms per call.
     ``@pytest.mark.harness_clock(start=..., step=...)`` changes both. Bound with
     ``runtime.use_clock`` for the test, so an ``exec`` that passes no ``clock=`` uses it too."""
+    from harness.clock import DeterministicClock  # here, not at import: a session without the fixture skips it
     from openprogram import runtime
 
     marker = request.node.get_closest_marker(_CLOCK_MARK)
@@ -298,6 +299,8 @@ def harness_allow_model_requests() -> Iterator[None]:
 def frozen_time(request: pytest.FixtureRequest) -> Iterator[Any]:
     """freezegun frozen at 2024-01-01T00:00:00Z (or ``@pytest.mark.harness_frozen_time(WHEN)``);
     yields the freezer (``.tick()``, ``.move_to()``). Works inside ``@given`` tests."""
+    from harness.clock import FROZEN_AT, frozen
+
     marker = request.node.get_closest_marker(_FROZEN_MARK)
     when = marker.args[0] if marker is not None and marker.args else FROZEN_AT
     with frozen(when) as freezer:
@@ -534,7 +537,8 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{_INCOMPLETE_OK}: the scripted fixture does not fail the test when scripted turns are left unused",
     )
     config.addinivalue_line(
-        "markers", f"{_FROZEN_MARK}(when): the instant the frozen_time fixture freezes (default {FROZEN_AT})"
+        "markers",
+        f"{_FROZEN_MARK}(when): the instant the frozen_time fixture freezes (default 2024-01-01T00:00:00+00:00)",
     )
     config.addinivalue_line("markers", f"{_CLOCK_MARK}(start=..., step=...): configure the clock fixture")
     config.addinivalue_line(

@@ -774,8 +774,10 @@ def test_the_plugin_keeps_its_documented_names() -> None:
 
     for name in plugin.__all__:
         assert getattr(plugin, name) is not None
-    assert plugin.FROZEN_AT == "2024-01-01T00:00:00+00:00"
-    assert datetime.fromisoformat(plugin.FROZEN_AT) == datetime.fromtimestamp(DEFAULT_EPOCH_MS / 1000, UTC)
+    import harness.clock
+
+    assert harness.clock.FROZEN_AT == "2024-01-01T00:00:00+00:00"
+    assert datetime.fromisoformat(harness.clock.FROZEN_AT) == datetime.fromtimestamp(DEFAULT_EPOCH_MS / 1000, UTC)
     assert plugin.CI_PROFILE == "harness-ci" and plugin.DEEP_PROFILE == "harness-deep"
 
 
