@@ -35,7 +35,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
 from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, replies
-from harness.campaigns._fuzz import DEFAULT_SEED, _no_local_constants
+from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
 from harness.emulator._wire import WireRequest
 from harness.scenarios._parts import ModelTurn
@@ -314,16 +314,7 @@ def run_agent_campaign(
     with serving(agent) as served:
         check = _checker(agent, served, text, declared, max_replies, time_bound)
 
-        @settings(
-            max_examples=examples,
-            deadline=None,
-            database=None,
-            derandomize=False,
-            report_multiple_bugs=False,
-            print_blob=False,
-            phases=(Phase.generate, Phase.shrink),
-            suppress_health_check=list(HealthCheck),
-        )
+        @campaign_settings(examples, (Phase.generate, Phase.shrink))
         @hypothesis_seed(chosen)
         @given(st.data())
         def test(data: Any) -> None:
@@ -342,7 +333,7 @@ def run_agent_campaign(
                 if on_example is not None:
                     on_example(stats)
 
-        with _no_local_constants():
+        with no_local_constants():
             try:
                 test()
             except (Flaky, FlakyStrategyDefinition) as exc:

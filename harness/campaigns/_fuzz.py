@@ -161,6 +161,24 @@ class CampaignResult:
         return self.failure is None and not self.nondeterministic
 
 
+def campaign_settings(examples: int, phases: tuple[Phase, ...], database: Any = None) -> settings:
+    """The Hypothesis settings of a campaign, ours or an agent's through the wire: no deadline (a run
+    may wait on a tool or a Retry-After), the seed decides (not derandomize), one bug reported, no
+    blob, every health check off (the strategies draw large values on purpose). No Phase.target: a
+    campaign calls no target(), so it would only cost. Applied outside ``@seed``, which would
+    otherwise turn the database off."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=database,
+        derandomize=False,
+        report_multiple_bugs=False,
+        print_blob=False,
+        phases=phases,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 def run_campaign(
     examples: int = DEFAULT_EXAMPLES,
     seed: int | None = DEFAULT_SEED,
@@ -214,17 +232,7 @@ def run_campaign(
                 on_example(stats)
 
     def campaign(phases: tuple[Phase, ...], budget: int, explicit: Sequence[Scenario] = ()) -> Callable[[], None]:
-        @settings(  # outside @seed, which would otherwise turn the database off
-            max_examples=budget,
-            deadline=None,
-            database=database,
-            derandomize=False,
-            report_multiple_bugs=False,
-            print_blob=False,
-            # no Phase.target: the campaign calls no target(), so it would only cost
-            phases=(*phases, *((Phase.shrink,) if shrink else ())),
-            suppress_health_check=list(HealthCheck),
-        )
+        @campaign_settings(budget, (*phases, *((Phase.shrink,) if shrink else ())), database)
         @hypothesis_seed(chosen)
         @given(scenarios(tools=tools, max_turns=max_turns))
         def test(scenario: Scenario) -> None:
@@ -240,7 +248,7 @@ def run_campaign(
     main = campaign((Phase.explicit, Phase.generate), examples - len(explicit), explicit)
     failure = None
     try:
-        with _no_local_constants():
+        with no_local_constants():
             if replay is not None:
                 try:
                     replay()
@@ -254,7 +262,7 @@ def run_campaign(
 
 
 @contextmanager
-def _no_local_constants() -> Iterator[None]:
+def no_local_constants() -> Iterator[None]:
     """Hypothesis mixes the constants of every local module it finds in ``sys.modules`` into 5% of
     its draws, so what a seed generates would change with whatever else is imported (pytest's
     conftest, mutmut's copy of the loop, your modules, an edit to an unrelated file). A campaign

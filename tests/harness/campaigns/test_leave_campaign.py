@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 from harness.campaigns._boundaries import BOUNDARIES, reached
-from harness.campaigns._fuzz import _no_local_constants
+from harness.campaigns._fuzz import no_local_constants
 from harness.checking._check import check
 from harness.checking._runner import run
 from harness.scenarios._parts import Leave
@@ -56,7 +56,7 @@ def test_the_strategies_generate_every_leave_point_and_way() -> None:
         if scenario.leave is not None:
             seen.add((scenario.leave.at, scenario.leave.how))
 
-    with _no_local_constants():  # the same draws whatever else the test run imported
+    with no_local_constants():  # the same draws whatever else the test run imported
         collect()
     assert {at for at, _ in seen} == {"reply", "tool", "poll"}
     alone: set[tuple[str, str]] = set()
