@@ -1,0 +1,40 @@
+"""``harness emulate``: the emulator served on a loopback port until stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+# -- harness emulate --script FILE ----------------------------------------------------------------
+
+
+@click.command("emulate")
+@click.option("--script", "script", required=True, type=click.Path(path_type=Path), help="A scenario YAML file.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+def emulate_command(script: Path, host: str, port: int) -> None:
+    """Serve the turns of a scenario file on every provider's real paths until stopped.
+
+    Prints the base URL first. OpenAI clients take BASE/v1; Anthropic, google-genai
+    (http_options.base_url) and boto3 (endpoint_url) take BASE. Each request gets the next turn.
+    """
+    from harness.scenarios._scenario import Scenario, ScenarioError
+
+    if not script.is_file():
+        raise click.UsageError(f"--script {script}: no such file")
+    try:
+        Scenario.from_yaml(script)
+    except ScenarioError as exc:
+        raise click.UsageError(f"--script {script}: {exc}") from None
+    try:
+        from harness.emulator._server import serve
+    except ImportError as exc:
+        raise click.UsageError(
+            f"the emulator needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
+            'install it with pip install -e ".[emulator]" from the checkout'
+        ) from None
+    try:
+        serve(script, host=host, port=port)
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

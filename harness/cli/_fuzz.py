@@ -1,0 +1,286 @@
+"""``harness fuzz``: our loop's campaign (``--tools``) and the wire campaign against any agent (``--agent``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
+
+# -- harness fuzz ----------------------------------------------------------------------------------
+
+
+@click.command("fuzz")
+@click.option(
+    "--examples",
+    "-n",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Scenarios to generate [default: 200; with --agent: 100 conversations].",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Another campaign (printed at the start) [default: 21]."
+)
+@click.option("--tools", "tools_module", default=None, help="package.module whose @function tools to fuzz with.")
+@click.option(
+    "--agent",
+    "agent_path",
+    default=None,
+    metavar="MODULE:CALLABLE",
+    help="Fuzz an agent of any framework through the wire: agent(prompt, *, base_url, api_key) "
+    "(docs/wire-campaigns.md).",
+)
+@click.option(
+    "--save-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to save a shrunk failure [default: $HARNESS_SCENARIO_DIR or cassettes/scenarios].",
+)
+@click.option(
+    "--max-turns",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Model turns per scenario at most [default: 10; with --agent: 6 replies drawn per conversation].",
+)
+@click.option(
+    "--database",
+    "database_url",
+    envvar="HARNESS_EXAMPLE_DB",
+    default=None,
+    metavar="URL",
+    help="Shared Hypothesis example database, replayed first: redis://HOST:PORT/DB or a directory "
+    "[default: $HARNESS_EXAMPLE_DB, else none].",
+)
+@click.option(
+    "--database-readonly",
+    is_flag=True,
+    envvar="HARNESS_EXAMPLE_DB_READONLY",
+    help="Only read the shared database; this campaign's finds go to .hypothesis/examples.",
+)
+@click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=HTML_HELP)
+def fuzz_command(
+    examples: int | None,
+    seed: int | None,
+    tools_module: str | None,
+    save_dir: Path | None,
+    max_turns: int | None,
+    database_url: str | None = None,
+    database_readonly: bool = False,
+    html: Path | None = None,
+    agent_path: str | None = None,
+) -> None:
+    """Generate adversarial model behaviour and check every run against the reference and the invariants.
+
+    With --tools, your tools' real code runs (an @agentic_function's nested runs get a generated
+    model), each scenario runs twice to catch a tool that is not deterministic, and a table says
+    what each tool did. With --agent, an agent of any framework is served generated replies on
+    the wire it speaks and judged by the wire invariants W1-W6. Exits 1 on a violation or a
+    nondeterministic tool.
+    """
+    if agent_path is not None:
+        if tools_module is not None:
+            raise click.UsageError("--agent and --tools fuzz different things: give one of them")
+        if html is not None:
+            raise click.UsageError("--html reports our own loop's campaign; with --agent it is not available yet")
+        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns)
+        return
+    examples = examples or 200
+    max_turns = max_turns or 10
+    from rich.console import Console
+    from rich.markup import escape
+
+    from harness.campaigns._fuzz import DEFAULT_SEED, NoToolsError, Stats, load_tools, run_campaign
+    from harness.scenarios._parts import UserImportError
+
+    console = Console()
+    html_ready(html)
+    try:
+        tools = load_tools(tools_module) if tools_module else None
+    except (NoToolsError, UserImportError) as exc:
+        raise click.UsageError(f"--tools {tools_module}: {exc}") from None
+    database = None
+    if database_url is not None:
+        from harness.campaigns._profiles import ExampleDatabaseError, example_database
+
+        try:
+            database = example_database(database_url, read_only=database_readonly)
+        except ExampleDatabaseError as exc:
+            raise click.UsageError(f"--database: {exc}") from None
+    chosen = seed if seed is not None else DEFAULT_SEED
+    target = f"{len(tools)} tool(s) from {tools_module}" if tools else "generated tools"
+    console.print(f"harness fuzz: {examples} scenarios, seed {chosen}, {target}", markup=False, highlight=False)
+    with progress_bar(console) as progress:
+        task = progress.add_task("checking", total=examples)
+
+        def advance(stats: Stats) -> None:
+            progress.update(task, completed=min(stats.scenarios, examples))
+
+        result = run_campaign(
+            examples, chosen, tools=tools, save_dir=save_dir, max_turns=max_turns, on_example=advance, database=database
+        )
+    _print_summary(console, result)
+    if html is not None:
+        from harness.report import campaign_report
+
+        command = f"harness fuzz --seed {chosen} --examples {examples}" + (f" --tools {tools_module}" if tools else "")
+        write_html(html, lambda: campaign_report(result, command=command))
+    if result.nondeterministic:
+        console.print("\n[bold red]NONDETERMINISTIC TOOL(S)[/]")
+        for name, detail in sorted(result.nondeterministic.items()):
+            console.print(
+                f"{name}: two runs of one scenario gave different ledgers for it: {detail}",
+                markup=False,
+                highlight=False,
+            )
+        console.print(
+            "(the harness replays scenarios to reproduce failures: a tool must give the same result for the "
+            "same arguments, or be fuzzed against a fake)",
+            markup=False,
+            highlight=False,
+        )
+    if result.failure is not None:
+        failure = result.failure
+        console.print(f"\n[bold red]VIOLATION[/] {escape(f'[{failure.problem.name}]')}")
+        console.print(failure.problem.message, markup=False, highlight=False)
+        console.print("\nminimal scenario:", style="bold")
+        console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
+        console.print("trace:", style="bold")
+        console.print(failure.trace.render(), markup=False, highlight=False)
+        if failure.path is not None:
+            console.print(f"\nsaved as {failure.path} (replay: harness run {failure.path} --show)")
+    if result.failure is not None or result.nondeterministic:
+        raise SystemExit(1)
+    console.print("[bold green]no violation[/]")
+
+
+def _print_summary(console: Any, result: Any) -> None:
+    from rich.table import Table
+
+    stats = result.stats
+    rate = stats.scenarios / stats.seconds if stats.seconds else 0.0
+    console.print(
+        f"{stats.scenarios} scenarios, {stats.rounds} model rounds, {stats.seconds:.1f}s ({rate:.0f} scenarios/s), "
+        f"seed {result.seed}",
+        markup=False,
+        highlight=False,
+    )
+    table = Table(title="exercised (over all scenarios)", show_header=True)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for label, count in stats.rows():
+        table.add_row(label, str(count))
+    console.print(table)
+    if not stats.per_tool:  # the loop's boundaries (a campaign over your tools is about the tools)
+        reached = Table(title="loop boundaries reached (scenarios)", show_header=True)
+        reached.add_column("boundary")
+        reached.add_column("scenarios", justify="right")
+        for label, count in stats.boundary_rows():
+            reached.add_row(label, str(count) if count else "[bold red]NOT REACHED[/]")
+        console.print(reached)
+    if stats.per_tool:
+        tools = Table(title="your tools (top-level executions, all scenarios)", show_header=True)
+        for column in ("tool", "calls", "results", "error results", "raised"):
+            tools.add_column(column, justify="left" if column == "tool" else "right")
+        for name, counts in sorted(stats.per_tool.items()):
+            tools.add_row(name, *(str(counts[k]) for k in ("calls", "results", "error results", "raised")))
+        console.print(tools)
+
+
+def _fuzz_agent(
+    path: str, examples: int | None, seed: int | None, save_dir: Path | None, max_turns: int | None
+) -> None:
+    """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.agents._campaign import (
+        DEFAULT_EXAMPLES,
+        DEFAULT_MAX_REPLIES,
+        AgentStats,
+        UnsteadyAgentError,
+        deviations_of,
+        run_agent_campaign,
+    )
+    from harness.agents._invariants import INVARIANTS
+    from harness.campaigns._fuzz import DEFAULT_SEED
+    from harness.scenarios._parts import UserImportError, import_user_object
+
+    try:
+        agent = import_user_object(path)
+    except UserImportError as exc:
+        raise click.UsageError(f"--agent {path}: {exc}") from None
+    if not callable(agent):
+        raise click.UsageError(f"--agent {path}: {type(agent).__name__} is not callable")
+    console = Console()
+    examples = examples or DEFAULT_EXAMPLES
+    chosen = seed if seed is not None else DEFAULT_SEED
+    console.print(f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}", markup=False, highlight=False)
+    with progress_bar(console) as progress:
+        task = progress.add_task("conversing", total=examples)
+
+        def advance(stats: AgentStats) -> None:
+            progress.update(task, completed=min(stats.conversations, examples))
+
+        try:
+            result = run_agent_campaign(
+                agent,
+                examples,
+                chosen,
+                max_replies=max_turns or DEFAULT_MAX_REPLIES,
+                save_dir=save_dir,
+                on_example=advance,
+            )
+        except UnsteadyAgentError as exc:
+            console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
+            raise SystemExit(1) from None
+    stats = result.stats
+    rate = stats.conversations / stats.seconds if stats.seconds else 0.0
+    console.print(
+        f"{stats.conversations} conversations, {stats.requests} requests, {stats.seconds:.1f}s ({rate:.0f}/s; "
+        f"the agent {stats.agent_seconds:.1f}s, the harness {stats.harness_seconds:.1f}s), "
+        f"{'in process' if result.in_process else 'on loopback'}, seed {result.seed}",
+        markup=False,
+        highlight=False,
+    )
+    table = Table(title="exercised (over all conversations)")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for label, count in stats.rows():
+        table.add_row(label, str(count))
+    console.print(table)
+    verdicts = Table(title="wire invariants")
+    for column in ("invariant", "verdict"):
+        verdicts.add_column(column)
+    broken = result.failure.violation.invariant if result.failure else None
+    for name, text in INVARIANTS.items():
+        verdict = "VIOLATED" if name == broken else "held"
+        if stats.declared[name]:
+            verdict += f" ({stats.declared[name]} declared deviation(s))"
+        verdicts.add_row(f"{name} {text}", verdict)
+    console.print(verdicts)
+    for deviation in deviations_of(agent):
+        console.print(
+            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason}",
+            markup=False,
+            highlight=False,
+        )
+    if result.failure is None and not stats.requests:
+        console.print(
+            f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
+            f"{stats.first_error}): does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?",
+            highlight=False,
+        )
+        raise SystemExit(1)
+    if result.failure is None:
+        console.print("[bold green]no violation[/]")
+        return
+    failure = result.failure
+    console.print(f"\n[bold red]VIOLATION[/] {failure.violation.invariant}")
+    console.print(str(failure.violation), markup=False, highlight=False)
+    console.print("\nminimal scenario:", style="bold")
+    console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
+    if failure.path is not None:
+        console.print(f"saved as {failure.path} (serve it: harness emulate --script {failure.path})")
+    raise SystemExit(1)
