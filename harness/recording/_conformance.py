@@ -154,10 +154,15 @@ async def areplay_messages(path: str | Path) -> list[tuple[RecordedCall, Assista
 
 
 def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:
-    """A test-key client (no retries: a retry would find no recording) aimed at the recorded host."""
-    connection = backends.Connection.test(
+    """A test-key client (no retries: a retry would find no recording) aimed at the recorded host:
+    the provider's own, or the recorded server's root (the emulator, a proxy) when it was another."""
+    where = backends.Where(
         region=route.region, vertex=route.vertex, project=route.project, api_version=route.api_version
     )
+    if route.base_url is not None:
+        connection = backends.Connection.at(route.base_url, **where)
+    else:
+        connection = backends.Connection.test(**where)
     try:
         return backends.sdk_client(route.provider, connection)
     except backends.BackendError as exc:
