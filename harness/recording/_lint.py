@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from vcr.serializers import yamlserializer
 
@@ -44,6 +44,8 @@ TOKEN_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("an AWS request signature", re.compile(r"Signature=[0-9a-f]{64}")),
 )
 """What a credential looks like when nobody listed its header: (description, pattern)."""
+
+GZIP_MAGIC: Final = b"\x1f\x8b"
 
 _USES = re.compile(r"\brecorded\b|\bvcr\b")
 _OVERRIDES_DIR = re.compile(r"^\s*def vcr_cassette_dir\b", re.MULTILINE)
@@ -137,11 +139,13 @@ def _secrets_in_text(text: str, environ: Mapping[str, str] | None) -> Iterator[s
 
 
 def _hidden_secrets(text: str, environ: Mapping[str, str] | None) -> Iterator[str]:
-    """What no line of the file shows: binary (``!!binary``) bodies decoded, streamed values joined."""
+    """What no line of the file shows: binary (``!!binary``) bodies decoded (gzip undone), streamed
+    values joined across their events."""
     try:
         data = yamlserializer.deserialize(text)
     except Exception:  # the format rule reports a file that does not load
         return
+    data = _gunzipped(data)
     for index, interaction in enumerate(data.get("interactions") or [] if isinstance(data, dict) else []):
         for side in ("request", "response"):
             part = interaction.get(side) if isinstance(interaction, dict) else None
@@ -154,6 +158,27 @@ def _hidden_secrets(text: str, environ: Mapping[str, str] | None) -> Iterator[st
                         yield f"interaction {index}: the {side} body (binary) looks like it holds {description}"
     for finding in scrub.find_hidden_credentials(data, environ):
         yield f"holds {finding}"
+
+
+def _gunzipped(data: Any) -> Any:
+    """``data`` with every gzip body (a recorder that kept ``content-encoding: gzip`` bytes) undone, so
+    the scans read what the provider sent: a key inside a gzip stream is no line of the file either."""
+    interactions = data.get("interactions") if isinstance(data, dict) else None
+    if not isinstance(interactions, list):
+        return data
+    copied = []
+    for interaction in interactions:
+        if isinstance(interaction, dict):
+            interaction = dict(interaction)
+            for side in ("request", "response"):
+                part = interaction.get(side)
+                body = part.get("body") if isinstance(part, dict) else None
+                stored = body.get("string") if isinstance(body, dict) else body
+                if isinstance(part, dict) and isinstance(stored, bytes) and stored.startswith(GZIP_MAGIC):
+                    plain = cassettes.Body.of(stored).data
+                    interaction[side] = {**part, "body": {**body, "string": plain} if isinstance(body, dict) else plain}
+        copied.append(interaction)
+    return {**data, "interactions": copied}
 
 
 def _usage(path: Path, root: Path, tests: Path) -> str | None:
