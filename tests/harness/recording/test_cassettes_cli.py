@@ -7,6 +7,7 @@ for real traffic: every one of them converts to a scenario that ``harness run`` 
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -492,3 +493,81 @@ def test_show_lint_and_to_scenario_read_a_cassette_the_plain_vcr_marker_recorded
     assert (linted.returncode, linted.stdout.splitlines()) == (0, ["1 cassette, no findings"]), linted.stdout
     converted = harness("to-scenario", str(cassette))
     assert converted.returncode == 0 and "Sunny in Paris." in converted.stdout, converted.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# lint: a body that contradicts its Content-Encoding, and interactions recorded twice
+# ---------------------------------------------------------------------------------------------
+
+
+def _encoded(body: str | bytes, encoding: str | None) -> dict[str, Any]:
+    recorded = clean()
+    recorded["response"]["body"]["string"] = body
+    if encoding is not None:
+        recorded["response"]["headers"]["Content-Encoding"] = [encoding]
+    return recorded
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "finding"),
+    [
+        (
+            chat_completion("3."),
+            "gzip",
+            "interaction 0: the response body is stored decoded but says content-encoding: gzip, so a replaying"
+            " client fails to decompress it: remove the content-encoding header (or re-record)",
+        ),
+        (chat_completion("3."), "br", "the response body is stored decoded but says content-encoding: br"),
+        (
+            gzip.compress(chat_completion("3.").encode()),
+            None,
+            "interaction 0: the response body is stored gzip-compressed but says content-encoding: identity, so a"
+            " replaying client reads compressed bytes: add content-encoding: gzip, or store the body decoded",
+        ),
+        (gzip.compress(chat_completion("3.").encode()), "gzip", None),  # as vcrpy keeps it by default: fine
+        (chat_completion("3."), "identity", None),
+    ],
+)
+def test_lint_reports_a_body_that_contradicts_its_content_encoding(
+    project: Path, body: str | bytes, encoding: str | None, finding: str | None
+) -> None:
+    path = project / "cassettes" / "test_app" / "test_answer.yaml"
+    path.write_text(yaml.dump({"interactions": [_encoded(body, encoding)], "version": 1}), encoding="utf-8")
+    status, lines = lint_lines()
+    if finding is None:
+        assert (status, lines) == (0, ["2 cassettes, no findings"])
+    else:
+        assert status == 1 and len(lines) == 2, lines
+        assert lines[0].startswith("cassettes/test_app/test_answer.yaml: ") and finding in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("order", "finding"),
+    [
+        (
+            "ABAB",  # `all` re-recorded and appended: the whole conversation twice
+            "interactions 2-3 repeat interactions 0-1, request and reply alike (a re-record that appended instead"
+            " of replacing?): delete interactions 2-3, or re-record the test with --record-mode=rewrite",
+        ),
+        ("ABB", "interaction 2 repeats interaction 1, request and reply alike"),
+        ("AB", None),
+    ],
+)
+def test_lint_reports_interactions_recorded_twice_with_the_fix(project: Path, order: str, finding: str | None) -> None:
+    recorded = {
+        "A": interaction([ASK], 200, chat_completion(None, [CALL], "tool_calls")),
+        "B": interaction([ASK, CALLED, RESULT], 200, chat_completion("It is 3.")),
+    }
+    write(project / "cassettes" / "test_app" / "test_answer.yaml", *(recorded[name] for name in order))
+    status, lines = lint_lines()
+    if finding is None:
+        assert (status, lines) == (0, ["2 cassettes, no findings"])
+    else:
+        assert status == 1 and lines[-1] == "1 finding(s) in 2 cassettes", lines
+        assert lines[0].startswith(f"cassettes/test_app/test_answer.yaml: {finding}"), lines
+
+
+def test_the_same_request_answered_anew_is_no_duplicate(project: Path) -> None:
+    again = [interaction([ASK], 200, chat_completion(text)) for text in ("One.", "Two.")]  # a retry, a new reply
+    write(project / "cassettes" / "test_app" / "test_answer.yaml", *again)
+    assert lint_lines() == (0, ["2 cassettes, no findings"])
