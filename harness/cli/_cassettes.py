@@ -86,7 +86,8 @@ def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> Non
     """Check every cassette under DIRECTORY (default cassettes/, else pytest-recording's
     tests/cassettes/; scenarios/ left out): it parses and each request routes to a provider; no
     credential header, key= parameter, credential-looking value or environment secret is in it; no
-    body contradicts its Content-Encoding and no interaction repeats an earlier one; a test uses it. One line per finding; exits 1 on any."""
+    body contradicts its Content-Encoding and no interaction repeats an earlier one; a test uses
+    it. One line per finding; exits 1 on any."""
     from harness.recording._lint import lint
 
     if directory is None:
