@@ -380,3 +380,36 @@ def test_a_query_parameter_that_selects_the_reply_still_has_to_match(tmp_path: P
     with pytest.raises(ReplayError) as caught:
         replay_cassette(cassette)
     assert "query_except_transport differs:\n       sent query [], recorded [('alt', 'proto')]" in str(caught.value)
+
+
+BONJOUR = {"index": 0, "stop_reason": "stop", "text": "Bonjour.", "tool_calls": [], "error_message": None}
+
+
+@pytest.mark.parametrize(
+    ("uri", "request_body", "reply"),
+    [
+        (
+            "http://127.0.0.1:5/gw/openai/v1/chat/completions",  # a proxy's base URL with a path of its own
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            chat_completion("Bonjour."),
+        ),
+        ("http://127.0.0.1:5/v1/projects/p/locations/eu/publishers/google/models/g:generateContent", {}, None),
+        ("http://127.0.0.1:5/v1/publishers/google/models/g:generateContent", {}, None),  # Vertex express
+        (
+            "http://127.0.0.1:5/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
+            {"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+            json.dumps(
+                {
+                    "output": {"message": {"role": "assistant", "content": [{"text": "Bonjour."}]}},
+                    "stopReason": "end_turn",
+                    "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                }
+            ),
+        ),
+    ],
+)
+def test_a_recording_made_at_another_host_replays_against_that_host(
+    tmp_path: Path, uri: str, request_body: dict[str, Any], reply: str | None
+) -> None:
+    recorded = _interaction(uri, request_body, 200, reply or json.dumps(GEMINI_REPLY))
+    assert replay_cassette(_write(tmp_path / "elsewhere.yaml", recorded))["interactions"] == [BONJOUR]
