@@ -8,7 +8,8 @@ remove. Each rule below reports one :class:`Finding` (file and reason, never a s
 - **format**: the file loads as a vcrpy cassette and each request routes to a provider endpoint;
 - **replay**: no body contradicts its ``Content-Encoding`` (stored decoded but marked ``gzip``, or
   gzip bytes marked nothing: either breaks replay), and no interaction repeats an earlier one
-  request and reply alike (an ``all``-mode re-record that appended); each finding says the fix;
+  request and reply alike (an ``all``-mode re-record that appended), and no streamed reply ends
+  inside an event (a killed recording, an edit); each finding says the fix;
 - **secrets**: no credential or identity header (``harness.recording._scrub.CREDENTIAL_HEADERS``), no
   ``key=``-style query parameter, no AWS account id left in an ARN, nothing shaped like an API
   key, token or AWS access key, and no value of a credential variable of the environment
@@ -134,6 +135,13 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
             reason = _encoding_problem(part.headers, part.body.stored)
             if reason is not None:
                 yield f"{where}: the {side} {reason}"
+        response = interaction.response
+        cut = cassettes.cut_tail(response.body.data, response.headers.get("content-type"))
+        if cut:
+            yield (
+                f"{where}: the streamed reply ends inside an event (its last {cut} bytes are no whole event), so a"
+                " replay reads a shorter reply and no error: re-record the test"
+            )
     yield from _duplicates(cassette)
 
 

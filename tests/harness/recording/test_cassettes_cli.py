@@ -571,3 +571,24 @@ def test_the_same_request_answered_anew_is_no_duplicate(project: Path) -> None:
     again = [interaction([ASK], 200, chat_completion(text)) for text in ("One.", "Two.")]  # a retry, a new reply
     write(project / "cassettes" / "test_app" / "test_answer.yaml", *again)
     assert lint_lines() == (0, ["2 cassettes, no findings"])
+
+
+def test_lint_reports_a_streamed_reply_cut_inside_its_last_event(project: Path) -> None:
+    delta = {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "3."}}]}
+    usage = {"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 5}}
+    first, last = f"data: {json.dumps(delta)}\n\n", f"data: {json.dumps(usage)}\n\n"
+    cut = last[: last.index('"usage"') + 12]  # a recording killed inside its final usage event
+    cassette = project / "cassettes" / "test_app" / "test_answer.yaml"
+    for body in (first + last, first + cut):
+        recorded = clean(stream=True)
+        recorded["response"]["headers"]["content-type"] = ["text/event-stream"]
+        recorded["response"]["body"]["string"] = body
+        write(cassette, recorded)
+        status, lines = lint_lines()
+        if body == first + last:
+            assert (status, lines) == (0, ["2 cassettes, no findings"])
+    assert (status, lines[0]) == (
+        1,
+        f"cassettes/test_app/test_answer.yaml: interaction 0: the streamed reply ends inside an event (its last"
+        f" {len(cut)} bytes are no whole event), so a replay reads a shorter reply and no error: re-record the test",
+    )
