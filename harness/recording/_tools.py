@@ -13,6 +13,7 @@ the scenario is a seed to fuzz around.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -479,18 +480,25 @@ def _check_credentials(where: str, route: cassettes.Route, environ: Mapping[str,
 
 
 def _google_token(where: str) -> str:
-    import google.auth
+    """A bearer token from Google's default credentials (fetched once per process, then reused)."""
     import google.auth.exceptions
-    import google.auth.transport.requests
 
     try:
-        credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-        credentials.refresh(google.auth.transport.requests.Request())
+        return _default_google_token()
     except google.auth.exceptions.GoogleAuthError as exc:
         raise ConversionError(
             f"{where}: --live needs Google's default credentials for a Vertex project"
             f" (GOOGLE_APPLICATION_CREDENTIALS, or gcloud auth application-default login): {exc}"
         ) from None
+
+
+@functools.cache
+def _default_google_token() -> str:
+    import google.auth
+    import google.auth.transport.requests
+
+    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    credentials.refresh(google.auth.transport.requests.Request())
     return str(credentials.token)
 
 

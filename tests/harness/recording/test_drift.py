@@ -154,8 +154,9 @@ def _recording_proxy(upstream: str) -> Iterator[tuple[str, list[dict[str, str]]]
 
     class Forward(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            seen.append({name.lower(): value for name, value in self.headers.items()})
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            seen.append({**{name.lower(): value for name, value in self.headers.items()}, ":path": self.path})
+            seen[-1][":body"] = body.decode("utf-8")
             headers = {"content-type": self.headers.get("content-type") or "application/json"}
             reply = httpx2.post(upstream + self.path, content=body, headers=headers, timeout=30)
             self.send_response(reply.status_code)
@@ -212,6 +213,25 @@ def test_live_drift_sends_the_environments_key_to_the_providers_base_url(
             scope = "Credential=AKIADRIFTLIVE0000004/"
             assert headers["authorization"].startswith(f"AWS4-HMAC-SHA256 {scope}"), headers
             assert "/us-east-1/bedrock/aws4_request" in headers["authorization"]
+            assert headers["authorization"] == _sigv4_as_received(proxy, headers, keys)  # AWS would accept it
+
+
+def _sigv4_as_received(server: str, received: dict[str, str], keys: dict[str, str]) -> str:
+    """The SigV4 authorization botocore computes for the request as the server received it, at its
+    x-amz-date: equal to the one sent only when what was signed (path, host, body, headers) arrived."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    from freezegun import freeze_time
+
+    signed = received["authorization"].partition("SignedHeaders=")[2].partition(",")[0].split(";")
+    headers = {name: received[name] for name in signed if name not in ("host", "x-amz-date")}
+    request = AWSRequest("POST", server + received[":path"], data=received[":body"].encode(), headers=headers)
+    with freeze_time(received["x-amz-date"]):
+        SigV4Auth(
+            Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]), "bedrock", "us-east-1"
+        ).add_auth(request)
+    return str(request.headers["Authorization"])
 
 
 def _chat_cassette(tmp_path: Path) -> Path:
