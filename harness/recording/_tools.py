@@ -341,7 +341,10 @@ def _scenario(
 # harness cassettes drift: is the cassette still what the server sends?
 # ---------------------------------------------------------------------------------------------
 
-_NOT_FORWARDED = frozenset({"host", "content-length", "accept-encoding", "connection", "transfer-encoding"})
+_NOT_FORWARDED = frozenset(
+    {"host", "content-length", "content-encoding", "accept-encoding", "connection", "transfer-encoding"}
+)
+"""Headers the client sets itself: the body goes out decoded (gzip undone), with its own length."""
 
 
 @dataclass(frozen=True)
