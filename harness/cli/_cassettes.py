@@ -85,8 +85,9 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
 def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> None:
     """Check every cassette under DIRECTORY (default cassettes/, else pytest-recording's
     tests/cassettes/; scenarios/ left out): it parses and each request routes to a provider; no
-    credential header, key= parameter, credential-looking value or environment secret is in it; a
-    test uses it. One line per finding; exits 1 on any."""
+    credential header, key= parameter, credential-looking value or environment secret is in it; no
+    body contradicts its Content-Encoding and no interaction repeats an earlier one; a test uses
+    it. One line per finding; exits 1 on any."""
     from harness.recording._lint import lint
 
     if directory is None:
@@ -110,17 +111,31 @@ def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> Non
 
 @cassettes_group.command("drift", short_help="Re-send recorded requests; report how the replies' shape changed.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--base-url", required=True, help="The server to ask: the emulator, a proxy, or the provider's own URL.")
-def drift_command(files: tuple[Path, ...], base_url: str) -> None:
-    """Send each recorded request of each cassette to BASE_URL and compare the reply's structure
-    (fields, their types, the sequence of stream events) with the recorded one; values are not
-    compared. One line per difference, benign (something added) or breaking; exits 1 on a breaking one."""
-    from harness.recording._tools import ConversionError, drift
+@click.option("--base-url", help="The server to ask, with placeholder keys: the emulator, a proxy, any URL.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Ask the provider itself (its base-URL variable, the recorded host, or its default URL) with the"
+    " environment's key (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, AWS credentials).",
+)
+def drift_command(files: tuple[Path, ...], base_url: str | None, live: bool) -> None:
+    """Send each recorded request of each cassette again (to --base-url, or --live to the provider)
+    and compare the reply's structure (fields, their types, the sequence of stream events) with
+    the recorded one; values are not compared. One line per difference, benign (something added)
+    or breaking; exits 1 on a breaking one. Nothing is sent until every file is read and every
+    credential found."""
+    from harness.recording._tools import ConversionError, drift_targets, send_for_drift
 
+    if (base_url is None) == (not live):
+        raise click.UsageError("give exactly one of --base-url URL and --live")
+    try:
+        plans = [(path, drift_targets(path, base_url, live=live)) for path in expand(files, "cassette")]
+    except ConversionError as exc:
+        raise click.UsageError(one_line(exc)) from None
     breaking = 0
-    for path in expand(files, "cassette"):
+    for path, targets in plans:
         try:
-            found = drift(path, base_url)
+            found = send_for_drift(targets)
         except ConversionError as exc:
             raise click.UsageError(one_line(exc)) from None
         for difference in found:

@@ -19,9 +19,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Final
@@ -86,6 +87,9 @@ class Route:
     vertex: bool = False
     project: str | None = None
     api_version: str | None = None
+    base_url: str | None = None
+    """The server's root when the request went to a host that is not the provider's own (the
+    emulator on ``127.0.0.1:PORT``, a proxy): a client aimed there sends the recorded URL."""
 
     @property
     def streams(self) -> bool | None:
@@ -95,8 +99,12 @@ class Route:
         return None
 
 
-def route(method: str, uri: str) -> Route:
-    """The provider endpoint of a request; raises :class:`RouteError` for one with no backend."""
+def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Route:
+    """The provider endpoint of a request; raises :class:`RouteError` for one with no backend.
+
+    A provider's own host decides; any other host (the emulator, a proxy, a gateway) is read by
+    its path, as :func:`route_by_path` does, ``headers`` giving what the path cannot (the region).
+    """
     parts = urlsplit(uri)
     host, path = (parts.hostname or "").lower(), parts.path
     if method.upper() != "POST":
@@ -120,7 +128,53 @@ def route(method: str, uri: str) -> Route:
         if operation not in ("converse", "converse-stream"):
             raise RouteError(f"no backend for the Bedrock operation {operation or path}")
         return Route("bedrock", operation, model=unquote(model) or None, region=host.split(".")[1])
-    raise RouteError(f"no backend for host {host!r}")
+    found = route_by_path(path, headers)
+    if found is None:
+        raise RouteError(
+            f"no backend for host {host!r}: neither a provider's host nor a provider's path"
+            " (/v1/chat/completions, /v1/responses, /v1/messages, /VERSION/models/M:generateContent,"
+            f" /model/M/converse...): {path}"
+        )
+    return replace(found, base_url=f"{parts.scheme}://{parts.netloc}{found.base_url or ''}")
+
+
+_BY_PATH: Final[tuple[tuple[str, str, str], ...]] = (
+    ("/v1/chat/completions", "openai", "chat.completions"),
+    ("/v1/responses", "openai", "responses"),
+    ("/v1/messages", "anthropic", "messages"),
+)
+_SIGV4_SCOPE = re.compile(r"Credential=[^/,\s]*/\d{8}/([a-z0-9-]+)/bedrock/aws4_request")
+
+
+def route_by_path(path: str, headers: Iterable[tuple[str, str]] = ()) -> Route | None:
+    """The provider endpoint a path names wherever it was sent, or ``None``.
+
+    The SDKs send the same path to any base URL, so a request to the emulator or a proxy still
+    says what it is: ``/v1/chat/completions`` and ``/v1/responses`` are OpenAI's, ``/v1/messages``
+    Anthropic's, ``/VERSION/models/M:generateContent`` (or ``:streamGenerateContent``) Gemini's
+    (Vertex's with ``publishers/google`` in it), ``/model/M/converse`` (``-stream``) Bedrock's.
+    What comes before is the base URL's own path (``/proxy/v1/messages``), kept in the route's
+    ``base_url``. The path does not name the Bedrock region: it comes from the SigV4 credential
+    scope in the ``authorization`` header when the recording kept one.
+    """
+    for suffix, provider, endpoint in _BY_PATH:
+        if path.endswith(suffix):
+            return Route(provider, endpoint, base_url=path.removesuffix(suffix))
+    if "/models/" in path and path.rpartition(":")[2] in ("generateContent", "streamGenerateContent"):
+        segments = path.split("/")
+        anchor = "projects" if "projects" in segments else "publishers" if "publishers" in segments else "models"
+        version = segments.index(anchor) - 1  # the version segment comes before the first of these
+        if version < 1:
+            return None
+        found = _gemini_route("/".join(["", *segments[version:]]), vertex=anchor != "models")
+        return replace(found, base_url="/".join(segments[:version]))
+    base, _, rest = path.rpartition("/model/")
+    model, _, operation = rest.partition("/")
+    if "/model/" in path and operation in ("converse", "converse-stream"):
+        scopes = (_SIGV4_SCOPE.search(value) for name, value in headers if name.lower() == "authorization")
+        region = next((scope.group(1) for scope in scopes if scope), None)
+        return Route("bedrock", operation, model=unquote(model) or None, region=region, base_url=base)
+    return None
 
 
 def _gemini_route(path: str, *, vertex: bool) -> Route:
@@ -282,7 +336,7 @@ class Request:
     @cached_property
     def route(self) -> Route:
         """The provider endpoint; raises :class:`RouteError` when openprogram has no backend for it."""
-        return route(self.method, self.uri)
+        return route(self.method, self.uri, self.headers)
 
     @property
     def model(self) -> str | None:

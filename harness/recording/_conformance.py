@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import vcr
 
@@ -34,9 +34,23 @@ from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 CASSETTES_ENV = "HARNESS_PROVIDER_CASSETTES"
 """Environment variable naming the provider-cassettes folder, overriding the default location."""
 
-_IGNORED_QUERY_KEYS = frozenset({"beta"})
-"""Query keys that never select a different response. Anthropic SDKs once sent ``?beta=true`` on
-the same endpoint; current ones do not, so matching it would reject recordings for no reason."""
+TRANSPORT_ONLY_QUERY: Final[Mapping[str, str | None]] = {
+    "beta": None,
+    "$alt": None,
+    "alt": "json",
+    "$prettyPrint": None,
+    "prettyPrint": None,
+}
+"""Query parameters that never select a different reply, only how one client asked for it (key ->
+the only value that is transport-only, ``None``: any value). Replay ignores them on both sides, so
+a recording another client made replays through our SDKs:
+
+- ``beta``: Anthropic SDKs once sent ``?beta=true`` on the same endpoint; current ones do not;
+- ``$alt`` (``json;enum-encoding=int``): the legacy Vertex SDK's (``vertexai``, REST transport)
+  choice of wire encoding; ``alt=json`` is the JSON every client gets anyway (``alt=sse``, a
+  stream of events, is not transport-only: it changes the body);
+- ``prettyPrint`` / ``$prettyPrint``: Google's whitespace switch.
+"""
 
 
 class ReplayError(Exception):
@@ -134,9 +148,9 @@ async def areplay_messages(path: str | Path) -> list[tuple[RecordedCall, Assista
     calls = read_recorded_calls(path)
     recorder = vcr.VCR(
         record_mode="none",
-        match_on=["method", "scheme", "host", "port", "path", "query_except_beta"],
+        match_on=["method", "scheme", "host", "port", "path", "query_except_transport"],
     )
-    recorder.register_matcher("query_except_beta", query_except_beta)
+    recorder.register_matcher("query_except_transport", query_except_transport)
     client = _client(path, calls[0].route)
     results: list[tuple[RecordedCall, AssistantMessage]] = []
     try:
@@ -154,10 +168,15 @@ async def areplay_messages(path: str | Path) -> list[tuple[RecordedCall, Assista
 
 
 def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:
-    """A test-key client (no retries: a retry would find no recording) aimed at the recorded host."""
-    connection = backends.Connection.test(
+    """A test-key client (no retries: a retry would find no recording) aimed at the recorded host:
+    the provider's own, or the recorded server's root (the emulator, a proxy) when it was another."""
+    where = backends.Where(
         region=route.region, vertex=route.vertex, project=route.project, api_version=route.api_version
     )
+    if route.base_url is not None:
+        connection = backends.Connection.at(route.base_url, **where)
+    else:
+        connection = backends.Connection.test(**where)
     try:
         return backends.sdk_client(route.provider, connection)
     except backends.BackendError as exc:
@@ -171,11 +190,19 @@ def _backend(path: str | Path, call: RecordedCall, client: backends.SDKClient) -
         raise ReplayError(f"{path}: cannot replay {call.provider} cassettes: {exc}") from exc
 
 
-def query_except_beta(sent: Any, recorded: Any) -> None:
-    """vcrpy matcher (its name shows in vcrpy's mismatch report): the query, minus keys that select nothing."""
+def transport_only(key: str, value: str) -> bool:
+    """Whether the query pair ``key=value`` only says how a client asked (:data:`TRANSPORT_ONLY_QUERY`)."""
+    if key not in TRANSPORT_ONLY_QUERY:
+        return False
+    only = TRANSPORT_ONLY_QUERY[key]
+    return only is None or value == only
+
+
+def query_except_transport(sent: Any, recorded: Any) -> None:
+    """vcrpy matcher (its name shows in vcrpy's mismatch report): the query, minus transport-only pairs."""
 
     def significant(request: Any) -> list[tuple[str, str]]:
-        return [(key, value) for key, value in request.query if key not in _IGNORED_QUERY_KEYS]
+        return [(key, value) for key, value in request.query if not transport_only(key, value)]
 
     assert significant(sent) == significant(recorded), f"sent query {sent.query}, recorded {recorded.query}"
 

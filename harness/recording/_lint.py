@@ -6,6 +6,10 @@ repository lives, and a cassette whose test was renamed or deleted is dead weigh
 remove. Each rule below reports one :class:`Finding` (file and reason, never a secret's value):
 
 - **format**: the file loads as a vcrpy cassette and each request routes to a provider endpoint;
+- **replay**: no body contradicts its ``Content-Encoding`` (stored decoded but marked ``gzip``, or
+  gzip bytes marked nothing: either breaks replay), and no interaction repeats an earlier one
+  request and reply alike (an ``all``-mode re-record that appended), and no streamed reply ends
+  inside an event (a killed recording, an edit); each finding says the fix;
 - **secrets**: no credential or identity header (``harness.recording._scrub.CREDENTIAL_HEADERS``), no
   ``key=``-style query parameter, no AWS account id left in an ARN, nothing shaped like an API
   key, token or AWS access key, and no value of a credential variable of the environment
@@ -25,7 +29,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from vcr.serializers import yamlserializer
 
@@ -44,6 +48,8 @@ TOKEN_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("an AWS request signature", re.compile(r"Signature=[0-9a-f]{64}")),
 )
 """What a credential looks like when nobody listed its header: (description, pattern)."""
+
+GZIP_MAGIC: Final = b"\x1f\x8b"
 
 _USES = re.compile(r"\brecorded\b|\bvcr\b")
 _OVERRIDES_DIR = re.compile(r"^\s*def vcr_cassette_dir\b", re.MULTILINE)
@@ -125,6 +131,88 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
                 yield f"{where}: the request URI has a {name}= query parameter (a credential)"
         if scrub.scrub_arns(request.uri) != request.uri:
             yield f"{where}: the request URI holds an AWS account id (in an ARN)"
+        for side, part in (("request", request), ("response", interaction.response)):
+            reason = _encoding_problem(part.headers, part.body.stored)
+            if reason is not None:
+                yield f"{where}: the {side} {reason}"
+        response = interaction.response
+        cut = cassettes.cut_tail(response.body.data, response.headers.get("content-type"))
+        if cut:
+            yield (
+                f"{where}: the streamed reply ends inside an event (its last {cut} bytes are no whole event), so a"
+                " replay reads a shorter reply and no error: re-record the test"
+            )
+    yield from _duplicates(cassette)
+
+
+_COMPRESSED: Final = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd", "compress"})
+
+
+def _encoding_problem(headers: cassettes.Headers, stored: bytes) -> str | None:
+    """Why a body and its ``Content-Encoding`` disagree (so replay breaks), with the fix; or None.
+
+    A recorder that decodes bodies for readability must drop the header too: a body stored
+    decoded but still marked ``gzip`` makes the client's decompression fail on replay; gzip bytes
+    with no header reach the SDK as they are, which then fails to parse them.
+    """
+    if not stored:
+        return None
+    codings = [c.strip().lower() for v in headers.get_all("content-encoding") for c in v.split(",") if c.strip()]
+    outer = codings[-1] if codings else "identity"
+    if stored.startswith(GZIP_MAGIC):
+        if outer not in ("gzip", "x-gzip"):
+            return (
+                f"body is stored gzip-compressed but says content-encoding: {outer}, so a replaying client "
+                "reads compressed bytes: add content-encoding: gzip, or store the body decoded"
+            )
+        return None
+    if outer in _COMPRESSED and (outer in ("gzip", "x-gzip") or _reads_as_text(stored)):
+        return (
+            f"body is stored decoded but says content-encoding: {outer}, so a replaying client fails to"
+            " decompress it: remove the content-encoding header (or re-record)"
+        )
+    return None
+
+
+def _reads_as_text(stored: bytes) -> bool:
+    try:
+        text = stored.decode("utf-8").lstrip()
+    except UnicodeDecodeError:
+        return False
+    return text[:1] in ("{", "[") or text.startswith(("data:", "event:"))
+
+
+def _duplicates(cassette: cassettes.Cassette) -> Iterator[str]:
+    """Interactions that repeat earlier ones, request and reply alike (ids and dates included): what an
+    ``all``-mode re-record that appended to the old cassette leaves (``A B A B``), or a repeat
+    (``A A``); a real API never answers with the same ids twice. A run of repeats is one finding."""
+    interactions = list(cassette)
+    runs: list[list[tuple[int, int]]] = []  # [(earlier, repeat), ...], consecutive repeats of consecutive originals
+    for later, interaction in enumerate(interactions):
+        earlier = next((i for i in range(later) if _same(interactions[i], interaction)), None)
+        if earlier is None:
+            continue
+        if runs and runs[-1][-1] == (earlier - 1, later - 1):
+            runs[-1].append((earlier, later))
+        else:
+            runs.append([(earlier, later)])
+    for run in runs:
+        (first, start), (last, end) = run[0], run[-1]
+        repeats = f"interaction {start}" if start == end else f"interactions {start}-{end}"
+        repeated = f"interaction {first}" if first == last else f"interactions {first}-{last}"
+        yield (
+            f"{repeats} repeat{'s' if start == end else ''} {repeated}, request and reply alike (a re-record"
+            f" that appended instead of replacing?): delete {repeats}, or re-record the test with"
+            " --record-mode=rewrite"
+        )
+
+
+def _same(one: cassettes.Interaction, other: cassettes.Interaction) -> bool:
+    a, b = one.request, other.request
+    if (a.method, a.uri, a.body.data) != (b.method, b.uri, b.body.data):
+        return False
+    x, y = one.response, other.response
+    return (x.status, x.body.data, sorted(x.headers)) == (y.status, y.body.data, sorted(y.headers))
 
 
 def _secrets_in_text(text: str, environ: Mapping[str, str] | None) -> Iterator[str]:
@@ -137,11 +225,13 @@ def _secrets_in_text(text: str, environ: Mapping[str, str] | None) -> Iterator[s
 
 
 def _hidden_secrets(text: str, environ: Mapping[str, str] | None) -> Iterator[str]:
-    """What no line of the file shows: binary (``!!binary``) bodies decoded, streamed values joined."""
+    """What no line of the file shows: binary (``!!binary``) bodies decoded (gzip undone), streamed
+    values joined across their events."""
     try:
         data = yamlserializer.deserialize(text)
     except Exception:  # the format rule reports a file that does not load
         return
+    data = _gunzipped(data)
     for index, interaction in enumerate(data.get("interactions") or [] if isinstance(data, dict) else []):
         for side in ("request", "response"):
             part = interaction.get(side) if isinstance(interaction, dict) else None
@@ -154,6 +244,27 @@ def _hidden_secrets(text: str, environ: Mapping[str, str] | None) -> Iterator[st
                         yield f"interaction {index}: the {side} body (binary) looks like it holds {description}"
     for finding in scrub.find_hidden_credentials(data, environ):
         yield f"holds {finding}"
+
+
+def _gunzipped(data: Any) -> Any:
+    """``data`` with every gzip body (a recorder that kept ``content-encoding: gzip`` bytes) undone, so
+    the scans read what the provider sent: a key inside a gzip stream is no line of the file either."""
+    interactions = data.get("interactions") if isinstance(data, dict) else None
+    if not isinstance(interactions, list):
+        return data
+    copied = []
+    for interaction in interactions:
+        if isinstance(interaction, dict):
+            interaction = dict(interaction)
+            for side in ("request", "response"):
+                part = interaction.get(side)
+                body = part.get("body") if isinstance(part, dict) else None
+                stored = body.get("string") if isinstance(body, dict) else body
+                if isinstance(part, dict) and isinstance(stored, bytes) and stored.startswith(GZIP_MAGIC):
+                    plain = cassettes.Body.of(stored).data
+                    interaction[side] = {**part, "body": {**body, "string": plain} if isinstance(body, dict) else plain}
+        copied.append(interaction)
+    return {**data, "interactions": copied}
 
 
 def _usage(path: Path, root: Path, tests: Path) -> str | None:

@@ -13,15 +13,22 @@ the scenario is a seed to fuzz around.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+from urllib.parse import urlsplit
 
 import harness.recording._cassettes as cassettes
 import harness.recording._conformance as conformance
+import harness.recording._live as live_env
+import harness.recording._scrub as scrub
 import harness.recording._transcript as transcript
 from harness.recording._transcript import Said
+from openprogram.providers import ALLOW_MODEL_REQUESTS_ENV
 from openprogram.types import AssistantMessage
 
 
@@ -334,7 +341,10 @@ def _scenario(
 # harness cassettes drift: is the cassette still what the server sends?
 # ---------------------------------------------------------------------------------------------
 
-_NOT_FORWARDED = frozenset({"host", "content-length", "accept-encoding", "connection", "transfer-encoding"})
+_NOT_FORWARDED = frozenset(
+    {"host", "content-length", "content-encoding", "accept-encoding", "connection", "transfer-encoding"}
+)
+"""Headers the client sets itself: the body goes out decoded (gzip undone), with its own length."""
 
 
 @dataclass(frozen=True)
@@ -355,28 +365,208 @@ class Drift:
         return f"interaction {self.interaction}: {self.severity}: {self.what}"
 
 
-def drift(path: str | Path, base_url: str, *, timeout: float = 60.0) -> list[Drift]:
-    """Re-send each recorded request of ``path`` to ``base_url`` and compare the replies' structure.
+def drift(
+    path: str | Path,
+    base_url: str | None = None,
+    *,
+    live: bool = False,
+    timeout: float = 60.0,
+    environ: Mapping[str, str] | None = None,
+) -> list[Drift]:
+    """Re-send each recorded request of ``path`` and compare the replies' structure with the recorded ones.
 
-    The request goes out as recorded (body, method, path and query, its non-credential headers)
-    with placeholder keys, to any server that speaks the provider's wire: the loopback emulator,
-    a proxy, or the provider's own host when a key is added by the caller's environment.
+    The request goes out as recorded (body, method, path below the recorded server's root, query,
+    its non-credential headers) either to ``base_url`` with placeholder keys (any server that speaks
+    the provider's wire: the loopback emulator, a proxy) or, ``live``, to the provider itself with
+    the environment's credentials (see :func:`drift_targets`). Raises :class:`ConversionError`,
+    before anything is sent, for an unreadable cassette or a missing credential.
     """
+    return send_for_drift(drift_targets(path, base_url, live=live, environ=environ), timeout=timeout)
+
+
+@dataclass(frozen=True)
+class DriftTarget:
+    """One recorded request and where :func:`drift` sends it again; ``live``: with real credentials."""
+
+    path: Path
+    interaction: cassettes.Interaction
+    url: str
+    live: bool
+    region: str | None = None
+    """The region a Bedrock request is signed for (SigV4)."""
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+
+_DEFAULT_ROOTS: Final = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+_ALLOW_OFF: Final = frozenset({"0", "false", "no", "off"})
+
+
+def drift_targets(
+    path: str | Path, base_url: str | None = None, *, live: bool = False, environ: Mapping[str, str] | None = None
+) -> list[DriftTarget]:
+    """Where each recorded request of ``path`` goes again; every problem is raised before one is sent.
+
+    Exactly one of ``base_url`` and ``live``. Live, a request goes to the provider's base-URL
+    variable when it is set (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``,
+    ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``: the ones live runs and the recorder honour), else to the
+    recorded host when it is the provider's, else to the provider's default URL; the credential
+    must be in the environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY`` or
+    ``GOOGLE_API_KEY``, AWS keys or ``AWS_PROFILE``; Vertex project paths: Google's default
+    credentials), else :class:`ConversionError` names the variable.
+    """
+    if (base_url is None) == (not live):
+        raise ConversionError("drift needs exactly one of a base URL and live")
+    environ = os.environ if environ is None else environ
+    if live:
+        switch = environ.get(ALLOW_MODEL_REQUESTS_ENV)
+        if switch is not None and switch.strip().lower() in _ALLOW_OFF:
+            raise ConversionError(f"--live sends real requests, and {ALLOW_MODEL_REQUESTS_ENV}={switch} turns them off")
+    targets = []
+    for interaction in _loaded_for_drift(path):
+        request, where = interaction.request, f"{path}: {interaction.where}"
+        try:
+            route = request.route
+        except cassettes.RouteError as exc:
+            raise ConversionError(f"{where}: {exc}") from None
+        prefix = urlsplit(route.base_url).path if route.base_url else ""
+        below = request.path.removeprefix(prefix) if request.path.startswith(prefix) else request.path
+        query = urlsplit(request.uri).query
+        region = None
+        if live:
+            root, region = _live_root(where, request, route, environ)
+            _check_credentials(where, route, environ)
+        else:
+            root = (base_url or "").rstrip("/")
+        targets.append(
+            DriftTarget(Path(path), interaction, root + below + (f"?{query}" if query else ""), live, region, environ)
+        )
+    return targets
+
+
+def _live_root(
+    where: str, request: cassettes.Request, route: cassettes.Route, environ: Mapping[str, str]
+) -> tuple[str, str | None]:
+    """The server a live request goes to, and (Bedrock) the region it is signed for."""
+    try:
+        root = live_env.base_url_from_env(route.provider, environ)
+    except live_env.LiveError as exc:
+        raise ConversionError(f"{where}: {exc}") from None
+    region = None
+    if route.provider == "bedrock":
+        region = route.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")
+        if region is None:
+            raise ConversionError(f"{where}: --live needs AWS_REGION (the recording does not name the Bedrock region)")
+    if root is not None:
+        return root, region
+    if route.base_url is None:  # the provider's own host, as recorded
+        parts = urlsplit(request.uri)
+        return f"{parts.scheme}://{parts.netloc}", region
+    if route.provider == "bedrock":
+        return f"https://bedrock-runtime.{region}.amazonaws.com", region
+    if route.provider == "gemini" and route.vertex:
+        location = route.region or "global"
+        return f"https://{'' if location == 'global' else location + '-'}aiplatform.googleapis.com", region
+    return _DEFAULT_ROOTS[route.provider], region
+
+
+def _check_credentials(where: str, route: cassettes.Route, environ: Mapping[str, str]) -> None:
+    if route.provider == "gemini" and route.project:
+        _google_token(where)  # Vertex with a project takes Google's default credentials, not a key
+        return
+    missing = live_env.missing_credentials(route.provider, environ)
+    if missing is not None:
+        raise ConversionError(f"{where}: --live needs {missing} in the environment (the {route.provider} credentials)")
+
+
+def _google_token(where: str) -> str:
+    """A bearer token from Google's default credentials (fetched once per process, then reused)."""
+    import google.auth.exceptions
+
+    try:
+        return _default_google_token()
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise ConversionError(
+            f"{where}: --live needs Google's default credentials for a Vertex project"
+            f" (GOOGLE_APPLICATION_CREDENTIALS, or gcloud auth application-default login): {exc}"
+        ) from None
+
+
+@functools.cache
+def _default_google_token() -> str:
+    import google.auth
+    import google.auth.transport.requests
+
+    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    credentials.refresh(google.auth.transport.requests.Request())
+    return str(credentials.token)
+
+
+def _live_headers(target: DriftTarget, headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` with the environment's credential added, as the provider's SDK adds it."""
+    request, environ = target.interaction.request, target.environ
+    route = request.route
+    if route.provider == "openai":
+        headers["authorization"] = f"Bearer {environ['OPENAI_API_KEY']}"
+    elif route.provider == "anthropic":
+        headers["x-api-key"] = environ["ANTHROPIC_API_KEY"]
+        headers.setdefault("anthropic-version", "2023-06-01")  # required; recorders often drop it
+    elif route.provider == "gemini" and route.project:
+        headers["authorization"] = f"Bearer {_google_token(f'{target.path}: {target.interaction.where}')}"
+    elif route.provider == "gemini":
+        headers["x-goog-api-key"] = environ.get("GEMINI_API_KEY") or environ["GOOGLE_API_KEY"]
+    else:
+        headers = _sigv4(target, headers)
+    return headers
+
+
+def _sigv4(target: DriftTarget, headers: dict[str, str]) -> dict[str, str]:
+    """The headers of a Bedrock request signed as botocore signs it (SigV4, service ``bedrock``)."""
+    import botocore.session
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    environ = target.environ
+    if environ.get("AWS_ACCESS_KEY_ID") and environ.get("AWS_SECRET_ACCESS_KEY"):
+        credentials = Credentials(
+            environ["AWS_ACCESS_KEY_ID"], environ["AWS_SECRET_ACCESS_KEY"], environ.get("AWS_SESSION_TOKEN")
+        )
+    else:
+        credentials = botocore.session.Session(profile=environ.get("AWS_PROFILE")).get_credentials()
+    signed = AWSRequest(
+        target.interaction.request.method, target.url, data=target.interaction.request.body.data, headers=headers
+    )
+    SigV4Auth(credentials, "bedrock", target.region).add_auth(signed)
+    return {name.lower(): value for name, value in signed.headers.items()}
+
+
+def send_for_drift(targets: list[DriftTarget], *, timeout: float = 60.0) -> list[Drift]:
+    """Send each target's request and compare each reply's structure with the recorded one."""
     import httpx2
 
-    loaded = _loaded_for_drift(path)
     found: list[Drift] = []
-    with httpx2.Client(base_url=base_url.rstrip("/"), timeout=timeout) as client:
-        for interaction in loaded:
+    with httpx2.Client(timeout=timeout) as client:
+        for target in targets:
+            interaction = target.interaction
             request = interaction.request
-            query = f"?{request.uri.split('?', 1)[1]}" if "?" in request.uri else ""
-            headers = {name: value for name, value in request.headers if name.lower() not in _NOT_FORWARDED}
-            headers.update({"authorization": "Bearer test", "x-api-key": "test", "x-goog-api-key": "test"})
+            headers = {
+                name.lower(): value
+                for name, value in request.headers
+                if name.lower() not in _NOT_FORWARDED and not scrub.is_credential_header(name)
+            }
+            if target.live:
+                headers = _live_headers(target, headers)
+            else:
+                headers.update({"authorization": "Bearer test", "x-api-key": "test", "x-goog-api-key": "test"})
             try:
-                reply = client.request(request.method, request.path + query, content=request.body.data, headers=headers)
+                reply = client.request(request.method, target.url, content=request.body.data, headers=headers)
             except httpx2.HTTPError as exc:
                 raise ConversionError(
-                    f"{path}: interaction {interaction.index}: cannot reach {base_url}: {exc}"
+                    f"{target.path}: interaction {interaction.index}: cannot reach {target.url}: {exc}"
                 ) from None
             recorded = interaction.response
             found.extend(

@@ -119,6 +119,42 @@ def test_each_provider_endpoint_is_routed_from_method_host_and_path(uri: str, ex
 
 
 @pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("http://127.0.0.1:5/v1/chat/completions", Route("openai", "chat.completions", base_url="http://127.0.0.1:5")),
+        ("http://127.0.0.1:5/v1/responses", Route("openai", "responses", base_url="http://127.0.0.1:5")),
+        (
+            "https://gw.example/anthropic/v1/messages",
+            Route("anthropic", "messages", base_url="https://gw.example/anthropic"),
+        ),
+        (
+            "http://localhost:8/v1beta/models/g-1:streamGenerateContent?alt=sse",
+            Route("gemini", "streamGenerateContent", model="g-1", api_version="v1beta", base_url="http://localhost:8"),
+        ),
+        (
+            "http://h:8/p/v1/projects/pr/locations/eu/publishers/google/models/g-1:generateContent",
+            Route("gemini", "generateContent", "g-1", "eu", True, "pr", "v1", base_url="http://h:8/p"),
+        ),
+        (
+            "http://h:8/v1/publishers/google/models/g-1:generateContent",
+            Route("gemini", "generateContent", "g-1", "global", True, None, "v1", base_url="http://h:8"),
+        ),
+        (
+            "http://127.0.0.1:5/model/anthropic.claude-3/converse-stream",
+            Route("bedrock", "converse-stream", model="anthropic.claude-3", base_url="http://127.0.0.1:5"),
+        ),
+    ],
+)
+def test_a_request_to_another_host_is_routed_by_the_providers_path(uri: str, expected: Route) -> None:
+    assert route("POST", uri) == expected
+
+
+def test_the_bedrock_region_of_another_host_comes_from_the_signatures_scope() -> None:
+    signed = [("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20250101/eu-west-3/bedrock/aws4_request")]
+    assert route("POST", "http://127.0.0.1:5/model/m/converse", signed).region == "eu-west-3"
+
+
+@pytest.mark.parametrize(
     ("method", "uri", "reason"),
     [
         ("POST", "https://llm.example.com/v1/generate", "no backend for host 'llm.example.com'"),

@@ -7,6 +7,7 @@ for real traffic: every one of them converts to a scenario that ``harness run`` 
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -22,6 +23,8 @@ from harness.recording._conformance import default_cassette_dir
 from harness.recording._tools import to_scenario
 from harness.scenarios._scenario import Scenario
 from tests.harness.support import chat_completion, console_script
+
+pytest_plugins = ["pytester"]
 
 CASSETTES = default_cassette_dir()
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
@@ -305,7 +308,7 @@ def test_lint_reports_each_problem_on_one_line_and_exits_1(project: Path) -> Non
     )
     write(cassettes / "test_app" / "test_env.yaml", secret)
     elsewhere = clean()
-    elsewhere["request"]["uri"] = "https://example.com/v1/chat/completions"
+    elsewhere["request"]["uri"] = "https://example.com/v1/generate"  # no provider's host, no provider's path
     write(cassettes / "test_plain" / "test_plain.yaml", elsewhere)
     write(cassettes / "test_gone" / "test_x.yaml", clean())
     write(cassettes / "loose.yaml", clean())
@@ -326,10 +329,10 @@ def test_lint_reports_each_problem_on_one_line_and_exits_1(project: Path) -> Non
     assert FAKE_KEY not in "\n".join(lines)  # a finding never repeats the secret
     assert found["test_app/test_env.yaml"][0].startswith("holds the value of MY_SERVICE_TOKEN in line ")
     assert "harness-lint-secret-value" not in "\n".join(lines)
-    assert found["test_plain/test_plain.yaml"] == [
-        "interaction 0: no backend for host 'example.com'",
-        "unused: test_plain.py uses neither the recorded fixture nor the vcr marker",
-    ]
+    unroutable, unused = found["test_plain/test_plain.yaml"]
+    assert unroutable.startswith("interaction 0: no backend for host 'example.com': neither a provider's host nor")
+    assert unroutable.endswith(": /v1/generate")
+    assert unused == "unused: test_plain.py uses neither the recorded fixture nor the vcr marker"
     assert found["test_gone/test_x.yaml"] == [
         "orphaned: no test module test_gone.py (next to the cassettes folder or under tests)"
     ]
@@ -398,3 +401,194 @@ def test_lint_without_a_folder_finds_pytest_recordings_tests_cassettes(
     (tmp_path / "tests" / "cassettes").rmdir()
     code, lines = lint_lines()
     assert code == 2 and "no cassettes/ nor tests/cassettes/ here" in lines[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# cassettes recorded under the plain vcr marker: the emulator's 127.0.0.1:PORT, not a provider host
+# ---------------------------------------------------------------------------------------------
+
+VCR_MARKED = """
+import pytest
+from harness.emulator import Emulator
+from harness.script import turn
+
+PROVIDER, STREAM = {provider!r}, {stream!r}
+
+
+def ask(base):
+    if PROVIDER == "openai":
+        import openai
+
+        client = openai.OpenAI(base_url=base + "/v1", api_key="k", max_retries=0)
+        messages = [{{"role": "user", "content": "Weather?"}}]
+        if not STREAM:
+            return client.chat.completions.create(model="m-1", messages=messages).choices[0].message.content
+        chunks = client.chat.completions.create(model="m-1", messages=messages, stream=True)
+        return "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+    if PROVIDER == "anthropic":
+        import anthropic
+
+        client = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
+        messages = [{{"role": "user", "content": "Weather?"}}]
+        with client.messages.stream(model="m-1", max_tokens=50, messages=messages) as stream:
+            return "".join(stream.text_stream)
+    if PROVIDER == "gemini":
+        from google import genai
+
+        client = genai.Client(api_key="k", http_options={{"base_url": base + "/", "api_version": "v1beta"}})
+        if not STREAM:
+            return client.models.generate_content(model="m-1", contents="Weather?").text
+        return "".join(c.text or "" for c in client.models.generate_content_stream(model="m-1", contents="Weather?"))
+    import boto3
+
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", endpoint_url=base,
+        aws_access_key_id="k", aws_secret_access_key="k",
+    )
+    messages = [{{"role": "user", "content": [{{"text": "Weather?"}}]}}]
+    if not STREAM:
+        return client.converse(modelId="m-1", messages=messages)["output"]["message"]["content"][0]["text"]
+    events = client.converse_stream(modelId="m-1", messages=messages)["stream"]
+    return "".join(e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e)
+
+
+@pytest.mark.vcr
+@pytest.mark.allow_model_requests
+def test_marked():
+    with Emulator(turn.text("Sunny in Paris.")) as emulator:
+        assert ask(emulator.base_url) == "Sunny in Paris."
+"""
+
+
+@pytest.mark.parametrize(
+    ("provider", "stream", "endpoint"),
+    [
+        ("openai", False, "chat.completions"),
+        ("openai", True, "chat.completions"),
+        ("anthropic", True, "messages"),
+        ("gemini", False, "generateContent"),
+        ("gemini", True, "streamGenerateContent"),
+        ("bedrock", False, "converse"),
+        ("bedrock", True, "converse-stream"),
+    ],
+)
+def test_show_lint_and_to_scenario_read_a_cassette_the_plain_vcr_marker_recorded_against_the_emulator(
+    pytester: pytest.Pytester, provider: str, stream: bool, endpoint: str
+) -> None:
+    pytester.makepyfile(test_marked=VCR_MARKED.format(provider=provider, stream=stream))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "test_marked" / "test_marked.yaml"
+    assert "127.0.0.1:" in cassette.read_text(encoding="utf-8")  # the emulator's address, as recorded
+
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [console_script(), "cassettes", *args]
+        return subprocess.run(command, cwd=pytester.path, capture_output=True, text=True, timeout=120)
+
+    shown = harness("show", str(cassette))
+    assert shown.returncode == 0, shown.stderr
+    whole = "streamed" if stream else "whole"
+    assert shown.stdout.splitlines()[1].startswith(f"#0 {provider} {endpoint} · m-1 · {whole} · HTTP 200"), shown.stdout
+    assert "← reply (stop): Sunny in Paris." in shown.stdout
+    linted = harness("lint", "--tests", ".")
+    assert (linted.returncode, linted.stdout.splitlines()) == (0, ["1 cassette, no findings"]), linted.stdout
+    converted = harness("to-scenario", str(cassette))
+    assert converted.returncode == 0 and "Sunny in Paris." in converted.stdout, converted.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# lint: a body that contradicts its Content-Encoding, and interactions recorded twice
+# ---------------------------------------------------------------------------------------------
+
+
+def _encoded(body: str | bytes, encoding: str | None) -> dict[str, Any]:
+    recorded = clean()
+    recorded["response"]["body"]["string"] = body
+    if encoding is not None:
+        recorded["response"]["headers"]["Content-Encoding"] = [encoding]
+    return recorded
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "finding"),
+    [
+        (
+            chat_completion("3."),
+            "gzip",
+            "interaction 0: the response body is stored decoded but says content-encoding: gzip, so a replaying"
+            " client fails to decompress it: remove the content-encoding header (or re-record)",
+        ),
+        (chat_completion("3."), "br", "the response body is stored decoded but says content-encoding: br"),
+        (
+            gzip.compress(chat_completion("3.").encode()),
+            None,
+            "interaction 0: the response body is stored gzip-compressed but says content-encoding: identity, so a"
+            " replaying client reads compressed bytes: add content-encoding: gzip, or store the body decoded",
+        ),
+        (gzip.compress(chat_completion("3.").encode()), "gzip", None),  # as vcrpy keeps it by default: fine
+        (chat_completion("3."), "identity", None),
+    ],
+)
+def test_lint_reports_a_body_that_contradicts_its_content_encoding(
+    project: Path, body: str | bytes, encoding: str | None, finding: str | None
+) -> None:
+    path = project / "cassettes" / "test_app" / "test_answer.yaml"
+    path.write_text(yaml.dump({"interactions": [_encoded(body, encoding)], "version": 1}), encoding="utf-8")
+    status, lines = lint_lines()
+    if finding is None:
+        assert (status, lines) == (0, ["2 cassettes, no findings"])
+    else:
+        assert status == 1 and len(lines) == 2, lines
+        assert lines[0].startswith("cassettes/test_app/test_answer.yaml: ") and finding in lines[0], lines
+
+
+@pytest.mark.parametrize(
+    ("order", "finding"),
+    [
+        (
+            "ABAB",  # `all` re-recorded and appended: the whole conversation twice
+            "interactions 2-3 repeat interactions 0-1, request and reply alike (a re-record that appended instead"
+            " of replacing?): delete interactions 2-3, or re-record the test with --record-mode=rewrite",
+        ),
+        ("ABB", "interaction 2 repeats interaction 1, request and reply alike"),
+        ("AB", None),
+    ],
+)
+def test_lint_reports_interactions_recorded_twice_with_the_fix(project: Path, order: str, finding: str | None) -> None:
+    recorded = {
+        "A": interaction([ASK], 200, chat_completion(None, [CALL], "tool_calls")),
+        "B": interaction([ASK, CALLED, RESULT], 200, chat_completion("It is 3.")),
+    }
+    write(project / "cassettes" / "test_app" / "test_answer.yaml", *(recorded[name] for name in order))
+    status, lines = lint_lines()
+    if finding is None:
+        assert (status, lines) == (0, ["2 cassettes, no findings"])
+    else:
+        assert status == 1 and lines[-1] == "1 finding(s) in 2 cassettes", lines
+        assert lines[0].startswith(f"cassettes/test_app/test_answer.yaml: {finding}"), lines
+
+
+def test_the_same_request_answered_anew_is_no_duplicate(project: Path) -> None:
+    again = [interaction([ASK], 200, chat_completion(text)) for text in ("One.", "Two.")]  # a retry, a new reply
+    write(project / "cassettes" / "test_app" / "test_answer.yaml", *again)
+    assert lint_lines() == (0, ["2 cassettes, no findings"])
+
+
+def test_lint_reports_a_streamed_reply_cut_inside_its_last_event(project: Path) -> None:
+    delta = {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "3."}}]}
+    usage = {"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 5}}
+    first, last = f"data: {json.dumps(delta)}\n\n", f"data: {json.dumps(usage)}\n\n"
+    cut = last[: last.index('"usage"') + 12]  # a recording killed inside its final usage event
+    cassette = project / "cassettes" / "test_app" / "test_answer.yaml"
+    for body in (first + last, first + cut):
+        recorded = clean(stream=True)
+        recorded["response"]["headers"]["content-type"] = ["text/event-stream"]
+        recorded["response"]["body"]["string"] = body
+        write(cassette, recorded)
+        status, lines = lint_lines()
+        if body == first + last:
+            assert (status, lines) == (0, ["2 cassettes, no findings"])
+    assert (status, lines[0]) == (
+        1,
+        f"cassettes/test_app/test_answer.yaml: interaction 0: the streamed reply ends inside an event (its last"
+        f" {len(cut)} bytes are no whole event), so a replay reads a shorter reply and no error: re-record the test",
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from harness.recording._conformance import (
     replay_cassette,
     report,
 )
-from tests.harness.support import chat_completion
+from tests.harness.support import chat_completion, console_script
 
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
 
@@ -330,3 +331,85 @@ def test_an_internal_error_is_reported_per_file_not_as_a_bare_attribute_error(
     error = json.loads(line)["error"]
     assert error.startswith(f"{chat_cassette}: internal error while replaying (AttributeError: ")
     assert "bug in the harness" in error
+
+
+LEGACY_VERTEX = (  # the legacy Vertex SDK (vertexai, REST transport) asks for its wire encoding in the query
+    "https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj/locations/us-central1"
+    "/publishers/google/models/gemini-1.5-flash-002:generateContent?%24alt=json%3Benum-encoding%3Dint"
+)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        LEGACY_VERTEX,
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent?alt=json",
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent?prettyPrint=false",
+        "https://api.anthropic.com/v1/messages?beta=true",
+    ],
+)
+def test_a_recording_whose_client_sent_transport_only_query_parameters_replays(tmp_path: Path, uri: str) -> None:
+    if "anthropic" in uri:
+        body = {"model": "claude-x", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+        reply = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [{"type": "text", "text": "Bonjour."}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    else:
+        body, reply = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, GEMINI_REPLY
+    cassette = _write(tmp_path / "other_client.yaml", _interaction(uri, body, 200, json.dumps(reply)))
+
+    replayed = subprocess.run(
+        [console_script(), "conformance", "--json", str(cassette)], capture_output=True, text=True, timeout=120
+    )
+
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["interactions"] == [
+        {"index": 0, "stop_reason": "stop", "text": "Bonjour.", "tool_calls": [], "error_message": None}
+    ]
+
+
+def test_a_query_parameter_that_selects_the_reply_still_has_to_match(tmp_path: Path) -> None:
+    proto = "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?alt=proto"
+    cassette = _write(tmp_path / "proto.yaml", _interaction(proto, {}, 200, json.dumps(GEMINI_REPLY)))
+    with pytest.raises(ReplayError) as caught:
+        replay_cassette(cassette)
+    assert "query_except_transport differs:\n       sent query [], recorded [('alt', 'proto')]" in str(caught.value)
+
+
+BONJOUR = {"index": 0, "stop_reason": "stop", "text": "Bonjour.", "tool_calls": [], "error_message": None}
+
+
+@pytest.mark.parametrize(
+    ("uri", "request_body", "reply"),
+    [
+        (
+            "http://127.0.0.1:5/gw/openai/v1/chat/completions",  # a proxy's base URL with a path of its own
+            {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+            chat_completion("Bonjour."),
+        ),
+        ("http://127.0.0.1:5/v1/projects/p/locations/eu/publishers/google/models/g:generateContent", {}, None),
+        ("http://127.0.0.1:5/v1/publishers/google/models/g:generateContent", {}, None),  # Vertex express
+        (
+            "http://127.0.0.1:5/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
+            {"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+            json.dumps(
+                {
+                    "output": {"message": {"role": "assistant", "content": [{"text": "Bonjour."}]}},
+                    "stopReason": "end_turn",
+                    "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+                }
+            ),
+        ),
+    ],
+)
+def test_a_recording_made_at_another_host_replays_against_that_host(
+    tmp_path: Path, uri: str, request_body: dict[str, Any], reply: str | None
+) -> None:
+    recorded = _interaction(uri, request_body, 200, reply or json.dumps(GEMINI_REPLY))
+    assert replay_cassette(_write(tmp_path / "elsewhere.yaml", recorded))["interactions"] == [BONJOUR]

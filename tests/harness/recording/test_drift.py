@@ -7,22 +7,31 @@ the server did not send yet), which is what drift against a live API finds after
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import socket
+import subprocess
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx2
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
 from harness.emulator import Emulator
-from harness.recording._tools import compare_replies
+from harness.recording._tools import ConversionError, compare_replies, drift_targets
 from harness.script import turn
+from tests.harness.support import chat_completion, console_script
 
 pytest_plugins = ["pytester"]
 
+CHAT_URI = "https://api.openai.com/v1/chat/completions"
 SCRIPT = (turn.tool_call("weather", city="Paris"), turn.text("Sunny in Paris."))
 
 AGENT = """
@@ -104,3 +113,223 @@ def test_a_type_change_a_lost_event_and_the_status_are_breaking() -> None:
         ("breaking", "field a:n was number, is now string"),
         ("breaking", "field b:type is gone"),
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# --live: the provider's own URL with the environment's key (here: the base-URL variable points
+# at a loopback proxy in front of the emulator, which records the headers that reach it)
+# ---------------------------------------------------------------------------------------------
+
+CREDENTIAL_VARS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "OPENPROGRAM_ALLOW_MODEL_REQUESTS",
+)
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    """The test's environment without any credential or base URL, plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if k not in CREDENTIAL_VARS}, "HOME": "/nonexistent", **extra}
+
+
+def _harness_drift(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [console_script(), "cassettes", "drift", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+
+@contextmanager
+def _recording_proxy(upstream: str) -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """A loopback server that notes each request's headers and forwards it to ``upstream``."""
+    seen: list[dict[str, str]] = []
+
+    class Forward(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            seen.append({**{name.lower(): value for name, value in self.headers.items()}, ":path": self.path})
+            seen[-1][":body"] = body.decode("utf-8")
+            headers = {"content-type": self.headers.get("content-type") or "application/json"}
+            reply = httpx2.post(upstream + self.path, content=body, headers=headers, timeout=30)
+            self.send_response(reply.status_code)
+            self.send_header("content-type", reply.headers.get("content-type", "application/json"))
+            self.send_header("content-length", str(len(reply.content)))
+            self.end_headers()
+            self.wfile.write(reply.content)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+LIVE_CASES = [
+    ("openai", False, {"OPENAI_API_KEY": "sk-drift-live-1"}, "OPENAI_BASE_URL", "/v1"),
+    ("anthropic", True, {"ANTHROPIC_API_KEY": "sk-ant-drift-live-2"}, "ANTHROPIC_BASE_URL", ""),
+    ("gemini", True, {"GEMINI_API_KEY": "AIza-drift-live-3"}, "GOOGLE_GEMINI_BASE_URL", ""),
+    (
+        "bedrock",
+        False,
+        {"AWS_ACCESS_KEY_ID": "AKIADRIFTLIVE0000004", "AWS_SECRET_ACCESS_KEY": "drift/live/secret"},
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(("provider", "stream", "keys", "base_url_var", "suffix"), LIVE_CASES)
+def test_live_drift_sends_the_environments_key_to_the_providers_base_url(
+    pytester: pytest.Pytester, provider: str, stream: bool, keys: dict[str, str], base_url_var: str, suffix: str
+) -> None:
+    cassette = _recorded(pytester, provider, stream)
+    with Emulator(*SCRIPT) as emulator, _recording_proxy(emulator.base_url) as (proxy, seen):
+        env = _environment(**keys, **{base_url_var: proxy + suffix})
+        result = _harness_drift(str(cassette), "--live", env=env)
+    assert (result.returncode, result.stdout) == (0, f"{cassette}: no drift\n"), result.stderr
+    assert len(seen) == 2  # both recorded requests, each with the key as the provider's SDK sends it
+    for headers in seen:
+        if provider == "openai":
+            assert headers["authorization"] == "Bearer sk-drift-live-1"
+        elif provider == "anthropic":
+            assert headers["x-api-key"] == "sk-ant-drift-live-2"
+        elif provider == "gemini":
+            assert headers["x-goog-api-key"] == "AIza-drift-live-3"
+        else:
+            scope = "Credential=AKIADRIFTLIVE0000004/"
+            assert headers["authorization"].startswith(f"AWS4-HMAC-SHA256 {scope}"), headers
+            assert "/us-east-1/bedrock/aws4_request" in headers["authorization"]
+            assert headers["authorization"] == _sigv4_as_received(proxy, headers, keys)  # AWS would accept it
+
+
+def _sigv4_as_received(server: str, received: dict[str, str], keys: dict[str, str]) -> str:
+    """The SigV4 authorization botocore computes for the request as the server received it, at its
+    x-amz-date: equal to the one sent only when what was signed (path, host, body, headers) arrived."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    from freezegun import freeze_time
+
+    signed = received["authorization"].partition("SignedHeaders=")[2].partition(",")[0].split(";")
+    headers = {name: received[name] for name in signed if name not in ("host", "x-amz-date")}
+    request = AWSRequest("POST", server + received[":path"], data=received[":body"].encode(), headers=headers)
+    with freeze_time(received["x-amz-date"]):
+        SigV4Auth(
+            Credentials(keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]), "bedrock", "us-east-1"
+        ).add_auth(request)
+    return str(request.headers["Authorization"])
+
+
+def _chat_cassette(tmp_path: Path) -> Path:
+    reply = chat_completion("Sunny.")
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Weather?"}]})
+    interaction = {
+        "request": {"method": "POST", "uri": CHAT_URI, "body": body, "headers": {}},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"content-type": ["application/json"]},
+            "body": {"string": reply},
+        },
+    }
+    path = tmp_path / "chat.yaml"
+    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--live"], {}, "--live needs OPENAI_API_KEY in the environment (the openai credentials)"),
+        (["--live"], {"OPENAI_API_KEY": "k", "OPENPROGRAM_ALLOW_MODEL_REQUESTS": "0"}, "turns them off"),
+        (["--live", "--base-url", "http://127.0.0.1:9"], {}, "give exactly one of --base-url URL and --live"),
+        ([], {}, "give exactly one of --base-url URL and --live"),
+    ],
+)
+def test_live_drift_refuses_before_sending_when_the_key_is_missing(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    result = _harness_drift(str(_chat_cassette(tmp_path)), *args, env=_environment(**env))
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert result.stdout == ""
+
+
+def _at(tmp_path: Path, uri: str) -> Path:
+    path = _chat_cassette(tmp_path)
+    path.write_text(path.read_text(encoding="utf-8").replace(CHAT_URI, uri), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("uri", "base_url", "env", "url"),
+    [
+        (CHAT_URI, None, {}, CHAT_URI),  # the provider's host, as recorded
+        ("http://127.0.0.1:5/gw/v1/chat/completions", None, {}, CHAT_URI),  # recorded elsewhere: the SDK's default
+        (CHAT_URI, None, {"OPENAI_BASE_URL": "http://proxy:8/v1"}, "http://proxy:8/v1/chat/completions"),
+        ("http://127.0.0.1:5/gw/v1/chat/completions", "http://e:9/", {}, "http://e:9/v1/chat/completions"),
+        (
+            "http://127.0.0.1:5/model/m-1/converse",
+            None,
+            {"AWS_REGION": "eu-west-3"},
+            "https://bedrock-runtime.eu-west-3.amazonaws.com/model/m-1/converse",
+        ),
+        (
+            "http://127.0.0.1:5/v1/publishers/google/models/g:generateContent",
+            None,
+            {},
+            "https://aiplatform.googleapis.com/v1/publishers/google/models/g:generateContent",
+        ),
+    ],
+)
+def test_a_request_goes_to_the_base_url_variable_the_recorded_host_or_the_providers_default(
+    tmp_path: Path, uri: str, base_url: str | None, env: dict[str, str], url: str
+) -> None:
+    keys = {"OPENAI_API_KEY": "k", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s", "GEMINI_API_KEY": "g"}
+    (target,) = drift_targets(_at(tmp_path, uri), base_url, live=base_url is None, environ={**keys, **env})
+    assert target.url == url
+
+
+@pytest.mark.parametrize(
+    ("uri", "env", "message"),
+    [
+        ("http://127.0.0.1:5/model/m-1/converse", {"AWS_PROFILE": "p"}, "--live needs AWS_REGION"),
+        (
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/m-1/converse",
+            {},
+            "--live needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE in the environment",
+        ),
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent",
+            {},
+            "--live needs GEMINI_API_KEY, or GOOGLE_API_KEY in the environment",
+        ),
+        (
+            "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1/publishers/google/models/g:generateContent",
+            {"GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/credentials.json"},
+            "--live needs Google's default credentials for a Vertex project (GOOGLE_APPLICATION_CREDENTIALS",
+        ),
+    ],
+)
+def test_each_providers_missing_credential_is_named_before_anything_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uri: str, env: dict[str, str], message: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)  # google.auth reads the process environment
+    with pytest.raises(ConversionError) as caught:
+        drift_targets(_at(tmp_path, uri), live=True, environ=env)
+    assert message in str(caught.value)

@@ -6,18 +6,23 @@ The emulator streams text in 8-character deltas, so a reply that echoes a key st
 ``"SENTINEL"``, ``"-echoed-"``, ... in consecutive SSE ``data:`` events or AWS event-stream
 frames: no line of the cassette holds it. The recorder must still refuse to write it, and
 ``harness cassettes lint`` must still find it in a cassette recorded while the key was unknown.
-(The emulator's Gemini stream sends a text whole, so there the existing whole-value scan holds.)
+(The emulator's Gemini stream sends a text whole, so for Gemini's ``alt=sse`` stream ``lint`` is
+checked on a cassette written as Gemini streams: CRLF events, headers stripped, gzip bytes.)
 The same for a key whole inside a binary (``!!binary``) body, and AWS account ids in ARNs inside
 the bytes of a freshly recorded reply, which are scrubbed and still replay (event-stream CRCs).
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
@@ -155,3 +160,61 @@ def test_an_account_id_in_a_bedrock_reply_is_zeroed_and_the_reply_still_replays(
         == recorded_text
         == "guarded by " + ARN.replace("123456789012", "0" * 12) + " today"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini's alt=sse stream (lint): the emulator sends a Gemini text whole, so the cassette is
+# written here as Gemini streams it, a key split across its text parts
+# ---------------------------------------------------------------------------------------------
+
+GEMINI_KEY = "AIza" + "SyDriftLintSplitKey0123456789abcdef"  # the shape of a Google API key, valid nowhere
+GEMINI_STREAM = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
+
+
+def _gemini_stream(pieces: list[str], separator: str) -> bytes:
+    events = []
+    for number, piece in enumerate(pieces):
+        candidate: dict = {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
+        if number == len(pieces) - 1:
+            candidate["finishReason"] = "STOP"
+        events.append(
+            "data: " + json.dumps({"candidates": [candidate], "modelVersion": "gemini-2.0-flash"}) + separator
+        )
+    return "".join(events).encode()
+
+
+@pytest.mark.parametrize("stored", ["as sent (CRLF)", "LF", "headers stripped", "gzip bytes"])
+def test_lint_finds_a_key_split_across_gemini_sse_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stored: str
+) -> None:
+    pieces = ["your key is " + GEMINI_KEY[:10], GEMINI_KEY[10:25], GEMINI_KEY[25:] + ", keep it safe"]
+    body: bytes = _gemini_stream(pieces, "\n\n" if stored == "LF" else "\r\n\r\n")
+    headers: dict = {"Content-Type": ["text/event-stream"]}
+    if stored == "headers stripped":  # as openinference records
+        headers = {}
+    if stored == "gzip bytes":  # as a recorder that kept content-encoding: gzip stores it (!!binary)
+        body, headers = gzip.compress(body), {**headers, "Content-Encoding": ["gzip"]}
+    request = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    interaction = {
+        "request": {"method": "POST", "uri": GEMINI_STREAM, "body": json.dumps(request), "headers": {}},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": headers,
+            "body": {"string": body if stored == "gzip bytes" else body.decode()},
+        },
+    }
+    folder = tmp_path / "cassettes" / "test_gemini"
+    folder.mkdir(parents=True)
+    text = yaml.dump({"interactions": [interaction], "version": 1})  # bytes as !!binary, as vcrpy writes them
+    (folder / "test_echo.yaml").write_text(text, encoding="utf-8")
+    assert GEMINI_KEY not in text
+
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    result = CliRunner().invoke(main, ["cassettes", "lint", "--no-usage", str(tmp_path / "cassettes")])
+
+    assert result.exit_code == 1, result.output
+    assert (
+        "holds the value of GEMINI_API_KEY in interactions[0].response.body.string: "
+        "candidates[0].content.parts[0].text (split across events 0 to 2)"
+    ) in result.output
+    assert GEMINI_KEY not in result.output
