@@ -6,7 +6,16 @@ from pathlib import Path
 
 import click
 
+from harness.cli._common import USAGE_ERROR
+
 # -- harness emulate --script FILE ----------------------------------------------------------------
+
+
+class _Refused(click.ClickException):
+    """Input the command cannot use, said in one line (``Error: ...``) with the usage-error status:
+    a script that cannot be read is the user's to fix, and the reason must not drown in usage text."""
+
+    exit_code = USAGE_ERROR
 
 
 @click.command("emulate")
@@ -19,22 +28,22 @@ def emulate_command(script: Path, host: str, port: int) -> None:
     Prints the base URL first. OpenAI clients take BASE/v1; Anthropic, google-genai
     (http_options.base_url) and boto3 (endpoint_url) take BASE. Each request gets the next turn.
     """
-    from harness.scenarios._scenario import Scenario, ScenarioError
+    from harness.emulator._server import Emulator, serve
+    from harness.scenarios import ScenarioError
 
-    if not script.is_file():
-        raise click.UsageError(f"--script {script}: no such file")
     try:
-        Scenario.from_yaml(script)
+        emulator = Emulator.from_file(script, host=host, port=port)
     except ScenarioError as exc:
-        raise click.UsageError(f"--script {script}: {exc}") from None
+        raise _Refused(f"--script {exc}") from None
     try:
-        from harness.emulator._server import serve
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
     except ImportError as exc:
-        raise click.UsageError(
+        raise _Refused(
             f"the emulator needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
             'install it with pip install -e ".[emulator]" from the checkout'
         ) from None
     try:
-        serve(script, host=host, port=port)
+        serve(emulator)
     except OSError as exc:
-        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise _Refused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -24,16 +24,18 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx2
 
-from harness.emulator._faults import Delivery, Fault, apply, fault
+from harness.emulator._faults import Delivery, Fault, apply
+from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
+from harness.emulator._scenario_file import script_of as script_of  # where harness.agents imports it from
 from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
 from harness.script import Turn, as_turn
 from openprogram.providers import register_fake_base_url, register_in_process_transport
@@ -89,8 +91,10 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         providers: Iterable[str] = PROVIDER_MODULES,
-        after_last: Literal["error", "repeat"] = "error",
+        after_last: AfterLast = "error",
     ) -> None:
+        if after_last not in AFTER_LAST:
+            raise ValueError(f"after_last must be one of {', '.join(AFTER_LAST)}, got {after_last!r}")
         if len(script) == 1 and isinstance(script[0], list | tuple):
             script = tuple(script[0])
         self.script: list[Turn | Fault] = [
@@ -113,6 +117,17 @@ class Emulator:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._undeclare: Callable[[], None] = lambda: None
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, after_last: AfterLast | None = None, **kwargs: Any) -> Emulator:
+        """An emulator serving the ``turns:`` of a scenario file, as ``harness emulate --script``
+        does: a shrunk wire regression replayed in a test, or a hand-written script kept in YAML.
+
+        ``after_last`` defaults to the file's ``meta.emulate.after_last``; the other keywords are
+        the constructor's. A file that cannot be used raises ``harness.scenarios.ScenarioError``
+        in one line naming the file and what is wrong."""
+        entries, from_meta = load_script(path)
+        return cls(entries, after_last=after_last or from_meta, **kwargs)
 
     answers_off_loop = False
     """Whether the server calls :meth:`answer` off its event loop (a subclass whose ``entry`` blocks)."""
@@ -428,54 +443,22 @@ class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
 register_in_process_transport(EmulatorTransport)  # no socket, so no provider: the real-request guard lets it send
 
 
-# ---------------------------------------------------------------------------------------------
-# Serving a scenario file's turns
-# ---------------------------------------------------------------------------------------------
-
-
-def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
-    """A scenario's ``turns:`` as emulator entries: replies as ``ModelTurn.scripted()`` makes them
-    (what ``ScenarioProvider`` plays), ``raise`` as a connection dropped mid-stream, ``hang_up`` as
-    a stream cut before its terminal event, ``status: N`` as that HTTP error, and a ``wire:``
-    fault (``harness.scenarios._parts.WIRE_FAULTS``) wrapped around its reply."""
-    entries: list[Turn | Fault] = []
-    for model_turn in turns:
-        wire = dict(model_turn.wire)
-        scripted: Any = model_turn.scripted()
-        if "status" in wire:
-            entries.append(fault.status(wire["status"], model_turn.message, retry_after=wire.get("retry_after")))
-            continue
-        if model_turn.kind == "raise":
-            scripted = fault.drop_mid_stream(1 if model_turn.has_content else 0, scripted)
-        elif model_turn.kind == "hang_up":
-            scripted = fault.truncate(scripted)
-        for name, parameter in reversed(model_turn.wire):  # the first one written wraps the others
-            scripted = _WIRE[name](parameter, scripted)
-        entries.append(scripted)
-    return entries
-
-
-_WIRE: dict[str, Callable[[Any, Any], Fault]] = {
-    "drop_mid_stream": lambda chunks, inner: fault.drop_mid_stream(chunks, inner),
-    "truncate": lambda _, inner: fault.truncate(inner),
-    "slow": lambda seconds, inner: fault.slow(seconds, inner),
-    "malformed_chunk": lambda _, inner: fault.malformed_chunk(inner),
-    "unknown_event": lambda _, inner: fault.unknown_event(inner),
-    "gzip": lambda _, inner: fault.gzip(inner),
-}
-"""Each ``wire:`` fault name of a scenario file -> its ``harness.emulator._faults`` builder."""
-
-
-def serve(script_path: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve the ``turns:`` of a scenario file on every provider's wire until interrupted,
-    printing the base URL (flushed) first: ``harness emulate`` runs this. With
-    ``meta.emulate.after_last: repeat`` (what a wire campaign saves) every request after the last
-    turn gets the last turn again, as the campaign answered, instead of a 400."""
-    from harness.scenarios._scenario import Scenario
-
-    scenario = Scenario.from_yaml(Path(script_path))
-    after_last = "repeat" if (scenario.meta.get("emulate") or {}).get("after_last") == "repeat" else "error"
-    emulator = Emulator(script_of(scenario.turns), host=host, port=port, after_last=after_last)
+def serve(
+    script: str | Path | Emulator,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    after_last: AfterLast | None = None,
+) -> None:
+    """Serve a scenario file's ``turns:`` (or an :class:`Emulator` built already) on every
+    provider's wire until interrupted, printing the base URL (flushed) first: ``harness emulate``
+    runs this. For a file, ``after_last`` defaults to its ``meta.emulate.after_last`` (what a wire
+    campaign saves: ``repeat``)."""
+    emulator = (
+        script
+        if isinstance(script, Emulator)
+        else Emulator.from_file(script, host=host, port=port, after_last=after_last)
+    )
     with emulator:
         print(emulator.base_url, flush=True)
         try:
