@@ -212,24 +212,24 @@ class Emulator:
             text = json.dumps({"error": {"message": f"emulator: no provider serves {method} {path} (served: {known})"}})
             return Delivery(WireReply(404, {"content-type": "application/json"}, text.encode()))
         handler, params = found
-        try:
-            parsed: Any = json.loads(body) if body else None
-        except ValueError:
-            parsed = body.decode("utf-8", "replace")
+        module = handler.module
+        kept = {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+        parsed, problem = decode_body(kept.get("content-type"), body)
         request = WireRequest(
             method=method.upper(),
             path=path,
             query=dict(parse_qsl(query, keep_blank_values=True)),
-            headers={k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS},
+            headers=kept,
             body=parsed,
             route=handler.route,
             path_params=params,
         )
+        if problem is not None:  # what the provider would refuse takes no turn of the script
+            return Delivery(module.error_reply(400, f"emulator: {problem}", request))
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
         entry = self.entry(number, request)
-        module = handler.module
         if entry is None:
             message = (
                 f"emulator: request {number} is beyond the script ({len(self.script)} entr"
@@ -242,10 +242,11 @@ class Emulator:
                 if entry.retry_after is not None:
                     reply.headers["retry-after"] = f"{entry.retry_after:g}"
                 return Delivery(reply)
-            inner = entry.turn
-            rendered = module.render(self._resolve(inner, request, number), request, self.ids)
-            return apply(entry, rendered, request, module)
-        return Delivery(module.render(self._resolve(entry, request, number), request, self.ids))
+            scripted = self._resolve(entry.turn, request, number)
+            rendered = _render(module, scripted, request, self.ids)
+            return rendered if isinstance(rendered, Delivery) else apply(entry, rendered, request, module)
+        rendered = _render(module, self._resolve(entry, request, number), request, self.ids)
+        return rendered if isinstance(rendered, Delivery) else Delivery(rendered)
 
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
         """What answers request ``number`` (``None``: it is beyond the script).
@@ -367,6 +368,46 @@ class Emulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]:
+    """The request's JSON object, or the body as text and why a provider would refuse it: every
+    route takes a JSON object, and a client's malformed request must get the provider's 400, not
+    a server error (an empty body, another content type, bytes that are not UTF-8, text that is
+    not JSON or nests too deeply, an integer too long to read, JSON that is not an object)."""
+    text = body.decode("utf-8", "replace")
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media and media != "application/json" and not media.endswith("+json"):
+        return text, f"the body must be JSON sent as application/json, not {media}"
+    if not body.strip():
+        return text, "the request has no body; send a JSON object"
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return text, f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset {exc.start})"
+    except RecursionError:
+        return text, "the body's JSON is nested too deeply to read"
+    except ValueError as exc:
+        return text, f"the body is not valid JSON: {str(exc).split(';')[0]}"
+    if not isinstance(parsed, dict):
+        return parsed, f"the body must be a JSON object, got {_json_kind(parsed)}"
+    return parsed, None
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
+
+
+def _render(module: ModuleType, scripted: Turn, request: WireRequest, ids: IdSource) -> WireReply | Delivery:
+    """The provider's rendering of ``scripted``; a request whose fields the renderer cannot read (a
+    ``messages`` that is a number, a depth past the interpreter's) is the client's, so it gets
+    the provider's 400 naming what failed, never a 500."""
+    try:
+        return module.render(scripted, request, ids)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+        reason = f"emulator: cannot answer this {request.route.endpoint} request: {type(exc).__name__}: {exc}"
+        return Delivery(module.error_reply(400, reason, request))
 
 
 class _ConnectionDropped(Exception):
