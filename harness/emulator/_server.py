@@ -21,6 +21,7 @@ import asyncio
 import importlib
 import json
 import re
+import signal
 import socket
 import threading
 import time
@@ -34,6 +35,7 @@ from urllib.parse import parse_qsl
 import httpx2
 
 from harness.emulator._faults import Delivery, Fault, apply
+from harness.emulator._journal import JournalFile, record
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
 from harness.emulator._scenario_file import script_of as script_of  # where harness.agents imports it from
 from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
@@ -92,6 +94,7 @@ class Emulator:
         port: int = 0,
         providers: Iterable[str] = PROVIDER_MODULES,
         after_last: AfterLast = "error",
+        journal: str | Path | None = None,
     ) -> None:
         if after_last not in AFTER_LAST:
             raise ValueError(f"after_last must be one of {', '.join(AFTER_LAST)}, got {after_last!r}")
@@ -114,6 +117,10 @@ class Emulator:
             for route in getattr(module, "ROUTES", ())
         ]
         self._lock = threading.Lock()
+        self._journal: list[dict[str, Any]] = []
+        self._run, self._received = 1, 0
+        self._journal_file = JournalFile(journal) if journal is not None else None
+        """``journal=FILE``: every request also written to FILE as a JSON line, flushed as it is answered."""
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._undeclare: Callable[[], None] = lambda: None
@@ -165,30 +172,29 @@ class Emulator:
             raise AssertionError("Emulator script not followed: " + " | ".join(problems))
 
     def journal(self) -> list[dict[str, Any]]:
-        """Every request so far, in order, as JSON data: what ``GET /_emulator/requests`` answers,
-        so a test driving ``harness emulate`` from another process can see what its agent sent."""
+        """Every request received since the script last started, in order, refused ones too, as
+        JSON records (``docs/emulator.md``): what ``GET /_emulator/requests`` answers and what
+        ``journal=FILE`` writes, so a test driving ``harness emulate`` from another process can see
+        what its agent sent and what it got."""
         with self._lock:
-            requests = list(self.requests)
-        return [
-            {
-                "number": number,
-                "provider": request.route.provider,
-                "endpoint": request.route.endpoint,
-                "method": request.method,
-                "path": request.path,
-                "query": dict(request.query),
-                "streaming": request.streaming,
-                "body": request.body,
-            }
-            for number, request in enumerate(requests, 1)
-        ]
+            return list(self._journal)
 
     def reset_script(self) -> None:
         """Forget the requests, so the next one gets the script's first entry again (``POST
-        /_emulator/reset``): one served scenario, run against an agent as often as wanted."""
+        /_emulator/reset``): one served scenario, run against an agent as often as wanted. The
+        journal restarts with it; a journal file keeps everything, its records' ``run`` counting
+        the resets."""
         with self._lock:
             self.requests = []
             self.ids = IdSource()
+            self._journal = []
+            self._run += 1
+            self._received = 0
+
+    def close_journal(self) -> None:
+        """Close the journal file (``stop()`` does); its every record is already on disk."""
+        if self._journal_file is not None:
+            self._journal_file.close()
 
     @property
     def routes(self) -> list[Route]:
@@ -205,7 +211,47 @@ class Emulator:
         return None
 
     def answer(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes) -> Delivery:
-        """The delivery for one HTTP request: matched to a provider, captured, given its script entry."""
+        """The delivery for one HTTP request: matched to a provider, captured, given its script
+        entry, and journaled (refused requests too) with the status it got."""
+        received = time.time()
+        headers = list(headers)
+        with self._lock:
+            self._received += 1
+            run, number = self._run, self._received
+        note: dict[str, Any] = {"turn": None, "entry": None, "request": None}
+        status = 500
+        try:
+            delivery = self._answer(method, path, query, headers, body, note)
+            status = delivery.reply.status
+            return delivery
+        finally:
+            request: WireRequest | None = note["request"]
+            kept = (
+                request.headers
+                if request
+                else {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+            )
+            self._record(
+                record(
+                    run=run,
+                    number=number,
+                    received=received,
+                    method=method.upper(),
+                    path=path,
+                    query=request.query if request else dict(parse_qsl(query, keep_blank_values=True)),
+                    headers=kept,
+                    body=request.body if request else decode_body(None, body)[0],
+                    route=request.route if request else None,
+                    streaming=request.streaming if request else None,
+                    turn=note["turn"],
+                    entry=note["entry"],
+                    status=status,
+                )
+            )
+
+    def _answer(
+        self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes, note: dict[str, Any]
+    ) -> Delivery:
         found = self._find(method, path)
         if found is None:
             known = ", ".join(f"{r.method} {r.path}" for r in self.routes)
@@ -213,7 +259,7 @@ class Emulator:
             return Delivery(WireReply(404, {"content-type": "application/json"}, text.encode()))
         handler, params = found
         module = handler.module
-        kept = {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+        kept = _kept_headers(headers)
         parsed, problem = decode_body(kept.get("content-type"), body)
         request = WireRequest(
             method=method.upper(),
@@ -224,6 +270,7 @@ class Emulator:
             route=handler.route,
             path_params=params,
         )
+        note["request"] = request
         if problem is not None:  # what the provider would refuse takes no turn of the script
             return Delivery(module.error_reply(400, f"emulator: {problem}", request))
         with self._lock:
@@ -236,6 +283,9 @@ class Emulator:
                 f"{'y' if len(self.script) == 1 else 'ies'} scripted); add a turn or check why the client asked again"
             )
             return Delivery(module.error_reply(400, message, request))
+        repeated = number > len(self.script) and self.after_last == "repeat" and bool(self.script)
+        note["turn"] = len(self.script) if repeated and entry is self.script[-1] else number
+        note["entry"] = entry.describe()
         if isinstance(entry, Fault):
             if entry.status is not None:
                 reply = module.error_reply(entry.status, entry.message, request)
@@ -247,6 +297,12 @@ class Emulator:
             return rendered if isinstance(rendered, Delivery) else apply(entry, rendered, request, module)
         rendered = _render(module, self._resolve(entry, request, number), request, self.ids)
         return rendered if isinstance(rendered, Delivery) else Delivery(rendered)
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._journal.append(entry)
+        if self._journal_file is not None:
+            self._journal_file.write(entry)
 
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
         """What answers request ``number`` (``None``: it is beyond the script).
@@ -353,14 +409,17 @@ class Emulator:
         return self.base_url
 
     def stop(self) -> None:
+        """Stop serving (waiting for the server thread) and close the journal file."""
         server, thread = self._server, self._thread
         if server is None:
+            self.close_journal()
             return
         self._undeclare()
         server.should_exit = True
         if thread is not None:
             thread.join(timeout=10)
         self._server = self._thread = None
+        self.close_journal()
 
     def __enter__(self) -> Emulator:
         self.start()
@@ -368,6 +427,10 @@ class Emulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _kept_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
 
 
 def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]:
@@ -490,20 +553,33 @@ def serve(
     port: int = 8765,
     *,
     after_last: AfterLast | None = None,
+    journal: str | Path | None = None,
 ) -> None:
     """Serve a scenario file's ``turns:`` (or an :class:`Emulator` built already) on every
-    provider's wire until interrupted, printing the base URL (flushed) first: ``harness emulate``
-    runs this. For a file, ``after_last`` defaults to its ``meta.emulate.after_last`` (what a wire
-    campaign saves: ``repeat``)."""
+    provider's wire until interrupted (SIGINT or SIGTERM), printing the base URL (flushed) first:
+    ``harness emulate`` runs this. For a file, ``after_last`` defaults to its
+    ``meta.emulate.after_last`` (what a wire campaign saves: ``repeat``) and ``journal`` names
+    the JSON-lines journal file. Stopping closes the journal, every request in it."""
     emulator = (
         script
         if isinstance(script, Emulator)
-        else Emulator.from_file(script, host=host, port=port, after_last=after_last)
+        else Emulator.from_file(script, host=host, port=port, after_last=after_last, journal=journal)
     )
-    with emulator:
-        print(emulator.base_url, flush=True)
-        try:
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # SIGTERM (kill, docker stop) ends it as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with emulator:
+            print(emulator.base_url, flush=True)
             while emulator._thread is not None and emulator._thread.is_alive():
                 time.sleep(0.2)
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.close_journal()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
