@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import re
 import signal
@@ -288,10 +289,7 @@ class Emulator:
         note["entry"] = entry.describe()
         if isinstance(entry, Fault):
             if entry.status is not None:
-                reply = module.error_reply(entry.status, entry.message, request)
-                if entry.retry_after is not None:
-                    reply.headers["retry-after"] = f"{entry.retry_after:g}"
-                return Delivery(reply)
+                return Delivery(_error_reply(module, entry.status, entry.message, request, entry.retry_after))
             scripted = self._resolve(entry.turn, request, number)
             rendered = _render(module, scripted, request, self.ids)
             return rendered if isinstance(rendered, Delivery) else apply(entry, rendered, request, module)
@@ -427,6 +425,20 @@ class Emulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _error_reply(
+    module: ModuleType, status: int, message: str, request: WireRequest, retry_after: float | None
+) -> WireReply:
+    """A scripted error status with its ``retry-after`` header; a renderer whose ``error_reply``
+    takes ``retry_after=`` also says it in its body (Gemini's ``RetryInfo.retryDelay``)."""
+    if retry_after is not None and "retry_after" in inspect.signature(module.error_reply).parameters:
+        reply = module.error_reply(status, message, request, retry_after=retry_after)
+    else:
+        reply = module.error_reply(status, message, request)
+    if retry_after is not None:
+        reply.headers["retry-after"] = f"{retry_after:g}"
+    return reply
 
 
 def _kept_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
