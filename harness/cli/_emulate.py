@@ -38,8 +38,9 @@ class _Refused(click.ClickException):
 def emulate_command(script: Path, host: str, port: int, after_last: str | None, journal: Path | None) -> None:
     """Serve the turns of a scenario file on every provider's real paths until stopped.
 
-    Prints the base URL first. OpenAI clients take BASE/v1; Anthropic, google-genai
-    (http_options.base_url) and boto3 (endpoint_url) take BASE. Each request gets the next turn.
+    Prints the base URL alone on stdout, and on stderr what each client takes: OpenAI
+    clients BASE/v1; Anthropic, google-genai (http_options.base_url) and boto3 (endpoint_url)
+    BASE; LiteLLM's gemini/ models BASE/v1beta. Each request gets the next turn.
     GET BASE/_emulator/requests shows the requests received; POST BASE/_emulator/reset starts
     the script over. Stops on Ctrl-C or SIGTERM.
     """

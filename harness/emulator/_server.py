@@ -24,6 +24,7 @@ import json
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -583,6 +584,7 @@ def serve(
     try:
         with emulator:
             print(emulator.base_url, flush=True)
+            print(client_settings(emulator.base_url), file=sys.stderr, flush=True)
             while emulator._thread is not None and emulator._thread.is_alive():
                 time.sleep(0.2)
     except KeyboardInterrupt:
@@ -591,6 +593,26 @@ def serve(
         emulator.close_journal()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+CLIENT_BASE_URLS: tuple[tuple[str, str, str], ...] = (
+    ("OpenAI SDK (and pydantic-ai, OpenAI Agents, ChatOpenAI, LiteLLM openai/)", "base_url", "/v1"),
+    ("Anthropic SDK (and pydantic-ai, ChatAnthropic, LiteLLM anthropic/)", "base_url", ""),
+    ("google-genai", "http_options.base_url", ""),
+    ("boto3 bedrock-runtime", "endpoint_url", ""),
+    ("LiteLLM gemini/", "api_base", "/v1beta"),
+)
+"""What each client takes to reach the emulator at BASE: (who, the setting, the suffix to BASE)."""
+
+
+def client_settings(base_url: str) -> str:
+    """The lines ``harness emulate`` prints under its base URL (to stderr, so stdout stays the URL
+    alone): each client's setting for this server, and the journal and reset endpoints."""
+    lines = [f"  {who}: {setting}={base_url}{suffix}" for who, setting, suffix in CLIENT_BASE_URLS]
+    lines.append(
+        f"  requests received: GET {base_url}{JOURNAL_PATH}; start the script over: POST {base_url}{RESET_PATH}"
+    )
+    return "\n".join(lines)
 
 
 def _interrupt(signum: int, frame: Any) -> None:
