@@ -467,7 +467,29 @@ def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]
         return text, f"the body is not valid JSON: {str(exc).split(';')[0]}"
     if not isinstance(parsed, dict):
         return parsed, f"the body must be a JSON object, got {_json_kind(parsed)}"
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _deeper_than(parsed, MAX_DEPTH):
+        return text, f"the body's JSON nests deeper than {MAX_DEPTH} levels"
     return parsed, None
+
+
+MAX_DEPTH = 256
+"""The deepest JSON body answered: far beyond any real request (a tool schema nests a few dozen
+levels), far enough below the interpreter's recursion limit that rendering and journaling the
+body never hit it, whichever thread the request is answered on."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` arrays and objects deep, found without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _json_kind(value: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -27,6 +28,7 @@ PATHS = {
     "bedrock stream": "/model/us.amazon.nova-micro-v1:0/converse-stream",
 }
 JSON = "application/json"
+HEADERS = {"content-type": JSON}
 BODIES: dict[str, tuple[bytes, str, str]] = {
     "not JSON": (b"{model: gpt}", JSON, "the body is not valid JSON: Expecting property name"),
     "an array": (b'[{"model": "m"}]', JSON, "the body must be a JSON object, got an array"),
@@ -200,3 +202,29 @@ def test_boto3_raises_its_validation_exception_with_our_message(served: Emulator
     assert error["Message"].startswith(NOT_JSON)
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     json.dumps(raised.value.response, default=str)  # nothing odd in what botocore parsed
+
+
+def _nested(levels: int) -> bytes:
+    """A chat request whose ``x`` field makes the body ``levels`` arrays and objects deep."""
+    return b'{"model": "m", "messages": [], "x": ' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
+
+
+def test_nesting_is_answered_up_to_256_levels_and_refused_beyond_at_every_depth(tmp_path: Path) -> None:
+    # Bodies just under the interpreter's own limit once parsed, then failed while rendered or
+    # journaled, a few frames deeper: a 500 on the port, a RecursionError in process.
+    emulator = Emulator("deep enough", after_last="repeat", journal=tmp_path / "journal.jsonl")
+    with emulator.sync_http_client() as client:
+
+        def post(levels: int) -> httpx2.Response:
+            return client.post("http://emulator" + PATHS["openai chat"], content=_nested(levels), headers=HEADERS)
+
+        assert post(256).status_code == 200
+        refused = post(257)
+        assert refused.status_code == 400
+        assert refused.json()["error"]["message"] == "emulator: the body's JSON nests deeper than 256 levels"
+        assert {post(levels).status_code for levels in range(900, 1001)} == {400}
+    with emulator:
+        served = httpx2.post(emulator.base_url + PATHS["openai chat"], content=_nested(970), headers=HEADERS)
+        assert served.status_code == 400
+        assert httpx2.get(emulator.base_url + "/_emulator/requests").status_code == 200
+    assert len((tmp_path / "journal.jsonl").read_text().splitlines()) == 104
