@@ -469,7 +469,19 @@ def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]
         return parsed, f"the body must be a JSON object, got {_json_kind(parsed)}"
     if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _deeper_than(parsed, MAX_DEPTH):
         return text, f"the body's JSON nests deeper than {MAX_DEPTH} levels"
+    if _SURROGATE_ESCAPE.search(body):  # a pair decodes to one character; a lone half is no text
+        try:
+            json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            lone = exc.object[exc.start : exc.end]
+            return (
+                text,
+                f"the body's JSON holds a lone UTF-16 surrogate ({lone.encode('unicode_escape').decode()}), not text",
+            )
     return parsed, None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 MAX_DEPTH = 256

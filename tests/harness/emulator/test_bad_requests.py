@@ -37,6 +37,11 @@ BODIES: dict[str, tuple[bytes, str, str]] = {
     "nested deeply": (b"[" * 100_000 + b"]" * 100_000, JSON, "the body's JSON is nested too deeply to read"),
     "an object nested deeply": (b'{"a":' * 20_000 + b"1" + b"}" * 20_000, JSON, "nested too deeply"),
     "a huge number": (b'{"max_tokens": ' + b"9" * 10_000 + b"}", JSON, "Exceeds the limit (4300 digits)"),
+    "a lone surrogate": (
+        b'{"model": "m\\ud800"}',
+        JSON,
+        "the body's JSON holds a lone UTF-16 surrogate (\\ud800), not text",
+    ),
     "invalid UTF-8": (b'{"model": "\xff\xfe"}', JSON, "the body is not UTF-8 text (byte 0xff at offset 11)"),
     "a wrong content type": (b'{"model": "m"}', "text/plain", "must be JSON sent as application/json, not text/plain"),
     "form data": (b"model=m", "application/x-www-form-urlencoded", "not application/x-www-form-urlencoded"),
