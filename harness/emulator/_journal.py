@@ -19,6 +19,21 @@ from typing import Any, TextIO
 
 from harness.emulator._wire import Route
 
+CREDENTIAL_QUERY = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "access_token",
+        "x-amz-credential",
+        "x-amz-signature",
+        "x-amz-security-token",
+    }
+)
+"""Query parameters a journal never keeps: some clients send the key in the URL (Gemini's
+``?key=``, which LiteLLM uses), and presigned AWS URLs carry the signature there."""
+
 
 def record(
     *,
@@ -43,7 +58,7 @@ def record(
         "time": datetime.fromtimestamp(received, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "method": method,
         "path": path,
-        "query": dict(query),
+        "query": {name: value for name, value in query.items() if name.lower() not in CREDENTIAL_QUERY},
         "headers": dict(headers),
         "provider": route.provider if route else None,
         "endpoint": route.endpoint if route else None,

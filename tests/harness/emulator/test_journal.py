@@ -171,3 +171,18 @@ def test_an_emulator_in_a_test_journals_in_process_requests_to_a_file(tmp_path: 
     emulator.close_journal()
     assert _lines(journal) == emulator.journal()
     assert emulator.journal()[0]["turn"] == 1
+
+
+def test_a_key_sent_in_the_query_string_never_reaches_the_journal(tmp_path: Path) -> None:
+    # Gemini takes its key as ?key= too (LiteLLM sends it so): the file must not keep it.
+    journal = tmp_path / "j.jsonl"
+    emulator = Emulator("hello", journal=journal)
+    with emulator.sync_http_client() as client:
+        reply = client.post(
+            "http://emulator/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=AIzaSecretKey123",
+            json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        )
+    assert reply.status_code == 200
+    emulator.close_journal()
+    assert "AIzaSecretKey123" not in journal.read_text(encoding="utf-8")
+    assert emulator.journal()[0]["query"] == {"alt": "sse"}
