@@ -1,7 +1,9 @@
 """A loopback server that speaks each provider's wire format from a script (see ``_wire``).
 
 ``Emulator(script)`` (``_server``) serves scripted turns and faults (``_faults``) through the
-provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in process or on a port.
+provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in process or on a port;
+``Emulator.from_file(path)`` serves a scenario file's turns (``_scenario_file``), and every request
+received is journaled (``_journal``). docs/emulator.md is the user's page.
 """
 
 from harness.emulator._faults import Fault, fault

@@ -250,17 +250,32 @@ def _event(chunk: dict[str, Any]) -> bytes:
 # -- errors --------------------------------------------------------------------------------------
 
 
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """``{"error": {"code", "message", "status"}}``; a 429 also says how long to wait (``RetryInfo``)."""
+def error_body(status: int, message: str, retry_after: float | None = None) -> dict[str, Any]:
+    """``{"error": {"code", "message", "status"}}``; a 429, or an error given ``retry_after``, also
+    says how long to wait: a ``google.rpc.RetryInfo`` whose ``retryDelay`` is ``retry_after``
+    (``1s`` for a 429 without one)."""
     error: dict[str, Any] = {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}
-    if status == 429:
-        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1s"}]
+    if status == 429 or retry_after is not None:
+        delay = duration(1.0 if retry_after is None else retry_after)
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}]
     return {"error": error}
 
 
-def error_reply(status: int, message: str, request: wire.WireRequest) -> wire.WireReply:
+def duration(seconds: float) -> str:
+    """A ``google.protobuf.Duration`` in its JSON form: seconds with 0, 3, 6 or 9 decimals and an
+    ``s`` (``2s``, ``2.500s``, ``0.000250s``), as Google's JSON APIs write it."""
+    whole, nanos = divmod(round(max(seconds, 0.0) * 1_000_000_000), 1_000_000_000)
+    if not nanos:
+        return f"{whole}s"
+    digits = 3 if nanos % 1_000_000 == 0 else 6 if nanos % 1_000 == 0 else 9
+    return f"{whole}.{nanos // 10 ** (9 - digits):0{digits}d}s"
+
+
+def error_reply(
+    status: int, message: str, request: wire.WireRequest, *, retry_after: float | None = None
+) -> wire.WireReply:
     """Gemini's error: JSON with the google.rpc status name, also for a request that asked to stream."""
-    return wire.WireReply(status, dict(_JSON_HEADERS), body=_indented(error_body(status, message)))
+    return wire.WireReply(status, dict(_JSON_HEADERS), body=_indented(error_body(status, message, retry_after)))
 
 
 def stream_error_event(status: int, message: str) -> bytes:

@@ -19,21 +19,27 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import re
+import signal
 import socket
+import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx2
 
-from harness.emulator._faults import Delivery, Fault, apply, fault
+from harness.emulator._faults import Delivery, Fault, apply
+from harness.emulator._journal import JournalFile, record
+from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
+from harness.emulator._scenario_file import script_of as script_of  # where harness.agents imports it from
 from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
 from harness.script import Turn, as_turn
 from openprogram.providers import register_fake_base_url, register_in_process_transport
@@ -89,8 +95,11 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         providers: Iterable[str] = PROVIDER_MODULES,
-        after_last: Literal["error", "repeat"] = "error",
+        after_last: AfterLast = "error",
+        journal: str | Path | None = None,
     ) -> None:
+        if after_last not in AFTER_LAST:
+            raise ValueError(f"after_last must be one of {', '.join(AFTER_LAST)}, got {after_last!r}")
         if len(script) == 1 and isinstance(script[0], list | tuple):
             script = tuple(script[0])
         self.script: list[Turn | Fault] = [
@@ -110,9 +119,24 @@ class Emulator:
             for route in getattr(module, "ROUTES", ())
         ]
         self._lock = threading.Lock()
+        self._journal: list[dict[str, Any]] = []
+        self._run, self._received = 1, 0
+        self._journal_file = JournalFile(journal) if journal is not None else None
+        """``journal=FILE``: every request also written to FILE as a JSON line, flushed as it is answered."""
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._undeclare: Callable[[], None] = lambda: None
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, after_last: AfterLast | None = None, **kwargs: Any) -> Emulator:
+        """An emulator serving the ``turns:`` of a scenario file, as ``harness emulate --script``
+        does: a shrunk wire regression replayed in a test, or a hand-written script kept in YAML.
+
+        ``after_last`` defaults to the file's ``meta.emulate.after_last``; the other keywords are
+        the constructor's. A file that cannot be used raises ``harness.scenarios.ScenarioError``
+        in one line naming the file and what is wrong."""
+        entries, from_meta = load_script(path)
+        return cls(entries, after_last=after_last or from_meta, **kwargs)
 
     answers_off_loop = False
     """Whether the server calls :meth:`answer` off its event loop (a subclass whose ``entry`` blocks)."""
@@ -150,30 +174,29 @@ class Emulator:
             raise AssertionError("Emulator script not followed: " + " | ".join(problems))
 
     def journal(self) -> list[dict[str, Any]]:
-        """Every request so far, in order, as JSON data: what ``GET /_emulator/requests`` answers,
-        so a test driving ``harness emulate`` from another process can see what its agent sent."""
+        """Every request received since the script last started, in order, refused ones too, as
+        JSON records (``docs/emulator.md``): what ``GET /_emulator/requests`` answers and what
+        ``journal=FILE`` writes, so a test driving ``harness emulate`` from another process can see
+        what its agent sent and what it got."""
         with self._lock:
-            requests = list(self.requests)
-        return [
-            {
-                "number": number,
-                "provider": request.route.provider,
-                "endpoint": request.route.endpoint,
-                "method": request.method,
-                "path": request.path,
-                "query": dict(request.query),
-                "streaming": request.streaming,
-                "body": request.body,
-            }
-            for number, request in enumerate(requests, 1)
-        ]
+            return list(self._journal)
 
     def reset_script(self) -> None:
         """Forget the requests, so the next one gets the script's first entry again (``POST
-        /_emulator/reset``): one served scenario, run against an agent as often as wanted."""
+        /_emulator/reset``): one served scenario, run against an agent as often as wanted. The
+        journal restarts with it; a journal file keeps everything, its records' ``run`` counting
+        the resets."""
         with self._lock:
             self.requests = []
             self.ids = IdSource()
+            self._journal = []
+            self._run += 1
+            self._received = 0
+
+    def close_journal(self) -> None:
+        """Close the journal file (``stop()`` does); its every record is already on disk."""
+        if self._journal_file is not None:
+            self._journal_file.close()
 
     @property
     def routes(self) -> list[Route]:
@@ -190,47 +213,95 @@ class Emulator:
         return None
 
     def answer(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes) -> Delivery:
-        """The delivery for one HTTP request: matched to a provider, captured, given its script entry."""
+        """The delivery for one HTTP request: matched to a provider, captured, given its script
+        entry, and journaled (refused requests too) with the status it got."""
+        received = time.time()
+        headers = list(headers)
+        with self._lock:
+            self._received += 1
+            run, number = self._run, self._received
+        note: dict[str, Any] = {"turn": None, "entry": None, "request": None}
+        status = 500
+        try:
+            delivery = self._answer(method, path, query, headers, body, note)
+            status = delivery.reply.status
+            return delivery
+        finally:
+            request: WireRequest | None = note["request"]
+            kept = (
+                request.headers
+                if request
+                else {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+            )
+            self._record(
+                record(
+                    run=run,
+                    number=number,
+                    received=received,
+                    method=method.upper(),
+                    path=path,
+                    query=request.query if request else dict(parse_qsl(query, keep_blank_values=True)),
+                    headers=kept,
+                    body=request.body if request else decode_body(None, body)[0],
+                    route=request.route if request else None,
+                    streaming=request.streaming if request else None,
+                    turn=note["turn"],
+                    entry=note["entry"],
+                    status=status,
+                )
+            )
+
+    def _answer(
+        self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes, note: dict[str, Any]
+    ) -> Delivery:
         found = self._find(method, path)
         if found is None:
             known = ", ".join(f"{r.method} {r.path}" for r in self.routes)
             text = json.dumps({"error": {"message": f"emulator: no provider serves {method} {path} (served: {known})"}})
             return Delivery(WireReply(404, {"content-type": "application/json"}, text.encode()))
         handler, params = found
-        try:
-            parsed: Any = json.loads(body) if body else None
-        except ValueError:
-            parsed = body.decode("utf-8", "replace")
+        module = handler.module
+        kept = _kept_headers(headers)
+        parsed, problem = decode_body(kept.get("content-type"), body)
         request = WireRequest(
             method=method.upper(),
             path=path,
             query=dict(parse_qsl(query, keep_blank_values=True)),
-            headers={k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS},
+            headers=kept,
             body=parsed,
             route=handler.route,
             path_params=params,
         )
+        note["request"] = request
+        if problem is not None:  # what the provider would refuse takes no turn of the script
+            return Delivery(module.error_reply(400, f"emulator: {problem}", request))
         with self._lock:
             self.requests.append(request)
             number = len(self.requests)
         entry = self.entry(number, request)
-        module = handler.module
         if entry is None:
             message = (
                 f"emulator: request {number} is beyond the script ({len(self.script)} entr"
                 f"{'y' if len(self.script) == 1 else 'ies'} scripted); add a turn or check why the client asked again"
             )
             return Delivery(module.error_reply(400, message, request))
+        repeated = number > len(self.script) and self.after_last == "repeat" and bool(self.script)
+        note["turn"] = len(self.script) if repeated and entry is self.script[-1] else number
+        note["entry"] = entry.describe()
         if isinstance(entry, Fault):
             if entry.status is not None:
-                reply = module.error_reply(entry.status, entry.message, request)
-                if entry.retry_after is not None:
-                    reply.headers["retry-after"] = f"{entry.retry_after:g}"
-                return Delivery(reply)
-            inner = entry.turn
-            rendered = module.render(self._resolve(inner, request, number), request, self.ids)
-            return apply(entry, rendered, request, module)
-        return Delivery(module.render(self._resolve(entry, request, number), request, self.ids))
+                return Delivery(_error_reply(module, entry.status, entry.message, request, entry.retry_after))
+            scripted = self._resolve(entry.turn, request, number)
+            rendered = _render(module, scripted, request, self.ids)
+            return rendered if isinstance(rendered, Delivery) else apply(entry, rendered, request, module)
+        rendered = _render(module, self._resolve(entry, request, number), request, self.ids)
+        return rendered if isinstance(rendered, Delivery) else Delivery(rendered)
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._journal.append(entry)
+        if self._journal_file is not None:
+            self._journal_file.write(entry)
 
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
         """What answers request ``number`` (``None``: it is beyond the script).
@@ -337,14 +408,17 @@ class Emulator:
         return self.base_url
 
     def stop(self) -> None:
+        """Stop serving (waiting for the server thread) and close the journal file."""
         server, thread = self._server, self._thread
         if server is None:
+            self.close_journal()
             return
         self._undeclare()
         server.should_exit = True
         if thread is not None:
             thread.join(timeout=10)
         self._server = self._thread = None
+        self.close_journal()
 
     def __enter__(self) -> Emulator:
         self.start()
@@ -352,6 +426,98 @@ class Emulator:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _error_reply(
+    module: ModuleType, status: int, message: str, request: WireRequest, retry_after: float | None
+) -> WireReply:
+    """A scripted error status with its ``retry-after`` header; a renderer whose ``error_reply``
+    takes ``retry_after=`` also says it in its body (Gemini's ``RetryInfo.retryDelay``)."""
+    if retry_after is not None and "retry_after" in inspect.signature(module.error_reply).parameters:
+        reply = module.error_reply(status, message, request, retry_after=retry_after)
+    else:
+        reply = module.error_reply(status, message, request)
+    if retry_after is not None:
+        reply.headers["retry-after"] = f"{retry_after:g}"
+    return reply
+
+
+def _kept_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+
+
+def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]:
+    """The request's JSON object, or the body as text and why a provider would refuse it: every
+    route takes a JSON object, and a client's malformed request must get the provider's 400, not
+    a server error (an empty body, another content type, bytes that are not UTF-8, text that is
+    not JSON or nests too deeply, an integer too long to read, JSON that is not an object)."""
+    text = body.decode("utf-8", "replace")
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media and media != "application/json" and not media.endswith("+json"):
+        return text, f"the body must be JSON sent as application/json, not {media}"
+    if not body.strip():
+        return text, "the request has no body; send a JSON object"
+    try:
+        parsed = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return text, f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset {exc.start})"
+    except RecursionError:
+        return text, "the body's JSON is nested too deeply to read"
+    except ValueError as exc:
+        return text, f"the body is not valid JSON: {str(exc).split(';')[0]}"
+    if not isinstance(parsed, dict):
+        return parsed, f"the body must be a JSON object, got {_json_kind(parsed)}"
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _deeper_than(parsed, MAX_DEPTH):
+        return text, f"the body's JSON nests deeper than {MAX_DEPTH} levels"
+    if _SURROGATE_ESCAPE.search(body):  # a pair decodes to one character; a lone half is no text
+        try:
+            json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            lone = exc.object[exc.start : exc.end]
+            return (
+                text,
+                f"the body's JSON holds a lone UTF-16 surrogate ({lone.encode('unicode_escape').decode()}), not text",
+            )
+    return parsed, None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+MAX_DEPTH = 256
+"""The deepest JSON body answered: far beyond any real request (a tool schema nests a few dozen
+levels), far enough below the interpreter's recursion limit that rendering and journaling the
+body never hit it, whichever thread the request is answered on."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` arrays and objects deep, found without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
+
+
+def _render(module: ModuleType, scripted: Turn, request: WireRequest, ids: IdSource) -> WireReply | Delivery:
+    """The provider's rendering of ``scripted``; a request whose fields the renderer cannot read (a
+    ``messages`` that is a number, a depth past the interpreter's) is the client's, so it gets
+    the provider's 400 naming what failed, never a 500."""
+    try:
+        return module.render(scripted, request, ids)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+        reason = f"emulator: cannot answer this {request.route.endpoint} request: {type(exc).__name__}: {exc}"
+        return Delivery(module.error_reply(400, reason, request))
 
 
 class _ConnectionDropped(Exception):
@@ -428,58 +594,60 @@ class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
 register_in_process_transport(EmulatorTransport)  # no socket, so no provider: the real-request guard lets it send
 
 
-# ---------------------------------------------------------------------------------------------
-# Serving a scenario file's turns
-# ---------------------------------------------------------------------------------------------
-
-
-def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
-    """A scenario's ``turns:`` as emulator entries: replies as ``ModelTurn.scripted()`` makes them
-    (what ``ScenarioProvider`` plays), ``raise`` as a connection dropped mid-stream, ``hang_up`` as
-    a stream cut before its terminal event, ``status: N`` as that HTTP error, and a ``wire:``
-    fault (``harness.scenarios._parts.WIRE_FAULTS``) wrapped around its reply."""
-    entries: list[Turn | Fault] = []
-    for model_turn in turns:
-        wire = dict(model_turn.wire)
-        scripted: Any = model_turn.scripted()
-        if "status" in wire:
-            entries.append(fault.status(wire["status"], model_turn.message, retry_after=wire.get("retry_after")))
-            continue
-        if model_turn.kind == "raise":
-            scripted = fault.drop_mid_stream(1 if model_turn.has_content else 0, scripted)
-        elif model_turn.kind == "hang_up":
-            scripted = fault.truncate(scripted)
-        for name, parameter in reversed(model_turn.wire):  # the first one written wraps the others
-            scripted = _WIRE[name](parameter, scripted)
-        entries.append(scripted)
-    return entries
-
-
-_WIRE: dict[str, Callable[[Any, Any], Fault]] = {
-    "drop_mid_stream": lambda chunks, inner: fault.drop_mid_stream(chunks, inner),
-    "truncate": lambda _, inner: fault.truncate(inner),
-    "slow": lambda seconds, inner: fault.slow(seconds, inner),
-    "malformed_chunk": lambda _, inner: fault.malformed_chunk(inner),
-    "unknown_event": lambda _, inner: fault.unknown_event(inner),
-    "gzip": lambda _, inner: fault.gzip(inner),
-}
-"""Each ``wire:`` fault name of a scenario file -> its ``harness.emulator._faults`` builder."""
-
-
-def serve(script_path: str | Path, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve the ``turns:`` of a scenario file on every provider's wire until interrupted,
-    printing the base URL (flushed) first: ``harness emulate`` runs this. With
-    ``meta.emulate.after_last: repeat`` (what a wire campaign saves) every request after the last
-    turn gets the last turn again, as the campaign answered, instead of a 400."""
-    from harness.scenarios._scenario import Scenario
-
-    scenario = Scenario.from_yaml(Path(script_path))
-    after_last = "repeat" if (scenario.meta.get("emulate") or {}).get("after_last") == "repeat" else "error"
-    emulator = Emulator(script_of(scenario.turns), host=host, port=port, after_last=after_last)
-    with emulator:
-        print(emulator.base_url, flush=True)
-        try:
+def serve(
+    script: str | Path | Emulator,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    after_last: AfterLast | None = None,
+    journal: str | Path | None = None,
+) -> None:
+    """Serve a scenario file's ``turns:`` (or an :class:`Emulator` built already) on every
+    provider's wire until interrupted (SIGINT or SIGTERM), printing the base URL (flushed) first:
+    ``harness emulate`` runs this. For a file, ``after_last`` defaults to its
+    ``meta.emulate.after_last`` (what a wire campaign saves: ``repeat``) and ``journal`` names
+    the JSON-lines journal file. Stopping closes the journal, every request in it."""
+    emulator = (
+        script
+        if isinstance(script, Emulator)
+        else Emulator.from_file(script, host=host, port=port, after_last=after_last, journal=journal)
+    )
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # SIGTERM (kill, docker stop) ends it as Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with emulator:
+            print(emulator.base_url, flush=True)
+            print(client_settings(emulator.base_url), file=sys.stderr, flush=True)
             while emulator._thread is not None and emulator._thread.is_alive():
                 time.sleep(0.2)
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.close_journal()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+CLIENT_BASE_URLS: tuple[tuple[str, str, str], ...] = (
+    ("OpenAI SDK (and pydantic-ai, OpenAI Agents, ChatOpenAI, LiteLLM openai/)", "base_url", "/v1"),
+    ("Anthropic SDK (and pydantic-ai, ChatAnthropic, LiteLLM anthropic/)", "base_url", ""),
+    ("google-genai", "http_options.base_url", ""),
+    ("boto3 bedrock-runtime", "endpoint_url", ""),
+    ("LiteLLM gemini/", "api_base", "/v1beta"),
+)
+"""What each client takes to reach the emulator at BASE: (who, the setting, the suffix to BASE)."""
+
+
+def client_settings(base_url: str) -> str:
+    """The lines ``harness emulate`` prints under its base URL (to stderr, so stdout stays the URL
+    alone): each client's setting for this server, and the journal and reset endpoints."""
+    lines = [f"  {who}: {setting}={base_url}{suffix}" for who, setting, suffix in CLIENT_BASE_URLS]
+    lines.append(
+        f"  requests received: GET {base_url}{JOURNAL_PATH}; start the script over: POST {base_url}{RESET_PATH}"
+    )
+    return "\n".join(lines)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt

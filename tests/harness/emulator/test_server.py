@@ -432,3 +432,50 @@ def test_the_documented_wire_fault_example_loads_round_trips_and_becomes_emulato
         "fault(drop_after=2)",
     ]
     assert [t.kind for t in scenario.turns] == ["error", "reply", "reply", "reply"]  # what harness run plays
+
+
+def test_harness_emulate_prints_each_clients_setting_and_each_one_reaches_it(tmp_path: Path) -> None:
+    import boto3
+    from google import genai
+    from google.genai.types import HttpOptions
+
+    script = tmp_path / "four.yaml"
+    script.write_text("turns: [to openai, to anthropic, to gemini, to bedrock]\n")
+    process = start_emulate(script)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        base = process.stdout.readline().strip()
+        shown = [process.stderr.readline().rstrip("\n") for _ in range(6)]
+        settings = dict(line.strip().rsplit(": ", 1) for line in shown[:5])
+        assert {who: setting.split("=", 1)[0] for who, setting in settings.items()} == {
+            "OpenAI SDK (and pydantic-ai, OpenAI Agents, ChatOpenAI, LiteLLM openai/)": "base_url",
+            "Anthropic SDK (and pydantic-ai, ChatAnthropic, LiteLLM anthropic/)": "base_url",
+            "google-genai": "http_options.base_url",
+            "boto3 bedrock-runtime": "endpoint_url",
+            "LiteLLM gemini/": "api_base",
+        }
+        url = [setting.split("=", 1)[1] for setting in settings.values()]
+        assert url[4] == f"{base}/v1beta"
+        assert shown[5] == (
+            f"  requests received: GET {base}/_emulator/requests; start the script over: POST {base}/_emulator/reset"
+        )
+        chat = openai.OpenAI(base_url=url[0], api_key="sk-test", max_retries=0)
+        reply = chat.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "to openai"
+        claude = anthropic.Anthropic(base_url=url[1], api_key="sk-ant-test", max_retries=0)
+        message = claude.messages.create(model="c", max_tokens=9, messages=[{"role": "user", "content": "hi"}])
+        assert message.content[0].text == "to anthropic"  # type: ignore[union-attr]
+        gemini = genai.Client(api_key="fake-key", http_options=HttpOptions(base_url=url[2]))
+        assert gemini.models.generate_content(model="gemini-2.5-flash", contents="hi").text == "to gemini"
+        bedrock = boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=url[3],
+            aws_access_key_id="fake",
+            aws_secret_access_key="fake",
+        )
+        answer = bedrock.converse(modelId="m", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+        assert answer["output"]["message"]["content"][0]["text"] == "to bedrock"
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
