@@ -9,6 +9,7 @@ a user would.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -190,3 +191,38 @@ def test_an_enum_number_the_table_does_not_know_is_kept_and_reported_not_a_trace
     text = _harness("conformance", cassette)
     assert text.returncode == 0, text.stderr
     assert "note: interaction 0" in text.stdout and "finishReason is 99" in text.stdout
+
+
+def test_to_scenario_reads_the_legacy_requests_schema_type_numbers_as_json_schema_types(tmp_path: Path) -> None:
+    cassette = _write(
+        tmp_path / "legacy_tools.yaml",
+        _interaction(
+            "generateContent",
+            _reply([{"functionCall": {"name": "classify", "args": {"category": 2}}}], 1, _usage(9, 5)),
+        ),
+    )
+
+    converted = _harness("cassettes", "to-scenario", cassette)
+
+    assert converted.returncode == 0, converted.stderr
+    (tool,) = yaml.safe_load(converted.stdout)["tools"]
+    assert tool["parameters"] == {
+        "type": "object",
+        "properties": {"category": {"type": "integer"}},
+        "required": ["category"],
+    }
+
+
+def test_a_gzip_compressed_legacy_reply_reads_too(tmp_path: Path) -> None:
+    # vcrpy under requests (the legacy SDK's HTTP library) keeps the body as it came: gzip bytes
+    interaction = _interaction("generateContent", "")
+    reply = json.dumps(_reply([{"text": "Bonjour !"}], 1, _usage(7, 3))).encode()
+    interaction["response"]["body"] = {"string": gzip.compress(reply)}
+    interaction["response"]["headers"]["Content-Encoding"] = ["gzip"]
+    cassette = _write(tmp_path / "legacy_gzip.yaml", interaction)
+
+    result = _conformance_json(cassette)
+
+    assert result["interactions"] == [
+        {"index": 0, "stop_reason": "stop", "text": "Bonjour !", "tool_calls": [], "error_message": None}
+    ]
