@@ -115,6 +115,8 @@ def test_a_legacy_vertex_reply_with_int_enums_reads_its_stop_reason_text_and_too
             _reply([{"functionCall": {"name": "classify", "args": {"category": 2}}}], 1, _usage(9, 5)),
         ),
         _interaction("generateContent", _reply([{"text": "Bonjour, je"}], 2, _usage(7, 2))),  # 2: MAX_TOKENS
+        # a blocked prompt: no candidates, promptFeedback.blockReason 1 (SAFETY)
+        _interaction("generateContent", {"promptFeedback": {"blockReason": 1, "safetyRatings": RATINGS}}),
     )
 
     result = _conformance_json(cassette)
@@ -133,6 +135,13 @@ def test_a_legacy_vertex_reply_with_int_enums_reads_its_stop_reason_text_and_too
             "error_message": None,
         },
         {"index": 2, "stop_reason": "length", "text": "Bonjour, je", "tool_calls": [], "error_message": None},
+        {
+            "index": 3,
+            "stop_reason": "error",
+            "text": "",
+            "tool_calls": [],
+            "error_message": "Gemini blocked the prompt: SAFETY",
+        },
     ]
     assert "notes" not in result
 
