@@ -32,6 +32,17 @@ class CallShown:
 
 
 @dataclass
+class MessageShown:
+    """One message of a request's conversation, as the wire invariants read it (normalized)."""
+
+    role: str
+    text: str = ""
+    calls: list[CallShown] = field(default_factory=list)
+    call_id: str | None = None
+    is_error: bool = False
+
+
+@dataclass
 class Mark:
     """An entry is what a problem is about: its number on the page and its name."""
 
@@ -60,11 +71,15 @@ class Entry:
     tools_same_as: int | None = None
     system: str = ""
     history: int | None = None
+    messages: list[MessageShown] = field(default_factory=list)
+    """The whole conversation the request carried (a wire campaign's requests; empty elsewhere)."""
     # ... and its reply
     thinking: list[str] = field(default_factory=list)
     calls: list[CallShown] = field(default_factory=list)
     stop_reason: str | None = None
     error: str | None = None
+    fault: str | None = None
+    """What the service did instead of a clean reply (an error status, a cut stream), as served."""
     usage: dict[str, int] = field(default_factory=dict)
     # a tool execution
     call: CallShown | None = None

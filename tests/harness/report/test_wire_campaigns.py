@@ -1,0 +1,93 @@
+"""``harness fuzz --agent --html``'s page, read as a person would read it (parsed, not grepped): the
+summary and the time split, the invariants' verdicts, the declared deviations, and a failure's
+shrunk conversation as a timeline whose violation marks the request it concerns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.agents import INVARIANTS, Deviation, run_agent_campaign
+from harness.report import wire_campaign_report
+from tests.harness.agents import planted
+from tests.harness.report.dom import parse
+from tests.harness.report.worlds import HOSTILE, tools_of, wire_campaign
+
+COMMAND = "harness fuzz --agent tests.harness.agents.planted:drop_second_result --seed 21 --examples 40"
+
+
+def _page(result: object, **kwargs: object) -> str:
+    return wire_campaign_report(result, command=COMMAND, invariants=INVARIANTS, tools_of=tools_of, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_violation_is_shown_on_the_request_it_concerns_with_the_scenario_that_serves_it(tmp_path: Path) -> None:
+    result = wire_campaign("drop_second_result", str(tmp_path))
+    document = parse(_page(result))
+    summary = document.find("summary", tag="p").text()
+    assert "VIOLATION" in summary and f"{result.stats.conversations} conversations" in summary
+    assert f"{result.stats.requests} requests" in summary and "seed 21" in summary and "in process" in summary
+    assert COMMAND in document.text()
+    verdicts = {
+        row.attrs["data-invariant"]: row.attrs["data-verdict"]
+        for row in document.find(id="invariants").find_all(tag="tr")
+        if "data-invariant" in row.attrs
+    }
+    assert verdicts == {"W1": "VIOLATED", "W2": "held", "W3": "held", "W4": "held", "W5": "held", "W6": "held"}
+    times = document.find(id="time").text()
+    assert "wall time" in times and "the agent" in times and "the harness" in times
+    # the failure: saved, the command that serves it, its replies as YAML
+    failure = result.failure
+    saved = document.find(id="saved").text()
+    assert str(failure.path) in saved and f"harness emulate --script {failure.path}" in saved
+    assert "call_2" in document.find("scenario").text()
+    # the timeline: the prompt, each request with its reply, the end; W1 on request 2
+    timeline = document.find("harness-timeline")
+    assert timeline.attrs["data-verdict"] == "fail"
+    kinds = [e.attrs["data-kind"] for e in timeline.find_all("entry")]
+    assert kinds == ["user"] + ["model"] * len(failure.run.exchanges) + ["end"]
+    (marked,) = timeline.find_all("violation")
+    assert marked.attrs["id"] == f"t1-w{failure.violation.request}" == "t1-w2"
+    assert "violates [W1]" in marked.text() and marked.find(tag="details").attrs.get("open") is not None
+    # what request 2 carried: the two calls of reply 1, one result only (the defect), and the menu
+    carried = marked.find("messages")
+    roles = [li.attrs["data-role"] for li in carried.find_all(tag="li")]
+    assert roles == ["user", "assistant", "tool"]
+    assert "call_1" in carried.find_all(tag="li")[2].text()
+    assert "add" in marked.text() and "lookup" in marked.text()  # the tools offered
+    first = timeline.find_all("model")[0]
+    assert "tool calls" in first.find(tag="summary").text() and "lookup" in first.find(tag="summary").text()
+    assert "the agent returned" in timeline.find("end").text()
+    assert "W1 at request 2" in timeline.find("oracle").text()
+
+
+def test_a_clean_campaign_says_every_invariant_held(tmp_path: Path) -> None:
+    document = parse(_page(wire_campaign("", str(tmp_path), examples=15)))
+    assert document.find("summary", tag="p").text().startswith("no violation")
+    rows = document.find(id="invariants").find_all(tag="tr")[1:]
+    assert [r.attrs["data-verdict"] for r in rows] == ["held"] * 6
+    assert not document.find_all("harness-timeline")  # nothing to show but the tables
+    assert len(document.find(id="exercised").find_all(tag="tr")) > 3
+
+
+def test_declared_deviations_are_listed_and_counted_on_their_invariant() -> None:
+    why = f"this agent prefers a partial answer to none {HOSTILE}"
+    declared = [Deviation("W5", why, kinds=("cut stream",))]
+    result = run_agent_campaign(planted.make("return_cut_text"), 30, deviations=declared, save=False)
+    assert result.ok and result.stats.declared["W5"]
+    html = _page(result, deviations=declared)
+    assert HOSTILE not in html  # shown, never obeyed
+    document = parse(html)
+    assert f"W5 after cut stream: {why}" in document.find(id="deviations").text()
+    row = next(r for r in document.find(id="invariants").find_all(tag="tr") if r.attrs.get("data-invariant") == "W5")
+    assert row.attrs["data-verdict"] == "held" and str(result.stats.declared["W5"]) in row.text()
+
+
+def test_a_campaign_that_reached_nothing_says_so() -> None:
+    def offline(prompt: str, *, base_url: str, api_key: str) -> str:
+        raise ConnectionError("this agent talks to a hard-coded host")
+
+    result = run_agent_campaign(offline, 3, save=False)
+    document = parse(_page(result))
+    assert document.find("summary", tag="p").text().startswith("NOTHING TESTED")
+    assert "ConnectionError" in document.find(id="nothing-tested").text()
+    rows = document.find(id="invariants").find_all(tag="tr")[1:]
+    assert {r.attrs["data-verdict"] for r in rows} == {"not tested"}
