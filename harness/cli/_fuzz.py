@@ -274,7 +274,9 @@ def _fuzz_agent(
         command = f"harness fuzz --agent {path} --seed {chosen} --examples {examples}" + (
             f" --max-turns {max_turns}" if max_turns else ""
         )
-        _write_wire_report(html, result, command, deviations_of(agent))
+        from harness.cli._wire import write_wire_report
+
+        write_wire_report(html, result, command, deviations_of(agent))
     if result.failure is None and not stats.requests:
         console.print(
             f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
@@ -293,22 +295,3 @@ def _fuzz_agent(
     if failure.path is not None:
         console.print(f"saved as {failure.path} (serve it: harness emulate --script {failure.path})")
     raise SystemExit(1)
-
-
-def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -> None:
-    """``--agent --html``: the report reads a request's menu the way the campaign did (the
-    recording package's reader, which the report package must not import)."""
-    from harness.agents import INVARIANTS
-    from harness.agents._conversation import as_recorded
-    from harness.report import wire_campaign_report
-
-    write_html(
-        html,
-        lambda: wire_campaign_report(
-            result,
-            command=command,
-            invariants=INVARIANTS,
-            deviations=deviations,
-            tools_of=lambda request: as_recorded(request).tools,
-        ),
-    )

@@ -14,7 +14,7 @@ and imports neither: the command line and the pytest plugin hand it what they ho
 """
 
 from harness.report._env import MissingReportExtra
-from harness.report._model import Entry, Lane, ProblemShown, Timeline
+from harness.report._model import Entry, Lane, ProblemShown, RecordingJudgement, Timeline
 from harness.report._pages import (
     CampaignLike,
     campaign_report,
@@ -35,6 +35,7 @@ __all__ = [
     "Lane",
     "MissingReportExtra",
     "ProblemShown",
+    "RecordingJudgement",
     "StepLike",
     "Timeline",
     "campaign_report",

@@ -6,6 +6,7 @@ values, so one template draws both and a person reads both the same way. Nothing
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -154,7 +155,22 @@ class Timeline:
     problems: list[ProblemShown] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     verdict: Literal["ok", "fail", "unjudged"] = "unjudged"
+    judged_by: str = ""
+    """What judged it, when not the loop's invariants (a recording: the wire invariants W1, W2)."""
 
     @property
     def ok(self) -> bool:
         return self.verdict != "fail"
+
+
+@dataclass
+class RecordingJudgement:
+    """What the wire invariants that apply to a recording said of a cassette's conversations.
+
+    Judging is the ``harness.agents`` layer's, above this package: the caller judges and hands the
+    verdicts over. ``conversations``: each one judged, said for a person (``interactions #0-#2,
+    openai chat.completions``); ``problems``: ``(interaction index, invariant, message)``."""
+
+    invariants: Mapping[str, str]
+    conversations: list[str] = field(default_factory=list)
+    problems: list[tuple[int, str, str]] = field(default_factory=list)

@@ -54,6 +54,24 @@ def test_harness_cassettes_show_html_draws_the_recorded_conversation(tmp_path: P
     assert len(timeline.find_all("model")) == 3 and timeline.find("end")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli/_cassettes.py must hand judge_recording(steps) to cassette_report (docs/reports.md): "
+    "once it does, drop this mark",
+)
+def test_harness_cassettes_show_html_judges_a_rewritten_history(tmp_path: Path) -> None:
+    recorded = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml").read_text(encoding="utf-8")
+    said = '"content": "Let me check the forecast."'
+    second = recorded.index(said, recorded.index(said) + 1)
+    rewritten = recorded[:second] + '"content": "I will look it up."' + recorded[second + len(said) :]
+    (tmp_path / "rewritten.yaml").write_text(rewritten, encoding="utf-8")
+    done = _harness(tmp_path, "cassettes", "show", "rewritten.yaml", "--html", "cassette.html")
+    assert done.returncode == 0, done.stderr
+    timeline = parse((tmp_path / "cassette.html").read_text(encoding="utf-8")).find("harness-timeline")
+    assert timeline.attrs["data-verdict"] == "fail"
+    assert timeline.find("violation").attrs["id"] == "t1-i2" and "W2 at interaction #2" in timeline.text()
+
+
 def test_harness_fuzz_html_holds_the_campaign_and_its_seed(tmp_path: Path) -> None:
     done = _harness(tmp_path, "fuzz", "--examples", "30", "--seed", "5", "--html", "fuzz.html")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,16 +1,19 @@
-"""``harness fuzz --agent --html``'s page, read as a person would read it (parsed, not grepped): the
-summary and the time split, the invariants' verdicts, the declared deviations, and a failure's
-shrunk conversation as a timeline whose violation marks the request it concerns."""
+"""The wire invariants in reports, read as a person would read the page (parsed, not grepped):
+``harness fuzz --agent --html`` (the summary and the time split, the invariants' verdicts, the
+declared deviations, a failure's shrunk conversation with the violation on its request), and a
+recorded conversation judged by W1 and W2 (``harness cassettes show --html``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.agents import INVARIANTS, Deviation, run_agent_campaign
-from harness.report import wire_campaign_report
+from harness.cli._wire import judge_recording
+from harness.recording._tools import read_steps
+from harness.report import cassette_report, wire_campaign_report
 from tests.harness.agents import planted
 from tests.harness.report.dom import parse
-from tests.harness.report.worlds import HOSTILE, tools_of, wire_campaign
+from tests.harness.report.worlds import DEMO_CASSETTE, HOSTILE, tools_of, wire_campaign
 
 COMMAND = "harness fuzz --agent tests.harness.agents.planted:drop_second_result --seed 21 --examples 40"
 
@@ -91,3 +94,72 @@ def test_a_campaign_that_reached_nothing_says_so() -> None:
     assert "ConnectionError" in document.find(id="nothing-tested").text()
     rows = document.find(id="invariants").find_all(tag="tr")[1:]
     assert {r.attrs["data-verdict"] for r in rows} == {"not tested"}
+
+
+# -- a recording judged by W1 and W2 ---------------------------------------------------------------
+
+CHAT = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml")
+
+
+def _edited(tmp_path: Path, old: str, new: str, occurrence: int) -> Path:
+    """A copy of the recorded chat conversation with one request's history edited."""
+    text = CHAT.read_text(encoding="utf-8")
+    at = -1
+    for _ in range(occurrence):
+        at = text.index(old, at + 1)
+    path = tmp_path / "edited.yaml"
+    path.write_text(text[:at] + new + text[at + len(old) :], encoding="utf-8")
+    return path
+
+
+def _judged_page(path: Path) -> object:
+    steps = read_steps(path)
+    return parse(cassette_report(steps, source=path.name, judged=judge_recording(steps)))
+
+
+def test_a_recording_whose_history_was_rewritten_breaks_w2_on_that_request(tmp_path: Path) -> None:
+    # the third request repeats the assistant's first message with other words
+    path = _edited(tmp_path, '"content": "Let me check the forecast."', '"content": "I will look it up."', 2)
+    timeline = _judged_page(path).find("harness-timeline")
+    assert timeline.attrs["data-verdict"] == "fail"
+    (marked,) = timeline.find_all("violation")
+    assert marked.attrs["id"] == "t1-i2" and "violates [W2]" in marked.text()
+    oracle = timeline.find("oracle").text()
+    assert "What the wire invariants said: 1 problem(s)" in oracle
+    assert (
+        "W2 at interaction #2" in oracle and "'Let me check the forecast.'" in oracle and "I will look it up." in oracle
+    )
+    assert "W1, W2 over 1 conversation(s)" in timeline.find(tag="table").text()
+
+
+def test_a_recording_that_answers_a_call_by_the_wrong_id_breaks_w1_on_that_request(tmp_path: Path) -> None:
+    # the second request answers call_2 twice and call_3 never
+    path = _edited(
+        tmp_path,
+        '"tool_call_id": "call_000000000000000000000003"',
+        '"tool_call_id": "call_000000000000000000000002"',
+        1,
+    )
+    timeline = _judged_page(path).find("harness-timeline")
+    marked = timeline.find_all("violation")
+    assert marked[0].attrs["id"] == "t1-i1"
+    assert "[W1]" in marked[0].find("violation-note").text()
+    oracle = timeline.find("oracle").text()
+    assert "convert_temperature (id call_000000000000000000000003); request 2 carries 0 result(s)" in oracle
+    assert "get_weather (id call_000000000000000000000002); request 2 carries 2 result(s)" in oracle
+
+
+def test_recordings_that_keep_the_rules_are_judged_and_hold() -> None:
+    for name in ("openai-chat.completions", "openai-responses", "anthropic-messages", "gemini-streamGenerateContent"):
+        path = DEMO_CASSETTE.with_name(f"test_demo_agent[{name}].yaml")
+        timeline = _judged_page(path).find("harness-timeline")
+        assert timeline.attrs["data-verdict"] == "ok", name
+        quiet = timeline.find("oracle").text()
+        assert "What the wire invariants said: nothing" in quiet and "interactions #0-#2" in quiet, name
+
+
+def test_a_single_request_is_left_unjudged() -> None:
+    steps = read_steps(CHAT)[:1]
+    assert judge_recording(steps) is None
+    timeline = parse(cassette_report(steps, source="one.yaml", judged=None)).find("harness-timeline")
+    assert timeline.attrs["data-verdict"] == "unjudged" and not timeline.find_all("oracle")
