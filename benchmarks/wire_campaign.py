@@ -186,13 +186,27 @@ def contenders() -> tuple[list[Contender], list[str]]:
     ]
     skipped = []
     try:
-        from tests.harness.agents import frameworks
+        from pydantic_ai import Agent
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
     except ImportError as exc:
-        skipped.append(
-            f"pydantic-ai, OpenAI chat, in process: not importable ({exc.name} is missing; the agents extra)"
-        )
+        skipped.append(f"pydantic-ai (OpenAI chat), in process: {exc.name} is not installed (the agents extra)")
     else:
-        rows.append(Contender("pydantic-ai (OpenAI chat), in process", frameworks.pydantic_ai_chat, True, True))
+
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            return a + b
+
+        def lookup(word: str) -> str:
+            """Look a word up."""
+            return f"{word}: a word"
+
+        async def pydantic_ai_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+            provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
+            agent = Agent(OpenAIChatModel("gpt-test", provider=provider), tools=[add, lookup])
+            return str((await agent.run(prompt)).output)
+
+        rows.append(Contender("pydantic-ai (OpenAI chat), in process", pydantic_ai_chat, True, True))
     return rows, skipped
 
 
