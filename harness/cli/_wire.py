@@ -137,12 +137,19 @@ def _run(steps: Sequence[Any]) -> Any:
     anonymous = steps[0].call.provider in WIRES_WITHOUT_IDS
     exchanges = []
     for number, step in enumerate(steps, start=1):
-        exchange = Recorded(number, _request(step), 0.0, _turn(step, anonymous), 0.0, _response_id(step))
+        exchange = Recorded(
+            number=number,
+            request=_request(step),
+            arrived=0.0,
+            reply=_turn(step, anonymous),
+            answered=0.0,
+            response_id=_response_id(step),
+        )
         exchange.said = tuple(_without_ids(m) if anonymous else m for m in step.conversation.messages)
         exchanges.append(exchange)
     first = steps[0].conversation.messages
     prompt = next((m.text for m in first if m.role == "user"), "")
-    return Run(prompt, exchanges, request_bound=len(exchanges))
+    return Run(prompt=prompt, exchanges=exchanges, request_bound=len(exchanges))
 
 
 def _request(step: Any) -> Any:
@@ -152,12 +159,12 @@ def _request(step: Any) -> Any:
     call = step.call
     route = Route(call.provider, call.endpoint, recorded.method, recorded.path)
     return WireRequest(
-        recorded.method,
-        recorded.path,
-        dict(recorded.query),
-        {},
-        dict(_body(step)),
-        route,
+        method=recorded.method,
+        path=recorded.path,
+        query=dict(recorded.query),
+        headers={},
+        body=dict(_body(step)),
+        route=route,
     )
 
 

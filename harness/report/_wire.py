@@ -284,9 +284,29 @@ def _request(exchange: ExchangeLike, key: str, tools_of: ToolsOf | None) -> Entr
     return entry
 
 
+_WIRE_FAULTS = {
+    "error_event": ("error event", "the provider's in-band error event (its status {value}) after the content"),
+    "malformed_chunk": ("malformed", "a chunk whose JSON is broken"),
+    "bad_checksum": ("malformed", "an event-stream frame with a bad checksum"),
+    "cut_mid_event": ("cut", "the stream cut inside an event"),
+    "truncate": ("cut", "the stream cut before its stop reason"),
+    "drop_mid_stream": ("dropped", "the connection dropped after {value} chunk(s)"),
+    "unknown_event": ("stop", "an event of a type the SDK does not know, among the others"),
+    "slow": ("stop", "each chunk {value} s late"),
+    "gzip": ("stop", "the body gzip-compressed"),
+}
+"""A scenario turn's ``wire:`` faults -> the stop a reader sees and what was served (a reply that is
+not streamed gets most of them whole, or as the HTTP error an in-band error stands for)."""
+
+
 def _outcome(reply: Any, streaming: bool) -> tuple[str, str | None]:
     """The stop reason a reader sees, and the fault served instead of a clean reply (if any)."""
     wire = dict(reply.wire)
+    faults = [(n, v) for n, v in reply.wire if n in _WIRE_FAULTS]
+    if faults and reply.kind == "reply":
+        stop, _ = _WIRE_FAULTS[faults[0][0]]
+        said = "; ".join(_WIRE_FAULTS[n][1].format(value=v) for n, v in faults)
+        return stop, said + ("" if streaming else " (asked for on a stream; this request was not streamed)")
     if reply.kind == "error":
         status = wire.get("status", 500)
         after = wire.get("retry_after")

@@ -56,8 +56,9 @@ def test_a_violation_is_shown_on_the_request_it_concerns_with_the_scenario_that_
     assert roles == ["user", "assistant", "tool"]
     assert "call_1" in carried.find_all(tag="li")[2].text()
     assert "add" in marked.text() and "lookup" in marked.text()  # the tools offered
-    first = timeline.find_all("model")[0]
-    assert "tool calls" in first.find(tag="summary").text() and "lookup" in first.find(tag="summary").text()
+    first = timeline.find_all("model")[0].find(tag="summary").text()
+    served = failure.run.exchanges[0].reply.calls
+    assert len(served) >= 2 and "tool calls" in first and all(f"{c.name}(" in first for c in served)
     assert "the agent returned" in timeline.find("end").text()
     assert "W1 at request 2" in timeline.find("oracle").text()
 
@@ -73,13 +74,13 @@ def test_a_clean_campaign_says_every_invariant_held(tmp_path: Path) -> None:
 
 def test_declared_deviations_are_listed_and_counted_on_their_invariant() -> None:
     why = f"this agent prefers a partial answer to none {HOSTILE}"
-    declared = [Deviation("W5", why, kinds=("cut stream",))]
+    declared = [Deviation("W5", why)]
     result = run_agent_campaign(planted.make("return_cut_text"), 30, deviations=declared, save=False)
     assert result.ok and result.stats.declared["W5"]
     html = _page(result, deviations=declared)
     assert HOSTILE not in html  # shown, never obeyed
     document = parse(html)
-    assert f"W5 after cut stream: {why}" in document.find(id="deviations").text()
+    assert f"W5 after any reply: {why}" in document.find(id="deviations").text()
     row = next(r for r in document.find(id="invariants").find_all(tag="tr") if r.attrs.get("data-invariant") == "W5")
     assert row.attrs["data-verdict"] == "held" and str(result.stats.declared["W5"]) in row.text()
 
@@ -163,3 +164,28 @@ def test_a_single_request_is_left_unjudged() -> None:
     assert judge_recording(steps) is None
     timeline = parse(cassette_report(steps, source="one.yaml", judged=None)).find("harness-timeline")
     assert timeline.attrs["data-verdict"] == "unjudged" and not timeline.find_all("oracle")
+
+
+def test_each_fault_served_is_said_on_the_request_it_answered() -> None:
+    from harness.agents import replay_agent
+    from harness.report import wire_timeline
+    from harness.scenarios import ModelTurn, Scenario
+
+    turns = (
+        ModelTurn(kind="error", message="slow down", wire=(("status", 429), ("retry_after", 0.05))),
+        ModelTurn(text="Done.", wire=(("malformed_chunk", True),)),
+        ModelTurn(text="Done."),
+    )
+    run, judgement = replay_agent(planted.agent, Scenario(name="faults", prompts=("2 + 3?",), turns=turns))
+    timeline = wire_timeline(run, title="faults", violations=judgement.violations, tools_of=tools_of)
+    document = parse(_fragment(timeline))
+    requests = document.find_all("model")
+    first, second = (r.find(tag="summary").text() for r in requests[:2])
+    assert "HTTP 429" in first and "Retry-After: 0.05 s" in requests[0].text()
+    assert "malformed" in second and "a chunk whose JSON is broken" in requests[1].text()
+
+
+def _fragment(timeline: object) -> str:
+    from harness.report._env import render
+
+    return render("fragment.html.j2", timelines=[timeline], failed=True)
