@@ -227,6 +227,7 @@ def wire_timeline(
         problems=problems,
         notes=notes,
         verdict="fail" if problems else "ok",
+        judged_by="the wire invariants over the requests this run sent and the replies it was served",
     )
 
 

@@ -189,3 +189,23 @@ def test_a_wire_campaign_report_in_the_browser(browser: Browser, shots: Path, tm
     _click(page, "only what the oracle objects to")
     shown = page.evaluate("[...document.querySelectorAll('.entry')].filter(e => e.checkVisibility()).map(e => e.id)")
     assert shown == ["t1-w2", "t1-end"]
+
+
+def test_a_recording_judged_by_the_wire_invariants_in_the_browser(
+    browser: Browser, shots: Path, tmp_path: Path
+) -> None:
+    from harness.cli._wire import judge_recording
+
+    recorded = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml").read_text(encoding="utf-8")
+    said = '"content": "Let me check the forecast."'
+    second = recorded.index(said, recorded.index(said) + 1)
+    cassette = tmp_path / "rewritten.yaml"
+    cassette.write_text(recorded[:second] + '"content": "I will look it up."' + recorded[second + len(said) :])
+    steps = read_steps(cassette)
+    path = tmp_path / "judged.html"
+    path.write_text(cassette_report(steps, source=cassette.name, judged=judge_recording(steps)), encoding="utf-8")
+    page = _open(browser, shots, path, "cassette-judged")
+    assert _seen(page, ".oracle").startswith("What the wire invariants said: 1 problem(s)")
+    assert _visible(page, ".entry.violation") == [True]
+    marked = _seen(page, ".entry.violation")
+    assert "interaction #2" in marked and "violates [W2]" in marked and "Pack a light jacket" in marked

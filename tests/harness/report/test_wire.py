@@ -60,7 +60,8 @@ def test_a_violation_is_shown_on_the_request_it_concerns_with_the_scenario_that_
     served = failure.run.exchanges[0].reply.calls
     assert len(served) >= 2 and "tool calls" in first and all(f"{c.name}(" in first for c in served)
     assert "the agent returned" in timeline.find("end").text()
-    assert "W1 at request 2" in timeline.find("oracle").text()
+    oracle = timeline.find("oracle").text()
+    assert "What the wire invariants said: 1 problem(s)" in oracle and "W1 at request 2" in oracle
 
 
 def test_a_clean_campaign_says_every_invariant_held(tmp_path: Path) -> None:
