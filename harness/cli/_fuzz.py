@@ -82,9 +82,7 @@ def fuzz_command(
     if agent_path is not None:
         if tools_module is not None:
             raise click.UsageError("--agent and --tools fuzz different things: give one of them")
-        if html is not None:
-            raise click.UsageError("--html reports our own loop's campaign; with --agent it is not available yet")
-        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns)
+        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html)
         return
     examples = examples or 200
     max_turns = max_turns or 10
@@ -189,7 +187,12 @@ def _print_summary(console: Any, result: Any) -> None:
 
 
 def _fuzz_agent(
-    path: str, examples: int | None, seed: int | None, save_dir: Path | None, max_turns: int | None
+    path: str,
+    examples: int | None,
+    seed: int | None,
+    save_dir: Path | None,
+    max_turns: int | None,
+    html: Path | None = None,
 ) -> None:
     """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation)."""
     from rich.console import Console
@@ -213,6 +216,7 @@ def _fuzz_agent(
         raise click.UsageError(f"--agent {path}: {exc}") from None
     if not callable(agent):
         raise click.UsageError(f"--agent {path}: {type(agent).__name__} is not callable")
+    html_ready(html)
     console = Console()
     examples = examples or DEFAULT_EXAMPLES
     chosen = seed if seed is not None else DEFAULT_SEED
@@ -266,6 +270,13 @@ def _fuzz_agent(
             markup=False,
             highlight=False,
         )
+    if html is not None:
+        command = f"harness fuzz --agent {path} --seed {chosen} --examples {examples}" + (
+            f" --max-turns {max_turns}" if max_turns else ""
+        )
+        from harness.cli._wire import write_wire_report
+
+        write_wire_report(html, result, command, deviations_of(agent))
     if result.failure is None and not stats.requests:
         console.print(
             f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "

@@ -8,12 +8,13 @@ it), whose timelines each have a root element of class ``harness-timeline`` (DES
 The pages (``_pages``) are drawn by Jinja2 (the ``report`` extra; ``MissingReportExtra`` names it
 when it is missing) from plain values (``_model``): a ``Trace`` read into lanes (``_runs``), a
 cassette's decoded steps read the same way (``_recorded``), and the oracle's objections placed on
-the events they are about (``_marks``). This package sits beside ``campaigns`` and ``recording``
+the events they are about (``_marks``); a wire campaign's conversation is read from the requests
+an agent sent and the replies it was served (``_wire``). This package sits beside ``campaigns`` and ``recording``
 and imports neither: the command line and the pytest plugin hand it what they hold.
 """
 
 from harness.report._env import MissingReportExtra
-from harness.report._model import Entry, Lane, ProblemShown, Timeline
+from harness.report._model import Entry, Lane, ProblemShown, RecordingJudgement, Timeline
 from harness.report._pages import (
     CampaignLike,
     campaign_report,
@@ -26,6 +27,7 @@ from harness.report._pages import (
     trace_timeline,
 )
 from harness.report._recorded import StepLike
+from harness.report._wire import WireCampaignLike, wire_campaign_report, wire_timeline
 
 __all__ = [
     "CampaignLike",
@@ -33,6 +35,7 @@ __all__ = [
     "Lane",
     "MissingReportExtra",
     "ProblemShown",
+    "RecordingJudgement",
     "StepLike",
     "Timeline",
     "campaign_report",
@@ -43,4 +46,7 @@ __all__ = [
     "timelines_fragment",
     "trace_report",
     "trace_timeline",
+    "WireCampaignLike",
+    "wire_campaign_report",
+    "wire_timeline",
 ]

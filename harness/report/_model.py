@@ -6,6 +6,7 @@ values, so one template draws both and a person reads both the same way. Nothing
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +30,17 @@ class CallShown:
     name: str
     arguments: Any
     raw: str | None = None
+
+
+@dataclass
+class MessageShown:
+    """One message of a request's conversation, as the wire invariants read it (normalized)."""
+
+    role: str
+    text: str = ""
+    calls: list[CallShown] = field(default_factory=list)
+    call_id: str | None = None
+    is_error: bool = False
 
 
 @dataclass
@@ -60,11 +72,15 @@ class Entry:
     tools_same_as: int | None = None
     system: str = ""
     history: int | None = None
+    messages: list[MessageShown] = field(default_factory=list)
+    """The whole conversation the request carried (a wire campaign's requests; empty elsewhere)."""
     # ... and its reply
     thinking: list[str] = field(default_factory=list)
     calls: list[CallShown] = field(default_factory=list)
     stop_reason: str | None = None
     error: str | None = None
+    fault: str | None = None
+    """What the service did instead of a clean reply (an error status, a cut stream), as served."""
     usage: dict[str, int] = field(default_factory=dict)
     # a tool execution
     call: CallShown | None = None
@@ -139,7 +155,22 @@ class Timeline:
     problems: list[ProblemShown] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     verdict: Literal["ok", "fail", "unjudged"] = "unjudged"
+    judged_by: str = ""
+    """What judged it, when not the loop's invariants (a recording: the wire invariants W1, W2)."""
 
     @property
     def ok(self) -> bool:
         return self.verdict != "fail"
+
+
+@dataclass
+class RecordingJudgement:
+    """What the wire invariants that apply to a recording said of a cassette's conversations.
+
+    Judging is the ``harness.agents`` layer's, above this package: the caller judges and hands the
+    verdicts over. ``conversations``: each one judged, said for a person (``interactions #0-#2,
+    openai chat.completions``); ``problems``: ``(interaction index, invariant, message)``."""
+
+    invariants: Mapping[str, str]
+    conversations: list[str] = field(default_factory=list)
+    problems: list[tuple[int, str, str]] = field(default_factory=list)

@@ -16,7 +16,7 @@ from harness.checking import CheckResult
 from harness.oracle import ALL_INVARIANTS, InvariantViolation
 from harness.report._env import clock, render
 from harness.report._marks import as_pairs, place
-from harness.report._model import Lane, Timeline
+from harness.report._model import Lane, Mark, ProblemShown, RecordingJudgement, Timeline
 from harness.report._recorded import StepLike, read_steps
 from harness.report._runs import read_trace
 from harness.trace import Trace
@@ -114,8 +114,9 @@ def run_report(
     )
 
 
-def cassette_report(steps: Sequence[StepLike], *, source: str) -> str:
-    """``harness cassettes show CASSETTE --html``: the recorded conversation(s) as a timeline."""
+def cassette_report(steps: Sequence[StepLike], *, source: str, judged: RecordingJudgement | None = None) -> str:
+    """``harness cassettes show CASSETTE --html``: the recorded conversation(s) as a timeline;
+    ``judged``: what the wire invariants said of them (unjudged without it)."""
     lanes = read_steps(steps, "t1")
     provider = steps[0].call.provider if steps else "?"
     models = sorted({str(s.call.model) for s in steps})
@@ -126,8 +127,28 @@ def cassette_report(steps: Sequence[StepLike], *, source: str) -> str:
         ("conversations", str(len(lanes))),
     ]
     timeline = Timeline(key="t1", title=source, lanes=lanes, facts=facts, verdict="unjudged")
+    if judged is not None:
+        _judge_recording(timeline, judged)
     return render(
         "runs.html.j2", kind="cassette", title=f"cassette {source}", summary="", unusable=[], timelines=[timeline]
+    )
+
+
+def _judge_recording(timeline: Timeline, judged: RecordingJudgement) -> None:
+    """Each problem on the request of the interaction it names; the verdict, and what was judged."""
+    at = {e.anchor: e for lane in timeline.lanes for e in lane.walk() if e.kind == "model"}
+    for number, (index, name, message) in enumerate(judged.problems, start=1):
+        problem = ProblemShown(number, name, message)
+        entry = at.get(f"{timeline.key}-i{index}")
+        if entry is not None:
+            entry.marks.append(Mark(number, name))
+            problem.located = True
+        timeline.problems.append(problem)
+    timeline.verdict = "fail" if timeline.problems else "ok"
+    said = " and ".join(f"{name} ({text})" for name, text in judged.invariants.items())
+    timeline.judged_by = f"{said}, over {len(judged.conversations)} conversation(s): " + "; ".join(judged.conversations)
+    timeline.facts.append(
+        ("judged by", ", ".join(judged.invariants) + f" over {len(judged.conversations)} conversation(s)")
     )
 
 

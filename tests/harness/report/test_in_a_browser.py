@@ -157,3 +157,55 @@ def test_a_pytest_html_report_in_the_browser(browser: Browser, shots: Path, pyte
     failing = titles.index("test_agent.py::test_answers_wrong")
     seen = _seen(page, ".harness-timeline", failing)
     assert "five" in seen and "stop · 4 new message(s)" in seen
+
+
+def test_a_wire_campaign_report_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    from harness.agents import INVARIANTS
+    from harness.report import wire_campaign_report
+    from tests.harness.report.worlds import tools_of, wire_campaign
+
+    result = wire_campaign("drop_second_result", str(tmp_path / "saved"))
+    path = tmp_path / "wire.html"
+    command = "harness fuzz --agent planted:drop_second_result --seed 21 --examples 40"
+    path.write_text(
+        wire_campaign_report(result, command=command, invariants=INVARIANTS, tools_of=tools_of), encoding="utf-8"
+    )
+    page = _open(browser, shots, path, "wire-campaign-violation")
+    summary = _seen(page, "p.summary")
+    assert summary.startswith("VIOLATION") and "served in process" in summary and "seed 21" in summary
+    assert _seen(page, "#invariants tr[data-invariant=W1]").endswith("VIOLATED")
+    assert _seen(page, "#invariants tr[data-invariant=W6]").endswith("held")
+    assert f"harness emulate --script {result.failure.path}" in _seen(page, "#saved")
+    # the violation is on request 2, unfolded: what it carried shows the result that went missing
+    assert _visible(page, ".entry.violation") == [True]
+    marked = _seen(page, ".entry.violation")
+    assert marked.startswith("REQUEST 2") and "violates [W1]" in marked
+    assert "the conversation it carried: 3 message(s)" in marked and "for call_1" in marked
+    assert "for call_2" not in marked
+    # request 1 stays folded to its line: the two calls it was served
+    first = _seen(page, "#t1-w1")
+    served = result.failure.run.exchanges[0].reply.calls
+    assert all(c.name in first for c in served) and "the conversation it carried" not in first
+    _click(page, "only what the oracle objects to")
+    shown = page.evaluate("[...document.querySelectorAll('.entry')].filter(e => e.checkVisibility()).map(e => e.id)")
+    assert shown == ["t1-w2", "t1-end"]
+
+
+def test_a_recording_judged_by_the_wire_invariants_in_the_browser(
+    browser: Browser, shots: Path, tmp_path: Path
+) -> None:
+    from harness.cli._wire import judge_recording
+
+    recorded = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml").read_text(encoding="utf-8")
+    said = '"content": "Let me check the forecast."'
+    second = recorded.index(said, recorded.index(said) + 1)
+    cassette = tmp_path / "rewritten.yaml"
+    cassette.write_text(recorded[:second] + '"content": "I will look it up."' + recorded[second + len(said) :])
+    steps = read_steps(cassette)
+    path = tmp_path / "judged.html"
+    path.write_text(cassette_report(steps, source=cassette.name, judged=judge_recording(steps)), encoding="utf-8")
+    page = _open(browser, shots, path, "cassette-judged")
+    assert _seen(page, ".oracle").startswith("What the wire invariants said: 1 problem(s)")
+    assert _visible(page, ".entry.violation") == [True]
+    marked = _seen(page, ".entry.violation")
+    assert "interaction #2" in marked and "violates [W2]" in marked and "Pack a light jacket" in marked

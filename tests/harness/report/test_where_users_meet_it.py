@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.report.dom import parse
-from tests.harness.report.worlds import DEMO_CASSETTE, SCENARIOS
+from tests.harness.report.worlds import DEMO_CASSETTE, ROOT, SCENARIOS
 from tests.harness.support import console_script
 
 pytest_plugins = ["pytester"]
@@ -54,6 +54,24 @@ def test_harness_cassettes_show_html_draws_the_recorded_conversation(tmp_path: P
     assert len(timeline.find_all("model")) == 3 and timeline.find("end")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli/_cassettes.py must hand judge_recording(steps) to cassette_report (docs/reports.md): "
+    "once it does, drop this mark",
+)
+def test_harness_cassettes_show_html_judges_a_rewritten_history(tmp_path: Path) -> None:
+    recorded = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml").read_text(encoding="utf-8")
+    said = '"content": "Let me check the forecast."'
+    second = recorded.index(said, recorded.index(said) + 1)
+    rewritten = recorded[:second] + '"content": "I will look it up."' + recorded[second + len(said) :]
+    (tmp_path / "rewritten.yaml").write_text(rewritten, encoding="utf-8")
+    done = _harness(tmp_path, "cassettes", "show", "rewritten.yaml", "--html", "cassette.html")
+    assert done.returncode == 0, done.stderr
+    timeline = parse((tmp_path / "cassette.html").read_text(encoding="utf-8")).find("harness-timeline")
+    assert timeline.attrs["data-verdict"] == "fail"
+    assert timeline.find("violation").attrs["id"] == "t1-i2" and "W2 at interaction #2" in timeline.text()
+
+
 def test_harness_fuzz_html_holds_the_campaign_and_its_seed(tmp_path: Path) -> None:
     done = _harness(tmp_path, "fuzz", "--examples", "30", "--seed", "5", "--html", "fuzz.html")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -61,6 +79,44 @@ def test_harness_fuzz_html_holds_the_campaign_and_its_seed(tmp_path: Path) -> No
     assert "seed 5" in document.find(tag="h1").text()
     assert "harness fuzz --seed 5 --examples 30" in document.text()
     assert document.find(id="exercised") and document.find(id="boundaries")
+
+
+PLANTED_AGENT = """\
+from planted import make
+
+run = make("drop_second_result")  # of two calls in one reply, only the first result goes back
+"""
+
+
+def test_harness_fuzz_agent_html_shows_the_shrunk_conversation(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "tests" / "harness" / "agents" / "planted.py", tmp_path / "planted.py")
+    (tmp_path / "agent.py").write_text(PLANTED_AGENT, encoding="utf-8")
+    done = _harness(tmp_path, "fuzz", "--agent", "agent:run", "--examples", "40", "--html", "wire.html")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "wrote wire.html" in done.stderr and "VIOLATION" in done.stdout
+    (saved,) = (tmp_path / "cassettes" / "scenarios" / "wire").glob("W1-*.yaml")
+    document = parse((tmp_path / "wire.html").read_text(encoding="utf-8"))
+    assert re.search(
+        r"VIOLATION · agent \S+ · \d+ conversations · \d+ requests · seed 21",
+        _flat(document.find("summary", tag="p").text()),
+    )
+    assert "harness fuzz --agent agent:run --seed 21 --examples 40" in document.text()
+    w1 = next(r for r in document.find(id="invariants").find_all(tag="tr") if r.attrs.get("data-invariant") == "W1")
+    assert w1.attrs["data-verdict"] == "VIOLATED"
+    assert f"harness emulate --script {saved.relative_to(tmp_path)}" in document.find(id="saved").text()
+    marked = document.find("harness-timeline").find("violation")
+    assert marked.attrs["data-kind"] == "model" and "violates [W1]" in marked.text()
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_harness_fuzz_agent_html_to_an_unwritable_path_is_refused_before_the_campaign(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "tests" / "harness" / "agents" / "planted.py", tmp_path / "planted.py")
+    (tmp_path / "agent.py").write_text(PLANTED_AGENT, encoding="utf-8")
+    done = _harness(tmp_path, "fuzz", "--agent", "agent:run", "--html", "no/such/dir/wire.html")
+    assert done.returncode == 2 and "cannot write" in done.stderr and "conversations" not in done.stdout
 
 
 def test_an_unwritable_html_path_is_a_usage_error(tmp_path: Path) -> None:

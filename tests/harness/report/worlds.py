@@ -104,3 +104,21 @@ def long_trace(requests: int = 50) -> Trace:
     with observe_runs(collector.on_event), runtime.use(provider):
         runtime.exec("Read every page.", tools=[lookup], max_iterations=requests, clock=DeterministicClock())
     return collector.last
+
+
+@cache
+def wire_campaign(defect: str, save_dir: str, examples: int = 40) -> Any:
+    """``harness fuzz --agent`` over the planted loop (tests/harness/agents/planted.py) with one
+    defect (``""``: none): found and shrunk, or not, with the time split the campaign measured."""
+    from harness.agents import run_agent_campaign
+    from tests.harness.agents import planted
+
+    agent = planted.make(defect) if defect else planted.agent
+    return run_agent_campaign(agent, examples, save_dir=save_dir)
+
+
+def tools_of(request: Any) -> Any:
+    """A request's menu, read as ``harness fuzz --agent --html`` reads it."""
+    from harness.agents._conversation import as_recorded
+
+    return as_recorded(request).tools

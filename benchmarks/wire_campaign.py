@@ -1,0 +1,403 @@
+"""Where a wire campaign's time goes (issue 21 point 6), beside a bare run of the same agent.
+
+Run: ``python benchmarks/wire_campaign.py [--conversations N] [--repeat R] [--seed S]``.
+
+For each agent, in one process and interleaved (so drift in the machine's speed hits all alike):
+
+- **bare**: the agent runs N conversations against a plain ``Emulator`` serving a fixed script
+  (a call of ``add``, then the answer), the script reset between conversations: the agent and the
+  wire, no harness at all;
+- **campaign**: ``run_agent_campaign(agent, N)`` (``harness fuzz --agent``), its replies drawn by
+  Hypothesis as requests arrive and each run judged by W1-W6.
+
+The campaign's wall time is split three ways by meters on the emulator (a subclass put in place of
+the campaign's ``WireEmulator``; nothing in the campaign changes):
+
+- **the agent**: the framework and the SDK, i.e. each conversation's wall time less the time its
+  requests spent in the emulator. It includes the ``Retry-After`` waits the replies ask for (an
+  error status is drawn in about one reply in eight, with a wait of 0.05 or 0.1 s, which a correct
+  agent honours): printed apart as "asked to wait";
+- **the wire**: the emulator serving, i.e. the time requests spent in it (in process: its
+  ``answer``; on loopback: its ASGI app, from the request's arrival to the last byte written) less
+  the time they waited for their reply to be chosen;
+- **the harness**: everything else: choosing the replies (Hypothesis drawing, and the hand-over to
+  the drawing thread and back), judging, Hypothesis itself, starting and stopping the emulator.
+  A clean agent is never shrunk, so shrinking costs nothing here.
+
+Rows: the planted loop over the ``openai`` SDK without defects (``tests/harness/agents/planted.py``)
+in process and on loopback, and pydantic-ai (OpenAI chat) in process where it is importable (the
+``agents`` extra; skipped, saying why, where not). Medians of ``--repeat`` repetitions, same seed
+each time (the same conversations). The target: the harness's share at most a quarter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import Emulator, turn
+from harness.agents import _campaign as campaign_module
+from harness.agents import run_agent_campaign
+from harness.emulator import Fault
+
+PROMPT = "What is 2 + 3? Use your tools."
+API_KEY = "sk-emulated"
+TARGET = 0.25
+
+
+@dataclass
+class Meter:
+    """What the emulator saw, per conversation: its wall time, the time its requests spent inside
+    the emulator, and the part of that they waited for their reply to be chosen. A campaign's
+    conversation counts once the campaign took it (``on_example``); one Hypothesis threw away (a
+    draw past its buffer, say) is the harness's cost, whole."""
+
+    serving: float = 0.0
+    choosing: float = 0.0
+    conversations: float = 0.0
+    requests: int = 0
+    taken: int = 0
+    discarded: int = 0
+    discarded_seconds: float = 0.0
+    asked_to_wait: float = 0.0
+    loopback: bool = False
+    current: dict[str, float] = field(default_factory=dict)
+    pending: dict[str, float] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, name: str, seconds: float) -> None:
+        with self._lock:
+            self.current[name] = self.current.get(name, 0.0) + seconds
+
+    def begin(self) -> None:
+        self.drop_pending()
+        with self._lock:
+            self.current = {"started": time.perf_counter()}
+
+    def end(self) -> None:
+        with self._lock:
+            self.current["wall"] = time.perf_counter() - self.current.get("started", time.perf_counter())
+            self.pending, self.current = self.current, {}
+
+    def take(self) -> None:
+        """The campaign counted the conversation that just ended."""
+        if self.pending is None:
+            return
+        done, self.pending = self.pending, None
+        self.taken += 1
+        self.conversations += done["wall"]
+        self.serving += done.get("serving", 0.0)
+        self.choosing += done.get("choosing", 0.0)
+        self.requests += int(done.get("requests", 0))
+        self.asked_to_wait += done.get("asked_to_wait", 0.0)
+
+    def drop_pending(self) -> None:
+        if self.pending is not None:
+            self.discarded += 1
+            self.discarded_seconds += self.pending["wall"]
+            self.pending = None
+
+    def totals(self) -> None:
+        """A bare run has no conversations to take: everything it saw counts."""
+        self.serving += self.current.get("serving", 0.0)
+        self.choosing += self.current.get("choosing", 0.0)
+        self.requests += int(self.current.get("requests", 0))
+        self.current = {}
+
+
+def metered(base: type[Emulator], meter: Meter) -> type[Emulator]:
+    """``base`` with meters on ``answer`` (in process), its ASGI app (loopback), ``entry`` (the wait
+    for a reply's choice) and, for a campaign's emulator, ``reset`` (a conversation's bounds)."""
+
+    class Metered(base):  # type: ignore[misc, valid-type]
+        def answer(self, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return super().answer(*args, **kwargs)
+            finally:
+                if not meter.loopback:
+                    meter.add("serving", time.perf_counter() - started)
+                meter.add("requests", 1)
+
+        def entry(self, number: int, request: Any) -> Any:
+            started = time.perf_counter()
+            chosen = super().entry(number, request)
+            meter.add("choosing", time.perf_counter() - started)
+            if isinstance(chosen, Fault) and chosen.status in (429, 500, 503) and chosen.retry_after:
+                meter.add("asked_to_wait", float(chosen.retry_after))  # type: ignore[arg-type]
+            return chosen
+
+        def app(self) -> Any:
+            inner = super().app()
+
+            async def timed(scope: Any, receive: Any, send: Any) -> None:
+                if scope["type"] != "http":
+                    await inner(scope, receive, send)
+                    return
+                started = time.perf_counter()
+                try:
+                    await inner(scope, receive, send)
+                finally:
+                    meter.add("serving", time.perf_counter() - started)
+
+            return timed
+
+        def start(self) -> str:
+            meter.loopback = True
+            return super().start()
+
+        def reset(self, inbox: Any) -> None:  # a campaign's emulator: one call per conversation's bounds
+            if inbox is not None:
+                meter.begin()
+            elif "started" in meter.current:
+                meter.end()
+            super().reset(inbox)
+
+    return Metered
+
+
+# -- the agents ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Contender:
+    label: str
+    agent: Callable[..., Any]
+    in_process: bool
+    is_async: bool
+
+
+def contenders() -> tuple[list[Contender], list[str]]:
+    from tests.harness.agents import planted
+
+    rows = [
+        Contender("planted loop (openai SDK, sync, streamed), in process", planted.agent, True, False),
+        Contender("planted loop (openai SDK, sync, streamed), on loopback", planted.loopback_agent, False, False),
+    ]
+    skipped = []
+    try:
+        from pydantic_ai import Agent
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+    except ImportError as exc:
+        skipped.append(f"pydantic-ai (OpenAI chat), in process: {exc.name} is not installed (the agents extra)")
+    else:
+
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            return a + b
+
+        def lookup(word: str) -> str:
+            """Look a word up."""
+            return f"{word}: a word"
+
+        async def pydantic_ai_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+            provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
+            agent = Agent(OpenAIChatModel("gpt-test", provider=provider), tools=[add, lookup])
+            return str((await agent.run(prompt)).output)
+
+        rows.append(Contender("pydantic-ai (OpenAI chat), in process", pydantic_ai_chat, True, True))
+    return rows, skipped
+
+
+# -- one measurement ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Bare:
+    seconds: float
+    serving: float
+    requests: int
+
+
+@dataclass
+class Campaign:
+    seconds: float
+    conversations: int
+    requests: int
+    agent: float
+    wire: float
+    harness: float
+    asked_to_wait: float
+    discarded: int
+    discarded_seconds: float
+    stats_agent: float
+    stats_harness: float
+
+
+def bare(contender: Contender, conversations: int) -> Bare:
+    """N conversations against a fixed script: a call of ``add``, then the answer."""
+    meter = Meter()
+    emulator = metered(Emulator, meter)(turn.tool_call("add", a=2, b=3), turn.text("The answer is 5."))
+    base_url = "http://emulator.invalid" if contender.in_process else emulator.start()
+    loop = asyncio.new_event_loop() if contender.is_async else None
+    try:
+        started = time.perf_counter()
+        for _ in range(conversations):
+            emulator.reset_script()
+            kwargs: dict[str, Any] = {"base_url": base_url, "api_key": API_KEY}
+            if loop is not None:
+                if contender.in_process:
+                    kwargs["http_client"] = emulator.http_client()
+                text = loop.run_until_complete(contender.agent(PROMPT, **kwargs))
+            else:
+                if contender.in_process:
+                    kwargs["http_client"] = emulator.sync_http_client()
+                text = contender.agent(PROMPT, **kwargs)
+            if "5" not in str(text):
+                raise RuntimeError(f"{contender.label}: the bare run answered {text!r}")
+        seconds = time.perf_counter() - started
+    finally:
+        emulator.stop()
+        if loop is not None:
+            loop.close()
+    meter.totals()
+    return Bare(seconds, meter.serving - meter.choosing, meter.requests)
+
+
+def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
+    meter = Meter()
+    original = campaign_module.WireEmulator
+    campaign_module.WireEmulator = metered(original, meter)  # type: ignore[misc]
+    try:
+        started = time.perf_counter()
+        result = run_agent_campaign(
+            contender.agent, conversations, seed, save=False, on_example=lambda _stats: meter.take()
+        )
+        seconds = time.perf_counter() - started
+    finally:
+        campaign_module.WireEmulator = original  # type: ignore[misc]
+    meter.drop_pending()
+    if not result.ok:
+        found = result.failure.violation if result.failure else f"no request ({result.stats.first_error})"
+        raise RuntimeError(f"{contender.label}: the campaign did not pass: {found}")
+    if meter.taken != result.stats.conversations or meter.requests != result.stats.requests:
+        raise RuntimeError(
+            f"{contender.label}: the meters saw {meter.taken} conversations and {meter.requests} requests, the "
+            f"campaign counted {result.stats.conversations} and {result.stats.requests}: the campaign "
+            "no longer makes its emulator as this benchmark expects (harness/agents/_campaign.py WireEmulator, reset)"
+        )
+    agent = meter.conversations - meter.serving
+    wire = meter.serving - meter.choosing
+    return Campaign(
+        seconds=seconds,
+        conversations=result.stats.conversations,
+        requests=result.stats.requests,
+        agent=agent,
+        wire=wire,
+        harness=seconds - agent - wire,
+        asked_to_wait=meter.asked_to_wait,
+        discarded=meter.discarded,
+        discarded_seconds=meter.discarded_seconds,
+        stats_agent=result.stats.agent_seconds,
+        stats_harness=result.stats.harness_seconds,
+    )
+
+
+# -- the table -----------------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def measure(conversations: int, repeat: int, seed: int, out: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    rows, skipped = contenders()
+    for row in rows:  # warm up: imports, first connections, compiled strategies
+        bare(row, 2)
+        campaign(row, 2, seed)
+    bares: dict[str, list[Bare]] = {r.label: [] for r in rows}
+    campaigns: dict[str, list[Campaign]] = {r.label: [] for r in rows}
+    for _ in range(repeat):
+        for row in rows:
+            bares[row.label].append(bare(row, conversations))
+            campaigns[row.label].append(campaign(row, conversations, seed))
+    out(
+        f"{conversations} conversations a run, median of {repeat}, seed {seed}; "
+        f"bare: a fixed two-reply script; campaign: harness fuzz --agent\n"
+    )
+    out(
+        "| agent | bare run | campaign | the agent (asked to wait) | the wire | the harness | "
+        "campaign / bare, a request |"
+    )
+    out("|---|---|---|---|---|---|---|")
+    results = []
+    for row in rows:
+        b, c = bares[row.label], campaigns[row.label]
+        bare_s = median([x.seconds for x in b])
+        bare_requests = b[0].requests
+        bare_wire = median([x.serving for x in b])
+        total = median([x.seconds for x in c])
+        agent = median([x.agent for x in c])
+        wire = median([x.wire for x in c])
+        harness = median([x.harness for x in c])
+        waits = median([x.asked_to_wait for x in c])
+        requests = c[0].requests
+        share = harness / total if total else 0.0
+        per_bare = bare_s / bare_requests if bare_requests else 0.0
+        per_campaign = total / requests if requests else 0.0
+        results.append(
+            {
+                "agent": row.label,
+                "bare_seconds": bare_s,
+                "bare_requests": bare_requests,
+                "campaign_seconds": total,
+                "campaign_requests": requests,
+                "agent_seconds": agent,
+                "wire_seconds": wire,
+                "harness_seconds": harness,
+                "harness_share": share,
+                "asked_to_wait": waits,
+            }
+        )
+        out(
+            f"| {row.label} | {bare_s:.2f} s, {bare_requests} requests ({per_bare * 1000:.1f} ms a request; "
+            f"wire {bare_wire / bare_requests * 1000:.2f} ms) "
+            f"| {total:.2f} s, {requests} requests ({per_campaign * 1000:.1f} ms a request) "
+            f"| {agent:.2f} s ({agent / total:.0%}; {waits:.2f} s) "
+            f"| {wire:.2f} s ({wire / total:.0%}) "
+            f"| {harness:.2f} s ({share:.0%}) {'ok' if share <= TARGET else 'OVER 1/4'} "
+            f"| {per_campaign / per_bare if per_bare else 0:.1f}x |"
+        )
+    for reason in skipped:
+        out(f"| skipped: {reason} | | | | | | |")
+    stats = {
+        r.label: (
+            median([x.stats_agent for x in campaigns[r.label]]),
+            median([x.stats_harness for x in campaigns[r.label]]),
+        )
+        for r in rows
+    }
+    out("\nruns Hypothesis threw away (counted whole as the harness's), and the campaign's own counters")
+    out("(AgentStats.agent_seconds / harness_seconds, which leave out those runs' agent time and shrinking):")
+    for label, (agent_s, harness_s) in stats.items():
+        thrown = campaigns[label][0]
+        lost = median([x.discarded_seconds for x in campaigns[label]])
+        out(
+            f"  {label}: {thrown.discarded} run(s) thrown away, {lost:.2f} s;"
+            f" AgentStats: the agent {agent_s:.2f} s, the harness {harness_s:.2f} s"
+        )
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--conversations", "-n", type=int, default=100)
+    parser.add_argument("--repeat", "-r", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=21)
+    args = parser.parse_args()
+    measure(args.conversations, args.repeat, args.seed)
+
+
+if __name__ == "__main__":
+    main()

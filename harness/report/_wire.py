@@ -1,0 +1,335 @@
+"""``harness fuzz --agent --html``: a wire campaign on a page, its failure as a timeline of requests.
+
+A wire campaign (``harness.agents``, a layer above this one) judges what an agent of any framework
+sent over the wire; what a person needs to see of a failure is that conversation: each request the
+agent sent (the conversation it carried, normalized the way the invariants read it, and the tools
+it offered), each reply the campaign served (text, calls, or the fault: an error status, a cut
+stream, a dropped connection), the violation on the request it concerns, and the scenario file
+that serves the same replies by hand. The result is read by its shape (the protocols below), as
+the recorded steps are, so this package does not import the layer that makes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.report._env import render
+from harness.report._model import CallShown, Entry, Lane, Mark, MessageShown, Offered, ProblemShown, Timeline
+
+
+class ExchangeLike(Protocol):
+    """One request of the run and what answered it (``harness.agents.Exchange``)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def request(self) -> Any: ...  # .route.provider, .route.endpoint, .streaming
+    @property
+    def reply(self) -> Any: ...  # a scenario ModelTurn, or None: refused beyond the request bound
+    @property
+    def delivered(self) -> bool: ...
+    def messages(self) -> Sequence[Any]: ...  # Said: .role .text .calls .call_id .tool_name .is_error
+
+
+class ViolationLike(Protocol):
+    @property
+    def invariant(self) -> str: ...
+    @property
+    def request(self) -> int: ...  # 0: the end of the run
+    @property
+    def message(self) -> str: ...
+
+
+class DeviationLike(Protocol):
+    @property
+    def invariant(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def kinds(self) -> Sequence[str]: ...
+
+
+class WireCampaignLike(Protocol):
+    """A finished wire campaign, as ``harness.agents.run_agent_campaign`` returns it."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def stats(self) -> Any: ...  # .conversations .requests .seconds .agent_seconds .harness_seconds .rows() .declared
+    @property
+    def seed(self) -> int: ...
+    @property
+    def in_process(self) -> bool: ...
+    @property
+    def failure(self) -> Any: ...  # .violation .judgement (.violations .declared) .run .scenario .path
+    @property
+    def ok(self) -> bool: ...
+
+
+ToolsOf = Callable[[Any], Sequence[Any]]
+"""A request -> the tools it offered (``.name``, ``.description``, ``.parameters``): reading a
+wire's menu is the recording package's work, which the caller has and this package must not import."""
+
+
+@dataclass
+class _Verdict:
+    name: str
+    text: str
+    verdict: str
+    declared: int = 0
+
+    @property
+    def css(self) -> str:
+        return "verdict-fail" if self.verdict == "VIOLATED" else "verdict-ok" if self.verdict == "held" else ""
+
+
+@dataclass
+class _WireCampaign:
+    agent: str
+    seed: int
+    conversations: int
+    requests: int
+    seconds: float
+    agent_seconds: float
+    harness_seconds: float
+    serving: str
+    command: str
+    ok: bool
+    headline: str
+    rows: list[tuple[str, int]]
+    verdicts: list[_Verdict]
+    deviations: list[str] = field(default_factory=list)
+    nothing_tested: str = ""
+    violation: str = ""
+    saved: str = ""
+    serve: str = ""
+    scenario_yaml: str = ""
+    failure: Timeline | None = None
+
+
+def wire_campaign_report(
+    result: WireCampaignLike,
+    *,
+    command: str,
+    invariants: Mapping[str, str],
+    deviations: Sequence[DeviationLike] = (),
+    tools_of: ToolsOf | None = None,
+) -> str:
+    """The campaign (what it exercised, the invariants' verdicts, the time split) and, on a
+    violation, the shrunk conversation as a timeline with the violation on its request.
+
+    ``invariants``: name -> statement (``harness.agents.INVARIANTS``); ``deviations``: what the
+    agent declared; ``tools_of``: how to read a request's menu (the tools are left out without it)."""
+    stats = result.stats
+    failure = result.failure
+    broken = {v.invariant for v in failure.judgement.violations} if failure is not None else set()
+    tested = stats.requests > 0
+    verdicts = [
+        _Verdict(
+            name,
+            text,
+            "VIOLATED" if name in broken else "held" if tested else "not tested",
+            int(stats.declared.get(name, 0)),
+        )
+        for name, text in invariants.items()
+    ]
+    headline = "no violation" if result.ok else "VIOLATION" if failure is not None else "NOTHING TESTED"
+    campaign = _WireCampaign(
+        agent=result.agent,
+        seed=result.seed,
+        conversations=stats.conversations,
+        requests=stats.requests,
+        seconds=stats.seconds,
+        agent_seconds=stats.agent_seconds,
+        harness_seconds=stats.harness_seconds,
+        serving="in process" if result.in_process else "on loopback",
+        command=command,
+        ok=result.ok,
+        headline=headline,
+        rows=list(stats.rows()),
+        verdicts=verdicts,
+        deviations=[f"{d.invariant} after {', '.join(d.kinds) or 'any reply'}: {d.reason}" for d in deviations],
+    )
+    if failure is None and not tested:
+        campaign.nothing_tested = (
+            f"no run sent a request to the emulator (the first one raised {stats.first_error}): does the agent "
+            "build its client on base_url (OpenAI clients: base_url + '/v1')?"
+        )
+    if failure is not None:
+        campaign.violation = _said(failure.violation)
+        campaign.scenario_yaml = failure.scenario.to_yaml()
+        if failure.path is not None:
+            campaign.saved = str(failure.path)
+            campaign.serve = f"harness emulate --script {failure.path}"
+        campaign.failure = wire_timeline(
+            failure.run,
+            title=f"the shrunk conversation: {len(failure.scenario.turns)} reply(ies), {len(failure.run.exchanges)} "
+            "request(s)",
+            violations=failure.judgement.violations,
+            declared=failure.judgement.declared,
+            tools_of=tools_of,
+        )
+    return render(
+        "wire_campaign.html.j2", kind="wire-campaign", title=f"harness fuzz --agent · seed {result.seed}", c=campaign
+    )
+
+
+def wire_timeline(
+    run: Any,
+    *,
+    title: str,
+    violations: Sequence[ViolationLike] = (),
+    declared: Sequence[tuple[ViolationLike, DeviationLike]] = (),
+    tools_of: ToolsOf | None = None,
+    key: str = "t1",
+) -> Timeline:
+    """One run of an agent on the wire: the prompt, each request with the reply served, the end;
+    each violation marks the request it names (request 0: the run's end)."""
+    lane = Lane("the agent's requests, and the replies served")
+    lane.entries.append(Entry("user", f"{key}-prompt", label="prompt", text=run.prompt))
+    by_number: dict[int, Entry] = {}
+    menu: tuple[tuple[str, ...], int] | None = None
+    for exchange in run.exchanges:
+        entry = _request(exchange, key, tools_of)
+        names = tuple(o.name for o in entry.tools)
+        if menu is not None and menu[0] == names:
+            entry.tools_same_as = menu[1]
+        elif names:
+            menu = (names, exchange.number)
+        by_number[exchange.number] = entry
+        lane.entries.append(entry)
+    ending, text = _ending(run)
+    lane.reason = ending
+    end = Entry("end", f"{key}-end", label=ending, text=text)
+    lane.entries.append(end)
+    problems = []
+    for number, violation in enumerate(violations, start=1):
+        target = by_number.get(violation.request) if violation.request else end
+        problem = ProblemShown(number, violation.invariant, _said(violation))
+        if target is not None:
+            target.marks.append(Mark(number, violation.invariant))
+            problem.located = True
+        problems.append(problem)
+    notes = [f"declared deviation: {_said(v)} ({d.reason})" for v, d in declared]
+    facts = [
+        ("wire", _wire(run.exchanges[0].request) if run.exchanges else "(no request reached the emulator)"),
+        ("requests", f"{len(run.exchanges)} (bound {run.request_bound})"),
+        ("ended", ending),
+        ("wall time", f"{run.seconds * 1000:.0f} ms"),
+    ]
+    return Timeline(
+        key=key,
+        title=title,
+        lanes=[lane],
+        facts=facts,
+        problems=problems,
+        notes=notes,
+        verdict="fail" if problems else "ok",
+        judged_by="the wire invariants over the requests this run sent and the replies it was served",
+    )
+
+
+def _said(violation: ViolationLike) -> str:
+    where = f"request {violation.request}" if violation.request else "the end of the run"
+    return f"{violation.invariant} at {where}: {violation.message}"
+
+
+def _wire(request: Any) -> str:
+    route = request.route
+    return f"{route.provider} {route.endpoint}" + (" (streamed)" if request.streaming else "")
+
+
+def _call(call: Any) -> CallShown:
+    """A call served (``args``) or sent back (``arguments``), its argument text when not JSON."""
+    arguments = getattr(call, "args", None)
+    if arguments is None:
+        arguments = getattr(call, "arguments", None)
+    return CallShown(call.id or "-", call.name, dict(arguments or {}), call.raw)
+
+
+def _message(said: Any) -> MessageShown:
+    return MessageShown(
+        role=said.role,
+        text=said.text,
+        calls=[_call(c) for c in said.calls],
+        call_id=said.call_id or said.tool_name,
+        is_error=said.is_error,
+    )
+
+
+def _request(exchange: ExchangeLike, key: str, tools_of: ToolsOf | None) -> Entry:
+    request = exchange.request
+    entry = Entry("model", f"{key}-w{exchange.number}", number=exchange.number)
+    entry.options = {"wire": _wire(request)}
+    try:
+        entry.messages = [_message(m) for m in exchange.messages()]
+    except Exception as exc:  # a request its wire's reader cannot read is shown, saying so
+        entry.options["messages"] = f"could not be read: {exc}"
+    entry.history = len(entry.messages)
+    if tools_of is not None:
+        try:
+            entry.tools = [Offered(t.name, t.description or "", dict(t.parameters)) for t in tools_of(request)]
+        except Exception as exc:
+            entry.options["tools"] = f"could not be read: {exc}"
+    reply = exchange.reply
+    if reply is None:
+        entry.stop_reason = "refused"
+        entry.fault = "HTTP 400: the request came after the run's request bound, so it was refused"
+        return entry
+    entry.text = reply.text or ""
+    entry.thinking = [reply.thinking] if reply.thinking else []
+    entry.calls = [_call(c) for c in reply.calls]
+    entry.stop_reason, entry.fault = _outcome(reply, request.streaming)
+    return entry
+
+
+_WIRE_FAULTS = {
+    "error_event": ("error event", "the provider's in-band error event (its status {value}) after the content"),
+    "malformed_chunk": ("malformed", "a chunk whose JSON is broken"),
+    "bad_checksum": ("malformed", "an event-stream frame with a bad checksum"),
+    "cut_mid_event": ("cut", "the stream cut inside an event"),
+    "truncate": ("cut", "the stream cut before its stop reason"),
+    "drop_mid_stream": ("dropped", "the connection dropped after {value} chunk(s)"),
+    "unknown_event": ("stop", "an event of a type the SDK does not know, among the others"),
+    "slow": ("stop", "each chunk {value} s late"),
+    "gzip": ("stop", "the body gzip-compressed"),
+}
+"""A scenario turn's ``wire:`` faults -> the stop a reader sees and what was served (a reply that is
+not streamed gets most of them whole, or as the HTTP error an in-band error stands for)."""
+
+
+def _outcome(reply: Any, streaming: bool) -> tuple[str, str | None]:
+    """The stop reason a reader sees, and the fault served instead of a clean reply (if any)."""
+    wire = dict(reply.wire)
+    faults = [(n, v) for n, v in reply.wire if n in _WIRE_FAULTS]
+    if faults and reply.kind == "reply":
+        stop, _ = _WIRE_FAULTS[faults[0][0]]
+        said = "; ".join(_WIRE_FAULTS[n][1].format(value=v) for n, v in faults)
+        return stop, said + ("" if streaming else " (asked for on a stream; this request was not streamed)")
+    if reply.kind == "error":
+        status = wire.get("status", 500)
+        after = wire.get("retry_after")
+        return f"HTTP {status}", f"error status {status}" + (f", Retry-After: {after:g} s" if after else "") + (
+            f" ({reply.message})" if reply.message else ""
+        )
+    if reply.kind == "aborted":
+        return "aborted", f"aborted ({reply.message})"
+    if reply.kind == "raise":
+        return "dropped", "the connection was dropped mid-reply" + (f" ({reply.message})" if reply.message else "")
+    if reply.kind == "hang_up":
+        if streaming:
+            return "cut", "the stream was cut before its stop reason"
+        return "stop", None  # not streamed: the reply arrives whole
+    if reply.stop == "length":
+        return "length", None
+    return ("tool calls" if reply.calls else "stop"), None
+
+
+def _ending(run: Any) -> tuple[str, str]:
+    if run.timed_out:
+        return "did not end", f"the run was still going {run.time_bound:g} s after it started"
+    if run.raised is not None:
+        return f"raised {type(run.raised).__name__}", f"the agent raised {type(run.raised).__name__}: {run.raised}"
+    return "returned", f"the agent returned {run.returned!r}"

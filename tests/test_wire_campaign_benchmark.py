@@ -1,0 +1,33 @@
+"""``benchmarks/wire_campaign.py`` still measures what docs/wire-campaigns.md quotes: run as a user
+runs it, with two conversations, its meters see every request the campaign made (it stops, saying
+so, when the campaign no longer builds its emulator as the benchmark expects) and every row splits
+its time into the agent, the wire and the harness. The numbers themselves are the benchmark's to
+measure, not a test's."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_wire_campaign_benchmark_runs_and_splits_every_row() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "wire_campaign.py"), "--conversations", "2", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| planted loop")]
+    assert len(rows) == 2 and "in process" in rows[0] and "on loopback" in rows[1]
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert re.match(r"[\d.]+ s, 4 requests", cells[1]), cells[1]  # bare: two conversations of two requests
+        for cell in cells[3:6]:  # the agent, the wire, the harness: each a time and its share
+            assert re.match(r"[\d.]+ s \(\d+%", cell), cell
+    assert "pydantic-ai" in done.stdout  # measured, or skipped saying why
