@@ -38,9 +38,10 @@ def show_command(cassette: Path, width: int, html: Path | None = None) -> None:
     except ConversionError as exc:
         raise click.UsageError(one_line(exc)) from None
     if html is not None:
+        from harness.cli._wire import judge_recording
         from harness.report import cassette_report
 
-        write_html(html, lambda: cassette_report(steps, source=str(cassette)))
+        write_html(html, lambda: cassette_report(steps, source=str(cassette), judged=judge_recording(steps)))
 
 
 @cassettes_group.command("to-scenario", short_help="Turn a cassette into a scenario file for harness run.")

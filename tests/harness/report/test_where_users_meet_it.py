@@ -54,11 +54,6 @@ def test_harness_cassettes_show_html_draws_the_recorded_conversation(tmp_path: P
     assert len(timeline.find_all("model")) == 3 and timeline.find("end")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/_cassettes.py must hand judge_recording(steps) to cassette_report (docs/reports.md): "
-    "once it does, drop this mark",
-)
 def test_harness_cassettes_show_html_judges_a_rewritten_history(tmp_path: Path) -> None:
     recorded = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml").read_text(encoding="utf-8")
     said = '"content": "Let me check the forecast."'
