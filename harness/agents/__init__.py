@@ -58,6 +58,7 @@ _EXPORTS = {
     "Judgement": "._invariants",
     "Violation": "._invariants",
     "judge": "._invariants",
+    "judge_recording": "._recordings",
     "KINDS": "._replies",
     "replies": "._replies",
 }
@@ -80,6 +81,7 @@ __all__ = [
     "agent_test",
     "converse",
     "judge",
+    "judge_recording",
     "load_wire_regressions",
     "replay_agent",
     "replies",

@@ -38,7 +38,7 @@ def show_command(cassette: Path, width: int, html: Path | None = None) -> None:
     except ConversionError as exc:
         raise click.UsageError(one_line(exc)) from None
     if html is not None:
-        from harness.cli._wire import judge_recording
+        from harness.agents import judge_recording
         from harness.report import cassette_report
 
         write_html(html, lambda: cassette_report(steps, source=str(cassette), judged=judge_recording(steps)))

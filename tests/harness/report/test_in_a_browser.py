@@ -194,7 +194,7 @@ def test_a_wire_campaign_report_in_the_browser(browser: Browser, shots: Path, tm
 def test_a_recording_judged_by_the_wire_invariants_in_the_browser(
     browser: Browser, shots: Path, tmp_path: Path
 ) -> None:
-    from harness.cli._wire import judge_recording
+    from harness.agents import judge_recording
 
     recorded = DEMO_CASSETTE.with_name("test_demo_agent[openai-chat.completions].yaml").read_text(encoding="utf-8")
     said = '"content": "Let me check the forecast."'

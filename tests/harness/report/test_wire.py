@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.agents import INVARIANTS, Deviation, run_agent_campaign
-from harness.cli._wire import judge_recording
+from harness.agents import INVARIANTS, Deviation, judge_recording, run_agent_campaign
 from harness.recording._tools import read_steps
 from harness.report import cassette_report, wire_campaign_report
 from tests.harness.agents import planted
