@@ -28,7 +28,8 @@ INVARIANTS: dict[str, str] = {
     "W2": "history is append-only: each request repeats the previous one and the reply it got",
     "W3": "the run ends, returning or raising, within the request bound and the time bound",
     "W4": "a normal return's text is the last reply's text",
-    "W5": "a cut stream, an error status or a dropped reply is never returned as a complete answer",
+    "W5": "a cut stream, an error (a status or an in-band event), a malformed chunk or a dropped reply "
+    "is never returned as a complete answer",
     "W6": "a retry after a 429 or 503 waits at least its Retry-After",
 }
 
@@ -253,6 +254,15 @@ def _failure(exchange: Exchange) -> str:
     assert reply is not None
     if reply.kind == "error":
         return f"HTTP {status_of(reply)}"
+    faults = dict(reply.wire)
+    if "error_event" in faults:
+        if not exchange.request.streaming:
+            return f"HTTP {faults['error_event']} (the in-band error of a reply that is not streamed)"
+        return f"a stream that ended in the provider's in-band error event (of HTTP {faults['error_event']}'s type)"
+    if "malformed_chunk" in faults:
+        return "a stream with a chunk whose JSON is broken"
+    if "cut_mid_event" in faults:
+        return "a stream cut inside an event"
     if reply.kind == "raise":
         return "a connection dropped mid-reply"
     return "a stream cut before its stop reason"

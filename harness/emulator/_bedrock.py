@@ -233,6 +233,14 @@ def stream_error_reply(
 
 # -- delivery faults -----------------------------------------------------------------------------
 
+
+def stream_error(status: int, message: str, reply: wire.WireReply, request: wire.WireRequest) -> list[bytes]:
+    """The in-band error of a stream that answered 200: the exception frame ``status`` names
+    (``throttlingException`` for 429, ``internalServerException`` for 500)."""
+    name = _error_type(status)
+    return [exception_frame(name[0].lower() + name[1:], _json({"message": message}))]
+
+
 _TERMINAL_EVENTS: Final = frozenset({"messageStop", "metadata"})
 
 

@@ -19,6 +19,7 @@ FOUND_AS = {
     "loop_on_unknown_tool": "W3",
     "return_cut_text": "W5",
     "retry_without_wait": "W6",
+    "keep_text_on_stream_error": "W5",
 }
 
 
@@ -28,7 +29,16 @@ def test_the_loop_without_defects_passes_the_default_campaign(tmp_path: Path) ->
     assert result.in_process  # it takes http_client: no socket
     stats = result.stats
     assert stats.conversations == 100
-    assert set(stats.kinds) >= {"final answer", "several calls", "unknown tool", "error status", "cut stream"}
+    assert set(stats.kinds) >= {
+        "final answer",
+        "several calls",
+        "unknown tool",
+        "error status",
+        "cut stream",
+        "in-band error",
+        "malformed chunk",
+        "cut inside an event",
+    }
     assert not list(tmp_path.rglob("*.yaml"))
 
 
