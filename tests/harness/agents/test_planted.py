@@ -63,7 +63,9 @@ def test_the_default_campaign_finds_each_planted_defect_in_at_most_two_replies(d
 def test_a_declared_deviation_is_reported_as_declared_and_checked_as_declared(tmp_path: Path) -> None:
     agent = planted.make("return_cut_text")
     why = "this agent prefers a partial answer to none"
-    covered = run_agent_campaign(agent, 40, deviations=[Deviation("W5", why, kinds=("cut stream",))], save=False)
+    covered = run_agent_campaign(
+        agent, 40, deviations=[Deviation("W5", why, kinds=("cut stream", "cut inside an event"))], save=False
+    )
     assert covered.ok and covered.stats.declared["W5"] > 0
     elsewhere = run_agent_campaign(agent, 40, deviations=[Deviation("W5", why, kinds=("error status",))], save=False)
     assert elsewhere.failure is not None and elsewhere.failure.violation.invariant == "W5"
