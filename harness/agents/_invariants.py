@@ -159,17 +159,23 @@ def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _same_call(a: Call, b: Call) -> bool:
-    if (a.id, a.name) != (b.id, b.name):
+def _same_call(a: Call, b: Call, ids_optional: bool = False) -> bool:
+    """``a`` repeats ``b``; ``ids_optional``: ``a`` may leave ``b``'s id out (Gemini's ids are
+    optional, and clients that match results by name send calls back without them)."""
+    if a.name != b.name or (a.id != b.id and not (ids_optional and not a.id)):
         return False
     # argument text that was not a JSON object has no one right way to be sent back
     return a.raw is not None or b.raw is not None or a.arguments == b.arguments
 
 
-def _same(a: Said, b: Said) -> bool:
-    if (a.role, a.text.strip(), a.call_id or "", a.is_error) != (b.role, b.text.strip(), b.call_id or "", b.is_error):
+def _same(a: Said, b: Said, ids_optional: bool = False) -> bool:
+    a_id = "" if ids_optional and not a.call_id else a.call_id or ""
+    b_id = "" if ids_optional and not a.call_id else b.call_id or ""
+    if (a.role, a.text.strip(), a_id, a.is_error) != (b.role, b.text.strip(), b_id, b.is_error):
         return False
-    return len(a.calls) == len(b.calls) and all(_same_call(x, y) for x, y in zip(a.calls, b.calls, strict=True))
+    return len(a.calls) == len(b.calls) and all(
+        _same_call(x, y, ids_optional) for x, y in zip(a.calls, b.calls, strict=True)
+    )
 
 
 # -- the invariants ----------------------------------------------------------------------------------
@@ -218,7 +224,7 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
                     _kinds(previous.reply),
                 )
                 break
-            if not _same(actual[position], said):
+            if not _same(actual[position], said, exchange.request.route.provider == "gemini"):
                 yield Violation(
                     "W2",
                     exchange.number,
