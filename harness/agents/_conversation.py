@@ -82,7 +82,7 @@ class Exchange:
             return False
         if not self.request.streaming:
             return True
-        return reply.kind != "hang_up" and not ({"malformed_chunk", "cut_mid_event"} & faults.keys())
+        return reply.kind != "hang_up" and not ({"malformed_chunk", "bad_checksum", "cut_mid_event"} & faults.keys())
 
     def messages(self) -> tuple[Said, ...]:
         """The conversation the request carried, normalized across wires."""

@@ -267,6 +267,8 @@ def _failure(exchange: Exchange) -> str:
         return f"a stream that ended in the provider's in-band error event (of HTTP {faults['error_event']}'s type)"
     if "malformed_chunk" in faults:
         return "a stream with a chunk whose JSON is broken"
+    if "bad_checksum" in faults:
+        return "a stream with a corrupted chunk (a wrong checksum, or broken JSON where there is none)"
     if "cut_mid_event" in faults:
         return "a stream cut inside an event"
     if reply.kind == "raise":

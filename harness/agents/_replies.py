@@ -8,7 +8,8 @@ several calls in one reply, duplicate ids, text, length cut-offs, error statuses
 ``Retry-After``, streams cut before their stop reason and connections dropped mid-reply; and, on the
 wire itself, the provider's own in-band error event after the text, a chunk whose JSON is broken,
 and a stream cut inside an event (``wire:`` faults of the scenario file: ``error_event``,
-``malformed_chunk``, ``cut_mid_event``; a reply that is not streamed gets the in-band error as
+``malformed_chunk`` or ``bad_checksum`` (Bedrock's frames; the same as the first on SSE),
+``cut_mid_event``; a reply that is not streamed gets the in-band error as
 that HTTP error, and the other two whole).
 
 The first kind is a plain final answer, so shrinking walks every reply towards "the model just
@@ -67,6 +68,7 @@ travels with them: a stream that already answered 200 has no header left to carr
 WIRE_KINDS: Mapping[str, str] = {
     "error_event": "in-band error",
     "malformed_chunk": "malformed chunk",
+    "bad_checksum": "malformed chunk",
     "cut_mid_event": "cut inside an event",
 }
 """The ``wire:`` faults the vocabulary draws -> their kind (a reply on the wire that fails it)."""
@@ -160,7 +162,8 @@ def _reply(draw: st.DrawFn, tools: tuple[Tool, ...], next_id: Callable[[], str])
         status = draw(st.sampled_from(IN_BAND_STATUSES), label="status")
         return ModelTurn(text=answer, wire=(("error_event", status),))
     if kind == "malformed chunk":
-        return ModelTurn(text=answer, wire=(("malformed_chunk", True),))
+        damage = draw(st.sampled_from(("malformed_chunk", "bad_checksum")), label="damage")
+        return ModelTurn(text=answer, wire=((damage, True),))
     if kind == "cut inside an event":
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
     if kind == "unknown tool" or not tools:

@@ -48,6 +48,7 @@ class Fault:
     gzip: bool = False
     error_event: int | None = None
     cut_mid_event: bool = False
+    bad_checksum: bool = False
 
     def describe(self) -> str:
         changed = {
@@ -120,6 +121,13 @@ class fault:
     def malformed_chunk(inner: Wrapped = None) -> Fault:
         """The first delta of the stream carries broken JSON."""
         return _wrap(inner, malformed=True)
+
+    @staticmethod
+    def bad_checksum(inner: Wrapped = None) -> Fault:
+        """The first delta's frame arrives with a wrong message CRC, as a corrupted event-stream
+        frame does (Bedrock; botocore raises ``ChecksumMismatch``). An SSE wire has no checksum: there
+        it is ``malformed_chunk``, the event's JSON broken."""
+        return _wrap(inner, bad_checksum=True)
 
     @staticmethod
     def unknown_event(inner: Wrapped = None) -> Fault:
@@ -214,11 +222,12 @@ def apply(
         terminal: Callable[[WireReply, WireRequest], int] | None = getattr(module, "terminal", None)
         cut = terminal(reply, request) if terminal is not None else 1
         chunks = chunks[: max(0, len(chunks) - cut)]
-    if chunks is not None and spec.malformed:
+    if chunks and (spec.malformed or spec.bad_checksum):
         breaker = getattr(module, "malformed", _break_json)
+        if spec.bad_checksum:
+            breaker = getattr(module, "corrupt", breaker)
         position = next((i for i, c in enumerate(chunks) if _is_delta(c)), min(1, len(chunks) - 1))
-        if chunks:
-            chunks[position] = breaker(chunks[position])
+        chunks[position] = breaker(chunks[position])
     if chunks is not None and spec.unknown_event:
         maker = getattr(module, "unknown_event", _unknown_sse)
         chunks.insert(min(1, len(chunks)), maker())

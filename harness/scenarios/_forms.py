@@ -212,8 +212,8 @@ class WireForm(Form):
     wire: Any
     """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
     ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
-    ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``unknown_event``, ``gzip``: a
-    name, a list of names or ``{name: parameter}``."""
+    ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
+    ``unknown_event``, ``gzip``: a name, a list of names or ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:

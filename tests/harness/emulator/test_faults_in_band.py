@@ -15,6 +15,7 @@ import boto3
 import openai
 import pytest
 from botocore.config import Config
+from botocore.eventstream import ChecksumMismatch
 from botocore.exceptions import EventStreamError
 from google import genai
 from google.genai import errors as genai_errors
@@ -217,20 +218,28 @@ turns:
   - {wire: error_event, turn: Done.}
   - {wire: malformed_chunk, turn: Done.}
   - {wire: cut_mid_event, turn: Done.}
+  - {wire: bad_checksum, turn: Done.}
 """
 
 
 def test_a_scenario_file_says_each_fault_and_round_trips(tmp_path: Any) -> None:
     scenario = Scenario.from_yaml(SCENARIO)
     faults = [dict(t.wire) for t in scenario.turns]
-    assert faults == [{"error_event": 529}, {"error_event": 500}, {"malformed_chunk": True}, {"cut_mid_event": True}]
+    assert faults == [
+        {"error_event": 529},
+        {"error_event": 500},
+        {"malformed_chunk": True},
+        {"cut_mid_event": True},
+        {"bad_checksum": True},
+    ]
     assert Scenario.from_yaml(scenario.to_yaml()).turns == scenario.turns
     served = script_of(scenario.turns)
-    assert [(f.error_event, f.malformed, f.cut_mid_event) for f in served] == [
-        (529, False, False),
-        (500, False, False),
-        (None, True, False),
-        (None, False, True),
+    assert [(f.error_event, f.malformed, f.cut_mid_event, f.bad_checksum) for f in served] == [
+        (529, False, False, False),
+        (500, False, False, False),
+        (None, True, False, False),
+        (None, False, True, False),
+        (None, False, False, True),
     ]
 
 
@@ -238,3 +247,16 @@ def test_a_scenario_file_says_each_fault_and_round_trips(tmp_path: Any) -> None:
 def test_an_error_event_in_a_scenario_takes_an_http_error_status(bad: str) -> None:
     with pytest.raises(ScenarioError, match="error_event takes the HTTP error status"):
         Scenario.from_yaml(f"name: x\nprompts: [hi]\nturns: [{{wire: {bad}, turn: Done.}}]\n")
+
+
+# -- a frame with a wrong checksum ---------------------------------------------------------------
+
+
+def test_boto3_raises_checksum_mismatch_on_a_frame_with_a_wrong_crc() -> None:
+    with pytest.raises(ChecksumMismatch):
+        _served(fault.bad_checksum(turn.text(TEXT)), _bedrock_events)
+
+
+def test_on_an_sse_wire_a_bad_checksum_is_broken_json() -> None:
+    with pytest.raises(json.JSONDecodeError):
+        _served(fault.bad_checksum(turn.text(TEXT)), _chat)
