@@ -14,9 +14,11 @@ is checked as declared: the same invariant broken after any other reply still fa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from harness.agents._conversation import Exchange, Run
 from harness.agents._replies import kind_of, retry_after, status_of
@@ -127,6 +129,28 @@ def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
     return (Said("assistant", reply.text or "", tuple(calls)),)
 
 
+def carried(exchange: Exchange) -> ModelTurn | None:
+    """The reply as its wire carried it. Gemini's ``functionCall.args`` can only be a JSON object:
+    the emulator answers a call whose argument text is not one as Gemini does, with the finish
+    reason ``MALFORMED_FUNCTION_CALL`` and no call from there on, so no result is owed for it."""
+    reply = exchange.reply
+    if reply is None or exchange.request.route.provider != "gemini":
+        return reply
+    calls = []
+    for call in reply.calls:
+        if call.raw is not None and not isinstance(_json_or_none(call.raw), dict):
+            break
+        calls.append(call)
+    return reply if len(calls) == len(reply.calls) else dataclasses.replace(reply, calls=tuple(calls))
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
     """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
     history stored with that response (the request before it and the reply it got)."""
@@ -183,7 +207,7 @@ def _same(a: Said, b: Said, ids_optional: bool = False) -> bool:
 
 def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) -> Iterable[Violation]:
     for index, exchange in enumerate(exchanges[:-1]):
-        reply = exchange.reply
+        reply = carried(exchange)
         if reply is None or not exchange.delivered or not reply.calls:
             continue
         results = [m for m in histories[index + 1] if m.role == "tool"]
@@ -211,8 +235,9 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
     for index in range(1, len(exchanges)):
         previous, exchange = exchanges[index - 1], exchanges[index]
         expected = histories[index - 1]
-        if previous.delivered and previous.reply is not None:
-            expected = expected + reply_messages(previous.reply)
+        served = carried(previous)
+        if previous.delivered and served is not None:
+            expected = expected + reply_messages(served)
         actual = histories[index]
         for position, said in enumerate(expected):
             if position >= len(actual):

@@ -54,8 +54,8 @@ AWS = {"region_name": "us-east-1", "aws_access_key_id": "emulated", "aws_secret_
 
 
 def _boto3_client(base_url: str) -> Any:
-    """A Bedrock Runtime client against the emulator; botocore's own retries off (one attempt), as
-    the frameworks' retries are what the campaign tests."""
+    """A Bedrock Runtime client against the emulator, with one retry (botocore's legacy mode counts
+    ``max_attempts`` as retries): the default four would make each error status cost seconds."""
     from botocore.config import Config
 
     return boto3.client("bedrock-runtime", endpoint_url=base_url, config=Config(retries={"max_attempts": 1}), **AWS)
@@ -113,6 +113,15 @@ async def pydantic_ai_bedrock(prompt: str, *, base_url: str, api_key: str) -> st
     agent = Agent(BedrockConverseModel(BEDROCK, provider=provider), tools=[add, lookup])
     result = await agent.run(prompt)
     return str(result.output)
+
+
+_BOTOCORE_BACKS_OFF = Deviation(
+    "W6",
+    "botocore retries an error status after its own exponential back-off and never reads Retry-After "
+    "(AWS sends none; botocore's retry guide documents the back-off)",
+    kinds=("error status",),
+)
+pydantic_ai_bedrock.wire_deviations = [_BOTOCORE_BACKS_OFF]  # type: ignore[attr-defined]
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------------------
@@ -190,6 +199,9 @@ async def langchain_bedrock(prompt: str, *, base_url: str, api_key: str) -> str:
     model = ChatBedrockConverse(model=BEDROCK, client=_boto3_client(base_url), **AWS)
     agent = create_agent(model, tools=[add, lookup])
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
+
+
+langchain_bedrock.wire_deviations = [_BOTOCORE_BACKS_OFF]  # type: ignore[attr-defined]
 
 
 # -- LiteLLM (a client, not a framework: the loop is ours, as a LiteLLM user writes it) -----------

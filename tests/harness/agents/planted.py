@@ -272,3 +272,48 @@ def stale_responses_agent(prompt: str, *, base_url: str, api_key: str, http_clie
     """The same loop always continuing from the first response: the stored history it names leaves
     out every round after the first (W2)."""
     return _responses(prompt, base_url, api_key, http_client, stale=True)
+
+
+_GEMINI_TOOLS = [
+    {"function_declarations": [{k: t["function"][k] for k in ("name", "description", "parameters")} for t in TOOLS]}
+]
+
+
+def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The clean loop over ``google-genai`` on Gemini's ``generateContent``, on loopback. A reply
+    with neither text nor calls (``MALFORMED_FUNCTION_CALL``: arguments Gemini could not make a
+    JSON object of) is asked again, as pydantic-ai does; results go back by name, ids when given."""
+    from google import genai
+    from google.genai import types
+
+    options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
+    client = genai.Client(api_key=api_key, http_options=options)
+    contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
+    config = types.GenerateContentConfig(tools=_GEMINI_TOOLS)  # type: ignore[arg-type]
+    for _ in range(20):
+        response = client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        content = response.candidates[0].content if response.candidates else None
+        parts = list(content.parts or []) if content is not None else []
+        calls = [p.function_call for p in parts if p.function_call is not None]
+        if not calls:
+            text = "".join(p.text or "" for p in parts)
+            if text:
+                return text
+            continue
+        contents.append(content)
+        contents.append(
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "function_response": {
+                            "id": call.id,
+                            "name": call.name,
+                            "response": {"result": _execute(call.name or "", json.dumps(call.args or {}))},
+                        }
+                    }
+                    for call in calls
+                ],
+            }
+        )
+    raise RuntimeError("no answer after 20 rounds")
