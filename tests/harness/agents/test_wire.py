@@ -220,3 +220,17 @@ def test_a_google_genai_loop_is_judged_on_the_gemini_wire(tmp_path: Path) -> Non
     result = run_agent_campaign(planted.gemini_agent, 30, save_dir=tmp_path)
     assert result.ok, result.failure and str(result.failure.violation)
     assert set(result.stats.wires) == {"gemini generateContent"}
+
+
+def test_an_in_band_error_scenario_served_by_hand_reproduces_its_w5(tmp_path: Path) -> None:
+    """The new kinds shrink to a scenario whose ``wire:`` fault ``harness emulate`` serves as found:
+    the planted loop that keeps the text before an error event returns it again, the clean one raises
+    the SDK's ``APIError``."""
+    found = run_agent_campaign(planted.keep_text_on_stream_error, save_dir=tmp_path)
+    assert found.failure is not None and found.failure.path is not None
+    assert found.failure.violation.invariant == "W5"
+    assert "error_event" in found.failure.path.read_text()
+    with emulate_process(found.failure.path) as base:
+        assert planted.keep_text_on_stream_error("hi", base_url=base, api_key="k") == "Done."
+    with emulate_process(found.failure.path) as base, pytest.raises(openai.APIError):
+        planted.agent("hi", base_url=base, api_key="k")
