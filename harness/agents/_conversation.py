@@ -71,11 +71,18 @@ class Exchange:
 
     @property
     def delivered(self) -> bool:
-        """Whether the reply reached the agent whole: not an error, not cut, not dropped."""
+        """Whether the reply reached the agent whole: not an error (an HTTP status or an in-band
+        error event), not cut, not broken, not dropped. A reply that is not streamed comes whole
+        whatever a stream fault says, except the in-band error, served to it as its HTTP status."""
         reply = self.reply
         if reply is None or reply.kind in ("error", "raise", "aborted"):
             return False
-        return not (reply.kind == "hang_up" and self.request.streaming)
+        faults = dict(reply.wire)
+        if "error_event" in faults:
+            return False
+        if not self.request.streaming:
+            return True
+        return reply.kind != "hang_up" and not ({"malformed_chunk", "bad_checksum", "cut_mid_event"} & faults.keys())
 
     def messages(self) -> tuple[Said, ...]:
         """The conversation the request carried, normalized across wires."""

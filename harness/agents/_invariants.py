@@ -14,9 +14,11 @@ is checked as declared: the same invariant broken after any other reply still fa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from harness.agents._conversation import Exchange, Run
 from harness.agents._replies import kind_of, retry_after, status_of
@@ -28,7 +30,8 @@ INVARIANTS: dict[str, str] = {
     "W2": "history is append-only: each request repeats the previous one and the reply it got",
     "W3": "the run ends, returning or raising, within the request bound and the time bound",
     "W4": "a normal return's text is the last reply's text",
-    "W5": "a cut stream, an error status or a dropped reply is never returned as a complete answer",
+    "W5": "a cut stream, an error (a status or an in-band event), a malformed chunk or a dropped reply "
+    "is never returned as a complete answer",
     "W6": "a retry after a 429 or 503 waits at least its Retry-After",
 }
 
@@ -126,6 +129,28 @@ def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
     return (Said("assistant", reply.text or "", tuple(calls)),)
 
 
+def carried(exchange: Exchange) -> ModelTurn | None:
+    """The reply as its wire carried it. Gemini's ``functionCall.args`` can only be a JSON object:
+    the emulator answers a call whose argument text is not one as Gemini does, with the finish
+    reason ``MALFORMED_FUNCTION_CALL`` and no call from there on, so no result is owed for it."""
+    reply = exchange.reply
+    if reply is None or exchange.request.route.provider != "gemini":
+        return reply
+    calls = []
+    for call in reply.calls:
+        if call.raw is not None and not isinstance(_json_or_none(call.raw), dict):
+            break
+        calls.append(call)
+    return reply if len(calls) == len(reply.calls) else dataclasses.replace(reply, calls=tuple(calls))
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
     """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
     history stored with that response (the request before it and the reply it got)."""
@@ -158,17 +183,23 @@ def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _same_call(a: Call, b: Call) -> bool:
-    if (a.id, a.name) != (b.id, b.name):
+def _same_call(a: Call, b: Call, ids_optional: bool = False) -> bool:
+    """``a`` repeats ``b``; ``ids_optional``: ``a`` may leave ``b``'s id out (Gemini's ids are
+    optional, and clients that match results by name send calls back without them)."""
+    if a.name != b.name or (a.id != b.id and not (ids_optional and not a.id)):
         return False
     # argument text that was not a JSON object has no one right way to be sent back
     return a.raw is not None or b.raw is not None or a.arguments == b.arguments
 
 
-def _same(a: Said, b: Said) -> bool:
-    if (a.role, a.text.strip(), a.call_id or "", a.is_error) != (b.role, b.text.strip(), b.call_id or "", b.is_error):
+def _same(a: Said, b: Said, ids_optional: bool = False) -> bool:
+    a_id = "" if ids_optional and not a.call_id else a.call_id or ""
+    b_id = "" if ids_optional and not a.call_id else b.call_id or ""
+    if (a.role, a.text.strip(), a_id, a.is_error) != (b.role, b.text.strip(), b_id, b.is_error):
         return False
-    return len(a.calls) == len(b.calls) and all(_same_call(x, y) for x, y in zip(a.calls, b.calls, strict=True))
+    return len(a.calls) == len(b.calls) and all(
+        _same_call(x, y, ids_optional) for x, y in zip(a.calls, b.calls, strict=True)
+    )
 
 
 # -- the invariants ----------------------------------------------------------------------------------
@@ -176,7 +207,7 @@ def _same(a: Said, b: Said) -> bool:
 
 def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) -> Iterable[Violation]:
     for index, exchange in enumerate(exchanges[:-1]):
-        reply = exchange.reply
+        reply = carried(exchange)
         if reply is None or not exchange.delivered or not reply.calls:
             continue
         results = [m for m in histories[index + 1] if m.role == "tool"]
@@ -204,8 +235,9 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
     for index in range(1, len(exchanges)):
         previous, exchange = exchanges[index - 1], exchanges[index]
         expected = histories[index - 1]
-        if previous.delivered and previous.reply is not None:
-            expected = expected + reply_messages(previous.reply)
+        served = carried(previous)
+        if previous.delivered and served is not None:
+            expected = expected + reply_messages(served)
         actual = histories[index]
         for position, said in enumerate(expected):
             if position >= len(actual):
@@ -217,7 +249,7 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
                     _kinds(previous.reply),
                 )
                 break
-            if not _same(actual[position], said):
+            if not _same(actual[position], said, exchange.request.route.provider == "gemini"):
                 yield Violation(
                     "W2",
                     exchange.number,
@@ -253,6 +285,17 @@ def _failure(exchange: Exchange) -> str:
     assert reply is not None
     if reply.kind == "error":
         return f"HTTP {status_of(reply)}"
+    faults = dict(reply.wire)
+    if "error_event" in faults:
+        if not exchange.request.streaming:
+            return f"HTTP {faults['error_event']} (the in-band error of a reply that is not streamed)"
+        return f"a stream that ended in the provider's in-band error event (of HTTP {faults['error_event']}'s type)"
+    if "malformed_chunk" in faults:
+        return "a stream with a chunk whose JSON is broken"
+    if "bad_checksum" in faults:
+        return "a stream with a corrupted chunk (a wrong checksum, or broken JSON where there is none)"
+    if "cut_mid_event" in faults:
+        return "a stream cut inside an event"
     if reply.kind == "raise":
         return "a connection dropped mid-reply"
     return "a stream cut before its stop reason"

@@ -5,7 +5,12 @@ scenario file that ``harness emulate --script`` serves. The vocabulary is the on
 uses for our own loop, drawn against the menu the agent sent: valid calls (arguments from each
 tool's JSON Schema), arguments that fail it, unknown tools, argument text that is not JSON,
 several calls in one reply, duplicate ids, text, length cut-offs, error statuses with
-``Retry-After``, streams cut before their stop reason and connections dropped mid-reply.
+``Retry-After``, streams cut before their stop reason and connections dropped mid-reply; and, on the
+wire itself, the provider's own in-band error event after the text, a chunk whose JSON is broken,
+and a stream cut inside an event (``wire:`` faults of the scenario file: ``error_event``,
+``malformed_chunk`` or ``bad_checksum`` (Bedrock's frames; the same as the first on SSE),
+``cut_mid_event``; a reply that is not streamed gets the in-band error as
+that HTTP error, and the other two whole).
 
 The first kind is a plain final answer, so shrinking walks every reply towards "the model just
 answers" and a minimal failure keeps only the replies the failure needs.
@@ -23,7 +28,7 @@ from hypothesis import strategies as st
 from harness.scenarios._parts import Call, ModelTurn
 from harness.strategies import arguments, invalid_arguments
 
-KINDS: tuple[str, ...] = (
+MODEL_KINDS: tuple[str, ...] = (
     "final answer",
     "valid call",
     "several calls",
@@ -33,10 +38,19 @@ KINDS: tuple[str, ...] = (
     "unknown tool",
     "duplicate ids",
     "length cut-off",
+)
+"""What a model sends: replies a correct agent goes on from."""
+FAILURE_KINDS: tuple[str, ...] = (
     "error status",
     "cut stream",
     "dropped connection",
+    "in-band error",
+    "malformed chunk",
+    "cut inside an event",
 )
+"""What the service in front of the model does to a reply: each ends a correct agent's run (or
+costs it a retry), so they are drawn one time in four (as the model's kinds, simplest first)."""
+KINDS: tuple[str, ...] = MODEL_KINDS + FAILURE_KINDS
 """Every kind of reply, simplest first (Hypothesis shrinks towards the first)."""
 
 ANSWERS: tuple[str, ...] = ("Done.", "The answer is 5.", "I could not finish that.")
@@ -46,6 +60,18 @@ FINAL = ModelTurn(text="Done.")
 """The answer served once a conversation has had its budget of drawn replies."""
 
 RETRY_STATUSES: tuple[int, ...] = (429, 503, 500)
+IN_BAND_STATUSES: tuple[int, ...] = (500, 529, 429)
+"""The HTTP statuses whose error type an in-band error event carries: a server error, Anthropic's
+``overloaded_error`` (529), a rate limit (Bedrock's ``throttlingException``). No ``Retry-After``
+travels with them: a stream that already answered 200 has no header left to carry one."""
+
+WIRE_KINDS: Mapping[str, str] = {
+    "error_event": "in-band error",
+    "malformed_chunk": "malformed chunk",
+    "bad_checksum": "malformed chunk",
+    "cut_mid_event": "cut inside an event",
+}
+"""The ``wire:`` faults the vocabulary draws -> their kind (a reply on the wire that fails it)."""
 RETRY_AFTER: tuple[float, ...] = (0.05, 0.1)
 """Seconds a ``Retry-After`` asks for: long enough to tell a wait from none, short enough to fuzz.
 Every error status carries one: an SDK without it backs off for seconds, and W6 judges the wait."""
@@ -66,6 +92,9 @@ def kind_of(reply: ModelTurn) -> str:
     """The vocabulary kind a reply belongs to (a served scenario's turns are counted the same way)."""
     if reply.kind == "error":
         return "error status"
+    for name, _ in reply.wire:
+        if name in WIRE_KINDS:
+            return WIRE_KINDS[name]
     if reply.kind == "hang_up":
         return "cut stream"
     if reply.kind == "raise":
@@ -114,7 +143,8 @@ def replies(tools: Sequence[Tool], next_id: Callable[[], str]) -> st.SearchStrat
 
 @st.composite
 def _reply(draw: st.DrawFn, tools: tuple[Tool, ...], next_id: Callable[[], str]) -> ModelTurn:
-    kind = draw(st.sampled_from(KINDS), label="kind")
+    failing = draw(st.integers(0, 3), label="failure") == 3
+    kind = draw(st.sampled_from(FAILURE_KINDS if failing else MODEL_KINDS), label="kind")
     answer = draw(st.sampled_from(ANSWERS), label="text")
     if kind == "final answer":
         return ModelTurn(text=answer)
@@ -128,6 +158,14 @@ def _reply(draw: st.DrawFn, tools: tuple[Tool, ...], next_id: Callable[[], str])
         return ModelTurn(kind="hang_up", text=answer)
     if kind == "dropped connection":
         return ModelTurn(kind="raise", text=answer, message="connection dropped")
+    if kind == "in-band error":
+        status = draw(st.sampled_from(IN_BAND_STATUSES), label="status")
+        return ModelTurn(text=answer, wire=(("error_event", status),))
+    if kind == "malformed chunk":
+        damage = draw(st.sampled_from(("malformed_chunk", "bad_checksum")), label="damage")
+        return ModelTurn(text=answer, wire=((damage, True),))
+    if kind == "cut inside an event":
+        return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
     if kind == "unknown tool" or not tools:
         return ModelTurn(calls=(Call(UNKNOWN_TOOL, {}, id=next_id()),))
     tool = draw(st.sampled_from(tools), label="tool")

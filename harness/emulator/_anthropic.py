@@ -230,6 +230,14 @@ def terminal(reply: WireReply, request: WireRequest) -> int:
     return count
 
 
+def stream_error(status: int, message: str, reply: WireReply, request: WireRequest) -> list[bytes]:
+    """The in-band error of a stream that answered 200: ``event: error`` with the error body of
+    ``status`` (529: ``{"type": "overloaded_error", "message": "Overloaded"}``, as the API streams it)."""
+    kind = _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return [f"event: error\ndata: {json.dumps(body)}\n\n".encode()]
+
+
 def error_reply(status: int, message: str, request: WireRequest) -> WireReply:
     """Anthropic's error body (``{"type": "error", "error": {type, message}, "request_id"}``) for ``status``.
 

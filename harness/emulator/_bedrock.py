@@ -26,8 +26,9 @@ Converse reply can only carry a JSON document, so there text that is not JSON be
 Delivery faults on the event stream (the hooks ``harness.emulator._faults`` looks for): a truncated
 stream loses its ``messageStop`` and ``metadata`` frames (or its closing exception frame); a
 malformed chunk is a well-framed ``contentBlockDelta`` (correct CRCs) whose JSON payload is cut in
-half; an unknown event is a frame with an ``:event-type`` no SDK knows (``emulatorUnknownEvent``),
-which botocore skips, as it skips every event type newer than its service model.
+half (botocore hands it over as an event without fields); a bad checksum is that frame with its
+message CRC wrong (botocore raises); an unknown event is a frame with an ``:event-type`` no SDK
+knows (``emulatorUnknownEvent``), which botocore skips, as it skips every event type newer than its service model.
 
 Stop reasons: ``stop`` -> ``end_turn`` (``tool_use`` when the reply calls tools), ``length`` ->
 ``max_tokens``; an ``error`` (or ``aborted``) turn fails with ``InternalServerException``: a 500
@@ -233,6 +234,14 @@ def stream_error_reply(
 
 # -- delivery faults -----------------------------------------------------------------------------
 
+
+def stream_error(status: int, message: str, reply: wire.WireReply, request: wire.WireRequest) -> list[bytes]:
+    """The in-band error of a stream that answered 200: the exception frame ``status`` names
+    (``throttlingException`` for 429, ``internalServerException`` for 500)."""
+    name = _error_type(status)
+    return [exception_frame(name[0].lower() + name[1:], _json({"message": message}))]
+
+
 _TERMINAL_EVENTS: Final = frozenset({"messageStop", "metadata"})
 
 
@@ -259,6 +268,12 @@ def malformed(frame: bytes) -> bytes:
     in the JSON, not in the framing (which botocore would catch as a checksum mismatch)."""
     headers, payload = decode_frame(frame)
     return encode_frame(headers, payload[: max(1, len(payload) // 2)])
+
+
+def corrupt(frame: bytes) -> bytes:
+    """The frame with its message CRC (the last four bytes) wrong: the damage is in the framing,
+    which botocore checks (``ChecksumMismatch``), as a frame corrupted on its way would be."""
+    return frame[:-4] + bytes(b ^ 0xFF for b in frame[-4:])
 
 
 def unknown_event() -> bytes:

@@ -2,7 +2,8 @@
 
 A fault either replaces the reply (``fault.status``: any HTTP status with the provider's own
 error body) or changes how a rendered turn is delivered (dropped mid-stream, cut before its
-terminal event, slow, a broken JSON delta, an unknown event, gzip). The delivery faults wrap a
+terminal event, cut inside an event, the provider's own error event in place of the stop reason,
+slow, a broken JSON delta, an unknown event, gzip). The delivery faults wrap a
 turn (``fault.slow(0.05, turn.text("hi"))``) and combine by wrapping each other
 (``fault.gzip(fault.slow(0.01, turn.text("hi")))``); without a turn they deliver a short text.
 
@@ -10,7 +11,8 @@ The byte-level edits work on SSE (``data:`` frames); a provider whose wire is no
 event stream) and one whose events differ from the generic SSE ones supply
 ``malformed(chunk) -> bytes``, ``unknown_event() -> bytes`` and ``terminal(reply, request) -> int``
 in their module to say how these look on their wire (``openai``, ``anthropic``: ``terminal``;
-``gemini``: ``terminal``, ``unknown_event``; ``bedrock``: all three).
+``gemini``: ``terminal``, ``unknown_event``; ``bedrock``: all three). Every provider module says
+what its in-band error looks like: ``stream_error(status, message, reply, request) -> list[bytes]``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ class Fault:
     malformed: bool = False
     unknown_event: bool = False
     gzip: bool = False
+    error_event: int | None = None
+    cut_mid_event: bool = False
+    bad_checksum: bool = False
 
     def describe(self) -> str:
         changed = {
@@ -86,6 +91,26 @@ class fault:
         return _wrap(inner, truncate=True)
 
     @staticmethod
+    def error_event(status: int = 500, message: str = "", inner: Wrapped = None) -> Fault:
+        """The stream starts as the reply does, then the provider's own error event takes the place
+        of its stop reason (OpenAI chat's ``data: {"error": ...}``, Responses' ``response.failed``,
+        Anthropic's ``event: error`` (529: ``overloaded_error``), Gemini's error object, Bedrock's
+        exception frame: ``throttlingException`` for 429, ``internalServerException`` for 500).
+        ``status`` picks the error's type as that HTTP status would; a request that is not streamed
+        gets that HTTP error instead (the only way such a failure can reach it)."""
+        if not 400 <= status <= 599:
+            raise ValueError(f"fault.error_event takes an error status (400-599), got {status}")
+        return _wrap(inner, error_event=status, message=message or _IN_BAND_MESSAGES.get(status, "Internal error"))
+
+    @staticmethod
+    def cut_mid_event(inner: Wrapped = None) -> Fault:
+        """The stream ends cleanly in the middle of an event: its terminal events are gone and the
+        last event before them is cut in half (an SSE ``data:`` line without its end, half an
+        event-stream frame), as a connection closed by a proxy leaves it. A client that checks can
+        notice; one that does not is left with a partial reply. A whole body is not cut."""
+        return _wrap(inner, cut_mid_event=True)
+
+    @staticmethod
     def slow(seconds_per_chunk: float, inner: Wrapped = None) -> Fault:
         """Each chunk (the whole body, when not streamed) waits ``seconds_per_chunk`` first."""
         if seconds_per_chunk < 0:
@@ -98,6 +123,13 @@ class fault:
         return _wrap(inner, malformed=True)
 
     @staticmethod
+    def bad_checksum(inner: Wrapped = None) -> Fault:
+        """The first delta's frame arrives with a wrong message CRC, as a corrupted event-stream
+        frame does (Bedrock; botocore raises ``ChecksumMismatch``). An SSE wire has no checksum: there
+        it is ``malformed_chunk``, the event's JSON broken."""
+        return _wrap(inner, bad_checksum=True)
+
+    @staticmethod
     def unknown_event(inner: Wrapped = None) -> Fault:
         """An event of a type no client knows arrives after the stream's first event."""
         return _wrap(inner, unknown_event=True)
@@ -107,6 +139,9 @@ class fault:
         """The body is sent gzip-encoded (``content-encoding: gzip``), streamed or not, to a client
         whose ``accept-encoding`` admits gzip (as a real server would; botocore's does not)."""
         return _wrap(inner, gzip=True)
+
+
+_IN_BAND_MESSAGES = {429: "Too many requests", 500: "Internal server error", 529: "Overloaded"}
 
 
 @dataclass
@@ -181,18 +216,25 @@ def apply(
 ) -> Delivery:
     """The delivery of ``reply`` (rendered from ``spec.turn``) with the fault's changes applied."""
     chunks = list(reply.chunks) if reply.chunks is not None else None
-    if chunks is not None and spec.truncate:
+    if chunks is None and spec.error_event is not None:
+        return Delivery(module.error_reply(spec.error_event, spec.message, request), delay=spec.delay)
+    if chunks is not None and (spec.truncate or spec.cut_mid_event or spec.error_event is not None):
         terminal: Callable[[WireReply, WireRequest], int] | None = getattr(module, "terminal", None)
         cut = terminal(reply, request) if terminal is not None else 1
         chunks = chunks[: max(0, len(chunks) - cut)]
-    if chunks is not None and spec.malformed:
+    if chunks and (spec.malformed or spec.bad_checksum):
         breaker = getattr(module, "malformed", _break_json)
+        if spec.bad_checksum:
+            breaker = getattr(module, "corrupt", breaker)
         position = next((i for i, c in enumerate(chunks) if _is_delta(c)), min(1, len(chunks) - 1))
-        if chunks:
-            chunks[position] = breaker(chunks[position])
+        chunks[position] = breaker(chunks[position])
     if chunks is not None and spec.unknown_event:
         maker = getattr(module, "unknown_event", _unknown_sse)
         chunks.insert(min(1, len(chunks)), maker())
+    if chunks is not None and spec.error_event is not None:
+        chunks.extend(module.stream_error(spec.error_event, spec.message, reply, request))
+    if chunks and spec.cut_mid_event:
+        chunks[-1] = chunks[-1][: max(1, len(chunks[-1]) // 2)]
     headers = dict(reply.headers)
     body = reply.body
     if spec.gzip and accepts_gzip(request):

@@ -283,6 +283,11 @@ def stream_error_event(status: int, message: str) -> bytes:
     return _event(error_body(status, message))
 
 
+def stream_error(status: int, message: str, reply: wire.WireReply, request: wire.WireRequest) -> list[bytes]:
+    """The in-band error of a stream that answered 200 (the delivery fault ``error_event``)."""
+    return [stream_error_event(status, message)]
+
+
 # -- delivery faults -----------------------------------------------------------------------------
 
 

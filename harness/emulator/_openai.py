@@ -426,6 +426,22 @@ def error_reply(status: int, message: str, request: WireRequest) -> WireReply:
     return _json_reply(body, status, headers)
 
 
+def stream_error(status: int, message: str, reply: WireReply, request: WireRequest) -> list[bytes]:
+    """The in-band error of a stream that answered 200: Chat's ``data: {"error": {...}}`` event (the
+    body of ``status``'s error reply; the ``openai`` SDK raises ``APIError`` on it), or Responses'
+    ``response.failed`` (the created response, ``status: failed``, with ``error: {code, message}``)."""
+    kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    if request.route.endpoint != "responses":
+        return sse([(None, {"error": {"message": message, "type": kind, "param": None, "code": code}})])
+    chunks = reply.chunks or []
+    created: dict[str, Any] = {}
+    if chunks:
+        created = json.loads(chunks[0].split(b"data: ", 1)[1]).get("response", {})
+    failed = {**created, "status": "failed", "error": {"code": code or kind, "message": message}}
+    event = {"type": "response.failed", "response": failed, "sequence_number": len(chunks) - terminal(reply, request)}
+    return sse([("response.failed", event)])
+
+
 def terminal(reply: WireReply, request: WireRequest) -> int:
     """How many trailing chunks end a stream: Chat's finish chunk, usage chunk and ``[DONE]``;
     Responses' ``response.completed``. ``fault.truncate`` removes them."""

@@ -46,6 +46,9 @@ def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
 _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
     "drop_mid_stream": lambda chunks, inner: fault.drop_mid_stream(chunks, inner),
     "truncate": lambda _, inner: fault.truncate(inner),
+    "cut_mid_event": lambda _, inner: fault.cut_mid_event(inner),
+    "error_event": lambda status, inner: fault.error_event(status, inner=inner),
+    "bad_checksum": lambda _, inner: fault.bad_checksum(inner),
     "slow": lambda seconds, inner: fault.slow(seconds, inner),
     "malformed_chunk": lambda _, inner: fault.malformed_chunk(inner),
     "unknown_event": lambda _, inner: fault.unknown_event(inner),

@@ -81,8 +81,9 @@ class CallForm(Form):
         return cls.model_construct(name=c.name, **given, **({"id": c.id} if c.id is not None else {}))
 
 
-_WIRE_DEFAULTS: Mapping[str, Any] = {"drop_mid_stream": 1, "slow": 0.05}
-"""A wire fault named without a parameter: dropped after one chunk, chunks 50 ms apart; the others are flags."""
+_WIRE_DEFAULTS: Mapping[str, Any] = {"drop_mid_stream": 1, "slow": 0.05, "error_event": 500}
+"""A wire fault named without a parameter: dropped after one chunk, chunks 50 ms apart, an in-band
+error of a 500's type; the others are flags."""
 
 
 def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
@@ -109,6 +110,10 @@ def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
         number = not isinstance(parameter, bool) and isinstance(parameter, int | float) and parameter >= 0
         if name == "drop_mid_stream" and not (number and isinstance(parameter, int)):
             raise ScenarioError(f"drop_mid_stream takes how many chunks come first (0 or more), got {parameter!r:.60}")
+        if name == "error_event" and not (
+            isinstance(parameter, int) and not isinstance(parameter, bool) and 400 <= parameter <= 599
+        ):
+            raise ScenarioError(f"error_event takes the HTTP error status its type is (400-599), got {parameter!r:.60}")
         if name == "slow" and not number:
             raise ScenarioError(f"slow takes the seconds before each chunk (0 or more), got {parameter!r:.60}")
         pairs.append((name, parameter))
@@ -205,9 +210,10 @@ class WireForm(Form):
     wire fault; ``harness run`` plays ``turn`` as it is."""
 
     wire: Any
-    """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``slow`` (seconds per chunk,
-    default 0.05), ``malformed_chunk``, ``unknown_event``, ``gzip``: a name, a list of names or
-    ``{name: parameter}``."""
+    """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
+    ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
+    ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
+    ``unknown_event``, ``gzip``: a name, a list of names or ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:

@@ -45,10 +45,22 @@ default ``stop_reason`` (``error_keeps_stop``), a ``done`` event without a messa
 (``bad_done``), a ``CancelledError`` the provider raises though nobody cancelled the run
 (``cancelled_error``), and more events after ``done`` (``after_done``). Each streams the reply's
 content first."""
-WIRE_FAULTS = ("drop_mid_stream", "gzip", "malformed_chunk", "slow", "truncate", "unknown_event")
+WIRE_FAULTS = (
+    "drop_mid_stream",
+    "gzip",
+    "malformed_chunk",
+    "slow",
+    "truncate",
+    "unknown_event",
+    "cut_mid_event",
+    "error_event",
+    "bad_checksum",
+)
 """How a turn is delivered on a provider's wire, for ``harness emulate`` (``harness.emulator._faults``):
 the connection dropped after N chunks, a gzip body, broken JSON in a delta, chunks S seconds apart,
-a stream cut before its terminal event, an event of an unknown type. A turn with ``status`` is an
+a stream cut before its terminal event, an event of an unknown type, a stream cut cleanly in the
+middle of an event, the provider's own in-band error event (of HTTP status N's type) in place of
+the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON). A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
 STEERING_SHAPES = ("list", "str", "message", "assistant", "dict", "int")

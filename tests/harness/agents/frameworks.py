@@ -2,9 +2,12 @@
 api_key[, http_client])`` returning the final text (the ``agents`` extra installs the frameworks).
 
 What each client takes as ``base_url`` (the emulator's root is ``base_url``): OpenAI clients and
-everything over them ``BASE/v1``; Anthropic clients ``BASE``; LiteLLM's ``api_base`` as the SDK it
-wraps. A framework that accepts an ``httpx2`` client is given one in process; LangChain's
-``ChatAnthropic`` builds its own, so that agent is served on loopback.
+everything over them ``BASE/v1``; Anthropic clients and google-genai ``BASE``; boto3
+``endpoint_url=BASE``; LiteLLM's ``api_base`` as the SDK it wraps (Gemini: ``BASE/v1beta``;
+Bedrock: ``aws_bedrock_runtime_endpoint=BASE``). A framework that accepts an ``httpx2`` client is
+given one in process (pydantic-ai's ``GoogleProvider`` too); LangChain's ``ChatAnthropic``,
+``ChatGoogleGenerativeAI`` and ``ChatBedrockConverse`` and everything over boto3 build their own,
+so those agents are served on loopback.
 
 Deviations are declared on the agent (``wire_deviations``) only where the framework documents the
 behaviour; ``docs/wire-campaigns.md`` has the findings with our judgement of each.
@@ -22,22 +25,40 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")  # and the Agents SDK uploads traces
 
 # Imported here, not in the agents: a run's time bound (W3) should not pay for a framework's import.
+import boto3
 import litellm
 import openai
 from agents import Agent as OpenAIAgent
 from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
 from langchain.agents import create_agent
 from langchain_anthropic import ChatAnthropic
+from langchain_aws import ChatBedrockConverse
+from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 from pydantic_ai import Agent
 from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.bedrock import BedrockConverseModel
+from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.anthropic import AnthropicProvider
+from pydantic_ai.providers.bedrock import BedrockProvider
+from pydantic_ai.providers.google import GoogleProvider
 from pydantic_ai.providers.openai import OpenAIProvider
 
 litellm.suppress_debug_info = True
 
 MODEL = "gpt-test"
+GEMINI = "gemini-2.5-flash"
+BEDROCK = "us.amazon.nova-micro-v1:0"
+AWS = {"region_name": "us-east-1", "aws_access_key_id": "emulated", "aws_secret_access_key": "emulated"}
+
+
+def _boto3_client(base_url: str) -> Any:
+    """A Bedrock Runtime client against the emulator, with one retry (botocore's legacy mode counts
+    ``max_attempts`` as retries): the default four would make each error status cost seconds."""
+    from botocore.config import Config
+
+    return boto3.client("bedrock-runtime", endpoint_url=base_url, config=Config(retries={"max_attempts": 1}), **AWS)
 
 
 def add(a: int, b: int) -> int:
@@ -78,6 +99,29 @@ async def pydantic_ai_anthropic(prompt: str, *, base_url: str, api_key: str, htt
     agent = Agent(AnthropicModel("claude-test", provider=provider), tools=[add, lookup])
     result = await agent.run(prompt)
     return str(result.output)
+
+
+async def pydantic_ai_gemini(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+    provider = GoogleProvider(api_key=api_key, base_url=base_url, http_client=http_client)
+    agent = Agent(GoogleModel(GEMINI, provider=provider), tools=[add, lookup])
+    result = await agent.run(prompt)
+    return str(result.output)
+
+
+async def pydantic_ai_bedrock(prompt: str, *, base_url: str, api_key: str) -> str:
+    provider = BedrockProvider(bedrock_client=_boto3_client(base_url))
+    agent = Agent(BedrockConverseModel(BEDROCK, provider=provider), tools=[add, lookup])
+    result = await agent.run(prompt)
+    return str(result.output)
+
+
+_BOTOCORE_BACKS_OFF = Deviation(
+    "W6",
+    "botocore retries an error status after its own exponential back-off and never reads Retry-After "
+    "(AWS sends none; botocore's retry guide documents the back-off)",
+    kinds=("error status",),
+)
+pydantic_ai_bedrock.wire_deviations = [_BOTOCORE_BACKS_OFF]  # type: ignore[attr-defined]
 
 
 # -- OpenAI Agents SDK ---------------------------------------------------------------------------
@@ -144,6 +188,29 @@ async def langchain_anthropic(prompt: str, *, base_url: str, api_key: str) -> st
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
 
 
+async def langchain_gemini(prompt: str, *, base_url: str, api_key: str, max_retries: int = 3) -> str:
+    """Three attempts: the default six, with google-genai's back-off from 1 s doubling, take about
+    30 s to give up on a service that keeps failing, past the campaign's 20 s bound (W3)."""
+    model = ChatGoogleGenerativeAI(model=GEMINI, google_api_key=api_key, base_url=base_url, max_retries=max_retries)
+    agent = create_agent(model, tools=[add, lookup])
+    return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
+
+
+async def langchain_gemini_default_retries(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The same agent with LangChain's default ``max_retries`` (6): the W3 finding."""
+    return await langchain_gemini(prompt, base_url=base_url, api_key=api_key, max_retries=6)
+
+
+async def langchain_bedrock(prompt: str, *, base_url: str, api_key: str) -> str:
+    # the credentials too, or it looks for some (the instance metadata service) though given a client
+    model = ChatBedrockConverse(model=BEDROCK, client=_boto3_client(base_url), **AWS)
+    agent = create_agent(model, tools=[add, lookup])
+    return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
+
+
+langchain_bedrock.wire_deviations = [_BOTOCORE_BACKS_OFF]  # type: ignore[attr-defined]
+
+
 # -- LiteLLM (a client, not a framework: the loop is ours, as a LiteLLM user writes it) -----------
 
 _TOOLS = [
@@ -178,11 +245,11 @@ def _run_tool(name: str, text: str) -> str:
         return f"error: {type(exc).__name__}: {exc}"
 
 
-async def _litellm(prompt: str, model: str, api_base: str, api_key: str) -> str:
+async def _litellm(prompt: str, model: str, api_base: str | None, api_key: str, **options: Any) -> str:
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         response = await litellm.acompletion(
-            model=model, api_base=api_base, api_key=api_key, messages=messages, tools=_TOOLS, num_retries=2
+            model=model, api_base=api_base, api_key=api_key, messages=messages, tools=_TOOLS, num_retries=2, **options
         )
         message = response.choices[0].message
         calls = message.tool_calls or []
@@ -203,15 +270,38 @@ async def litellm_anthropic(prompt: str, *, base_url: str, api_key: str) -> str:
     return await _litellm(prompt, "anthropic/claude-test", base_url, api_key)
 
 
+async def litellm_gemini(prompt: str, *, base_url: str, api_key: str) -> str:
+    return await _litellm(prompt, f"gemini/{GEMINI}", f"{base_url}/v1beta", api_key)
+
+
+async def litellm_bedrock(prompt: str, *, base_url: str, api_key: str) -> str:
+    return await _litellm(
+        prompt,
+        f"bedrock/converse/{BEDROCK}",
+        None,
+        api_key,
+        aws_bedrock_runtime_endpoint=base_url,
+        aws_region_name=AWS["region_name"],
+        aws_access_key_id=AWS["aws_access_key_id"],
+        aws_secret_access_key=AWS["aws_secret_access_key"],
+    )
+
+
 AGENTS = {
     "pydantic-ai, OpenAI chat": pydantic_ai_chat,
     "pydantic-ai, OpenAI chat (streamed)": pydantic_ai_chat_streamed,
     "pydantic-ai, Anthropic": pydantic_ai_anthropic,
+    "pydantic-ai, Gemini": pydantic_ai_gemini,
+    "pydantic-ai, Bedrock": pydantic_ai_bedrock,
     "OpenAI Agents, chat": openai_agents_chat,
     "OpenAI Agents, Responses": openai_agents_responses,
     "LangChain, OpenAI chat": langchain_chat,
     "LangChain, OpenAI chat (streamed)": langchain_chat_streamed,
     "LangChain, Anthropic": langchain_anthropic,
+    "LangChain, Gemini": langchain_gemini,
+    "LangChain, Bedrock": langchain_bedrock,
     "LiteLLM, OpenAI chat": litellm_chat,
     "LiteLLM, Anthropic": litellm_anthropic,
+    "LiteLLM, Gemini": litellm_gemini,
+    "LiteLLM, Bedrock": litellm_bedrock,
 }

@@ -9,7 +9,9 @@ the defects are the ways real loops go wrong, one per invariant:
 - ``rewrite_history`` (W2): an assistant message with calls is stored without its text;
 - ``loop_on_unknown_tool`` (W3): after an unknown tool the loop never accepts an answer again;
 - ``return_cut_text`` (W5): a stream cut before its finish reason is returned as the answer;
-- ``retry_without_wait`` (W6): rate limits are retried at once, ignoring ``Retry-After``.
+- ``retry_without_wait`` (W6): rate limits are retried at once, ignoring ``Retry-After``;
+- ``keep_text_on_stream_error`` (W5): an error event inside a stream (the ``openai`` SDK raises
+  ``APIError`` on it) ends the reply, and the text streamed before it is taken as the answer.
 
 It retries 429, 500 and 503 itself (after their ``Retry-After``), with the SDK's own retries off:
 the SDK backs off for half a second and more on a dropped connection, which would make the
@@ -34,6 +36,7 @@ DEFECTS = (
     "loop_on_unknown_tool",
     "return_cut_text",
     "retry_without_wait",
+    "keep_text_on_stream_error",
 )
 
 TOOLS: list[dict[str, Any]] = [
@@ -94,7 +97,7 @@ def make(*defects: str, max_rounds: int = 20) -> Callable[..., str]:
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         insist = False
         for _ in range(max_rounds):
-            text, calls, finish = _complete(client, messages, waits)
+            text, calls, finish = _complete(client, messages, waits, "keep_text_on_stream_error" in defects)
             if finish is None and "return_cut_text" not in defects:
                 raise CutStream(f"the stream ended without a finish reason after {text!r}")
             if not calls:
@@ -122,7 +125,9 @@ def make(*defects: str, max_rounds: int = 20) -> Callable[..., str]:
     return agent
 
 
-def _complete(client: openai.OpenAI, messages: list[dict[str, Any]], waits: bool) -> tuple[str, list[Any], str | None]:
+def _complete(
+    client: openai.OpenAI, messages: list[dict[str, Any]], waits: bool, keep_text: bool = False
+) -> tuple[str, list[Any], str | None]:
     for attempt in range(3):
         try:
             stream = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS, stream=True)
@@ -133,7 +138,16 @@ def _complete(client: openai.OpenAI, messages: list[dict[str, Any]], waits: bool
             if waits:
                 time.sleep(float(exc.response.headers.get("retry-after") or 1))
     text, calls, finish = "", {}, None
-    for chunk in stream:
+    chunks = iter(stream)
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            break
+        except openai.APIError as exc:
+            if not keep_text or isinstance(exc, openai.APIConnectionError):  # a dropped connection raises too
+                raise
+            return text, [], "stop"
         if not chunk.choices:
             continue
         choice = chunk.choices[0]
@@ -159,6 +173,7 @@ rewrite_history = make("rewrite_history")
 loop_on_unknown_tool = make("loop_on_unknown_tool")
 return_cut_text = make("return_cut_text")
 retry_without_wait = make("retry_without_wait")
+keep_text_on_stream_error = make("keep_text_on_stream_error")
 """Each defect alone, by name, for ``harness fuzz --agent tests.harness.agents.planted:NAME``."""
 
 
@@ -257,3 +272,48 @@ def stale_responses_agent(prompt: str, *, base_url: str, api_key: str, http_clie
     """The same loop always continuing from the first response: the stored history it names leaves
     out every round after the first (W2)."""
     return _responses(prompt, base_url, api_key, http_client, stale=True)
+
+
+_GEMINI_TOOLS = [
+    {"function_declarations": [{k: t["function"][k] for k in ("name", "description", "parameters")} for t in TOOLS]}
+]
+
+
+def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The clean loop over ``google-genai`` on Gemini's ``generateContent``, on loopback. A reply
+    with neither text nor calls (``MALFORMED_FUNCTION_CALL``: arguments Gemini could not make a
+    JSON object of) is asked again, as pydantic-ai does; results go back by name, ids when given."""
+    from google import genai
+    from google.genai import types
+
+    options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
+    client = genai.Client(api_key=api_key, http_options=options)
+    contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
+    config = types.GenerateContentConfig(tools=_GEMINI_TOOLS)  # type: ignore[arg-type]
+    for _ in range(20):
+        response = client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        content = response.candidates[0].content if response.candidates else None
+        parts = list(content.parts or []) if content is not None else []
+        calls = [p.function_call for p in parts if p.function_call is not None]
+        if not calls:
+            text = "".join(p.text or "" for p in parts)
+            if text:
+                return text
+            continue
+        contents.append(content)
+        contents.append(
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "function_response": {
+                            "id": call.id,
+                            "name": call.name,
+                            "response": {"result": _execute(call.name or "", json.dumps(call.args or {}))},
+                        }
+                    }
+                    for call in calls
+                ],
+            }
+        )
+    raise RuntimeError("no answer after 20 rounds")

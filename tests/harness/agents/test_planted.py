@@ -19,6 +19,7 @@ FOUND_AS = {
     "loop_on_unknown_tool": "W3",
     "return_cut_text": "W5",
     "retry_without_wait": "W6",
+    "keep_text_on_stream_error": "W5",
 }
 
 
@@ -28,7 +29,16 @@ def test_the_loop_without_defects_passes_the_default_campaign(tmp_path: Path) ->
     assert result.in_process  # it takes http_client: no socket
     stats = result.stats
     assert stats.conversations == 100
-    assert set(stats.kinds) >= {"final answer", "several calls", "unknown tool", "error status", "cut stream"}
+    assert set(stats.kinds) >= {
+        "final answer",
+        "several calls",
+        "unknown tool",
+        "error status",
+        "cut stream",
+        "in-band error",
+        "malformed chunk",
+        "cut inside an event",
+    }
     assert not list(tmp_path.rglob("*.yaml"))
 
 
@@ -53,7 +63,9 @@ def test_the_default_campaign_finds_each_planted_defect_in_at_most_two_replies(d
 def test_a_declared_deviation_is_reported_as_declared_and_checked_as_declared(tmp_path: Path) -> None:
     agent = planted.make("return_cut_text")
     why = "this agent prefers a partial answer to none"
-    covered = run_agent_campaign(agent, 40, deviations=[Deviation("W5", why, kinds=("cut stream",))], save=False)
+    covered = run_agent_campaign(
+        agent, 40, deviations=[Deviation("W5", why, kinds=("cut stream", "cut inside an event"))], save=False
+    )
     assert covered.ok and covered.stats.declared["W5"] > 0
     elsewhere = run_agent_campaign(agent, 40, deviations=[Deviation("W5", why, kinds=("error status",))], save=False)
     assert elsewhere.failure is not None and elsewhere.failure.violation.invariant == "W5"

@@ -199,3 +199,38 @@ def test_an_agent_that_answers_the_same_replies_differently_is_reported_as_unste
     assert result.exit_code == 1, result.output
     shown = " ".join(result.output.split())
     assert "UNSTEADY AGENT" in shown and "sent different requests for the same replies" in shown
+
+
+def test_a_call_gemini_cannot_carry_is_owed_no_result(tmp_path: Path) -> None:
+    """Gemini's ``functionCall.args`` is a JSON object: argument text that is not one comes as the
+    finish reason ``MALFORMED_FUNCTION_CALL`` without the call, so an agent that asks again without
+    a result breaks no invariant (nor does one that leaves Gemini's optional ids out of its history)."""
+    scenario = tmp_path / "gemini.yaml"
+    scenario.write_text(
+        "name: malformed call on gemini\nprompts: ['What is 2 + 3?']\n"
+        "turns:\n  - calls: [{name: add, raw: '{\"a\": 1', id: call_1}]\n"
+        "  - calls: [{name: add, args: {a: 2, b: 3}, id: call_2}]\n  - It is 5.\n"
+    )
+    run, judgement = replay_agent(planted.gemini_agent, scenario)
+    assert run.returned == "It is 5." and len(run.exchanges) == 3
+    assert judgement.ok, [str(v) for v in judgement.violations]
+
+
+def test_a_google_genai_loop_is_judged_on_the_gemini_wire(tmp_path: Path) -> None:
+    result = run_agent_campaign(planted.gemini_agent, 30, save_dir=tmp_path)
+    assert result.ok, result.failure and str(result.failure.violation)
+    assert set(result.stats.wires) == {"gemini generateContent"}
+
+
+def test_an_in_band_error_scenario_served_by_hand_reproduces_its_w5(tmp_path: Path) -> None:
+    """The new kinds shrink to a scenario whose ``wire:`` fault ``harness emulate`` serves as found:
+    the planted loop that keeps the text before an error event returns it again, the clean one raises
+    the SDK's ``APIError``."""
+    found = run_agent_campaign(planted.keep_text_on_stream_error, save_dir=tmp_path)
+    assert found.failure is not None and found.failure.path is not None
+    assert found.failure.violation.invariant == "W5"
+    assert "error_event" in found.failure.path.read_text()
+    with emulate_process(found.failure.path) as base:
+        assert planted.keep_text_on_stream_error("hi", base_url=base, api_key="k") == "Done."
+    with emulate_process(found.failure.path) as base, pytest.raises(openai.APIError):
+        planted.agent("hi", base_url=base, api_key="k")
