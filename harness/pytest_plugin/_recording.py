@@ -22,6 +22,7 @@ import pytest
 
 _CALL_FAILED = pytest.StashKey[bool]()
 _RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call report
+_REFUSED = pytest.StashKey[list[Exception]]()  # what a vcr-marker cassette refused to replay
 
 
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
@@ -63,7 +64,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
-    from harness.recording._wire import AtomicPersister, configure_vcr
+    from harness.recording._wire import AtomicPersister, configure_vcr, guard_replayed_streams
+
+    def refused(error: Exception) -> None:
+        if _RECORDING_ITEM:
+            _RECORDING_ITEM[-1].stash.setdefault(_REFUSED, []).append(error)
 
     def hold(path: str) -> str | None:
         item = _RECORDING_ITEM[-1] if _RECORDING_ITEM else None
@@ -72,6 +77,7 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
         return "the test failed"
 
     configure_vcr(vcr, persister=AtomicPersister(hold=hold))
+    guard_replayed_streams(vcr, refused)
 
 
 @pytest.fixture
@@ -129,11 +135,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     fixture = item.stash.get(_RECORDED, None)
-    if report.when == "call" and fixture is not None and fixture.recording.failures:
+    failures = [*(fixture.recording.failures if fixture is not None else ()), *item.stash.get(_REFUSED, [])]
+    if report.when == "call" and failures:
         # one mismatch, one failure, in the mismatch's words: not the ExecError it caused in the
         # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
         report.outcome = "failed"
-        report.longrepr = "\n\n".join(str(error) for error in fixture.recording.failures)
+        report.longrepr = "\n\n".join(str(error) for error in failures)
     if call.excinfo is not None and type(call.excinfo.value).__name__ == "CassetteCorruptError":
         report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:

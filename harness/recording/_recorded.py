@@ -39,7 +39,6 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
 from harness.recording._live import base_url_from_env
@@ -48,11 +47,13 @@ from harness.recording._wire import (
     AtomicPersister,
     EventChunks,
     configure_vcr,
+    cut_stream_error,
     first_difference,
     json_body,
     normalized_body,
     reply_parts,
     request_text,
+    stream_cut,
 )
 from openprogram.providers import Provider
 
@@ -221,20 +222,12 @@ class Recording:
 
     def _whole(self, request: Any, response: dict[str, Any]) -> dict[str, Any]:
         """``response`` if its stream ends whole; else the test fails rather than replay a shorter reply."""
-        headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
-        kind = headers.get("content-type")
-        kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
-        body = (response.get("body") or {}).get("string") or b""
-        cut = cassettes.cut_tail(body.encode("utf-8") if isinstance(body, str) else bytes(body), kind)
+        cut = stream_cut(response)
         if not cut:
             return response
-        error = CassetteMismatchError(
-            self.path,
-            self.requests_seen,
-            f"{self.path}: the recorded reply to request {self.requests_seen} ({request.method} {request.uri}) "
-            f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
-            "without an error; re-record it: --record-mode=rewrite",
-        )
+        index = next((i for i, (_, r) in enumerate(self.cassette.data) if r is response), None)
+        message = str(cut_stream_error(self.path, index, request, self.requests_seen, cut))
+        error = CassetteMismatchError(self.path, self.requests_seen, message)
         self.failures.append(error)
         raise error
 

@@ -38,7 +38,7 @@ from typing import Any, Final
 import yaml
 
 import harness.recording._vcr_compat as vcr_compat
-from harness.recording._cassettes import CassetteError, event_chunks, yaml_reason
+from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, yaml_reason
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
@@ -518,6 +518,74 @@ def reply_parts(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], lis
     if lowered.get("content-encoding", "identity") not in ("identity", ""):
         return pairs, [body]  # still compressed (decoding was turned off): not splittable
     return pairs, event_chunks(body, lowered.get("content-type"))
+
+
+class CutStreamError(AssertionError):
+    """A recorded stream that ends inside an event: replayed, the SDK would drop that event (usage
+    and all) and report a shorter reply as a success, so the test fails instead, naming it."""
+
+
+def stream_cut(response: Mapping[str, Any]) -> int:
+    """How many bytes at the end of a recorded response's streamed body end no event (0: whole)."""
+    headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
+    kind = headers.get("content-type")
+    kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
+    kind = kind.decode("latin-1") if isinstance(kind, bytes) else kind
+    return cut_tail(_body_bytes((response.get("body") or {}).get("string")), kind)
+
+
+def cut_stream_error(path: Any, interaction: int | None, request: Any, replayed_for: int, cut: int) -> CutStreamError:
+    """The one error for a cut stream, alike under the ``recorded`` fixture and the plain ``vcr`` marker."""
+    which = f"interaction {interaction} " if interaction is not None else "the interaction "
+    return CutStreamError(
+        f"{path}: {which}({request.method} {request.uri}), the recorded reply to request {replayed_for}, "
+        f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
+        "without an error; re-record it: --record-mode=rewrite"
+    )
+
+
+def guard_replayed_streams(vcr: Any, refused: Callable[[CutStreamError], None]) -> None:
+    """Make every cassette of ``vcr`` refuse to replay a stream cut inside its last event.
+
+    Under the plain ``vcr`` marker each HTTP library has its own vcrpy stub, and all of them ask
+    ``Cassette.play_response``; vcrpy's ``after_load_interaction`` hook hands over the cassette
+    as it loads, so its ``play_response`` is checked there, once, for every stub alike. The hook
+    is added to whatever hooks the project configured (``vcr.use_cassette`` is wrapped), never
+    replacing them. ``refused`` is told each error too: the code under test (an SDK that turns
+    it into a "connection error", a ``try``) must not hide it from the test's report.
+    """
+    if getattr(vcr, "_harness_guarded", False):
+        return
+    use_cassette = vcr.use_cassette
+
+    def guard(request: Any, response: Any, cassette: Any) -> tuple[Any, Any]:
+        if "play_response" not in vars(cassette):
+            play = cassette.play_response
+
+            def play_response(vcr_request: Any) -> Any:
+                played = play(vcr_request)
+                cut = stream_cut(played)
+                if cut:
+                    index = next((i for i, (_, r) in enumerate(cassette.data) if r is played), None)
+                    error = cut_stream_error(cassette.path, index, vcr_request, cassette.play_count, cut)
+                    refused(error)
+                    raise error
+                return played
+
+            cassette.play_response = play_response
+        return request, response
+
+    def guarded(path: Any = None, **kwargs: Any) -> Any:
+        hooks = kwargs.get("after_load_interaction", vcr.after_load_interaction)
+        if hooks is None:
+            hooks = []
+        elif callable(hooks) or not isinstance(hooks, Iterable):
+            hooks = [hooks]
+        kwargs["after_load_interaction"] = [*hooks, guard]
+        return use_cassette(path, **kwargs)
+
+    vcr.use_cassette = guarded
+    vcr._harness_guarded = True
 
 
 def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:
