@@ -345,13 +345,44 @@ def _upstream_url(url: str, upstream: str | None) -> str:
     return parts._replace(scheme=target.scheme, netloc=target.netloc, path=path).geturl()
 
 
+def _on_loopback(upstream: str | None) -> bool:
+    host = urlsplit(upstream).hostname if upstream else None
+    return host is not None and (host == "localhost" or host.startswith("127.") or host == "::1")
+
+
+class _InStep:
+    """The requests ``new_episodes`` answered from the cassette, still to be shown to ``upstream``.
+
+    A scripted upstream (the emulator) answers each request with the next turn of its script; the
+    requests the cassette answered never reached it, so the first new request would get its first
+    turn again. Before a new request is sent, the replayed ones are sent too (their replies
+    dropped), and the script is where a whole recording would have left it. Only for an upstream
+    on loopback that the test named (``upstream=``): a provider, or a gateway read from
+    ``OPENAI_BASE_URL``..., is never sent a request twice.
+    """
+
+    def __init__(self, recording: Recording, upstream: str | None, keep_in_step: bool | None) -> None:
+        wanted = _on_loopback(upstream) if keep_in_step is None else keep_in_step
+        self.active = bool(upstream) and wanted and recording.mode == "new_episodes"
+        self.pending: list[Any] = []
+
+    def replayed(self, request: Any) -> None:
+        if self.active:
+            self.pending.append(request)
+
+    def take(self) -> list[Any]:
+        pending, self.pending = self.pending, []
+        return pending
+
+
 class CassetteTransport(httpx2.AsyncBaseTransport):
     """The SDK client's HTTP layer: answers from the recording, or sends upstream and records."""
 
-    def __init__(self, recording: Recording, upstream: str | None = None) -> None:
+    def __init__(self, recording: Recording, upstream: str | None = None, keep_in_step: bool | None = None) -> None:
         self.recording = recording
         self.upstream = upstream
         self._real: dict[int, httpx2.AsyncHTTPTransport] = {}
+        self._in_step = _InStep(recording, upstream, keep_in_step)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         from vcr.request import Request as VcrRequest
@@ -360,7 +391,11 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         vcr_request = VcrRequest(request.method, str(request.url), body, dict(request.headers))
         played = self.recording.respond(vcr_request)
         if played is None:
+            for replayed, replayed_body in self._in_step.take():
+                await self._send(replayed, replayed_body)
             played = self.recording.record(vcr_request, await self._send(request, body))
+        else:
+            self._in_step.replayed((request, body))
         headers, chunks = reply_parts(played)
         status = played["status"]
         message = status.get("message") or ""
@@ -405,10 +440,14 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         self._real.clear()
 
 
-def attach_botocore(client: Any, recording: Recording, upstream: str | None = None) -> None:
+def attach_botocore(
+    client: Any, recording: Recording, upstream: str | None = None, keep_in_step: bool | None = None
+) -> None:
     """Make a boto3 client's requests go through ``recording`` (its ``before-send`` event)."""
     from botocore.awsrequest import AWSResponse
     from vcr.request import Request as VcrRequest
+
+    in_step = _InStep(recording, upstream, keep_in_step)
 
     def send(request: Any, **_: Any) -> Any:
         body = request.body if isinstance(request.body, bytes) else (request.body or "").encode("utf-8")
@@ -420,10 +459,14 @@ def attach_botocore(client: Any, recording: Recording, upstream: str | None = No
         played = recording.respond(vcr_request)
         if played is None:
             try:
+                for replayed in in_step.take():
+                    _send_boto(replayed, upstream)
                 sent = _send_boto(request, upstream)
             except Exception as exc:
                 raise recording.unsent(request.method, _upstream_url(request.url, upstream), exc) from None
             played = recording.record(vcr_request, sent)
+        else:
+            in_step.replayed(copy.copy(request))
         pairs, chunks = reply_parts(played)
         merged: dict[str, str] = {}
         for name, value in pairs:
@@ -462,12 +505,16 @@ def recorded_client(
     *,
     upstream: str | None = None,
     connection: backends.Connection | None = None,
+    keep_in_step: bool | None = None,
 ) -> backends.SDKClient:
     """An SDK client for ``provider`` whose every request goes through ``recording``.
 
     ``connection`` chooses credentials and the provider's URL (default: test keys when replaying
     or recording against ``upstream``, the environment's keys when recording from the provider);
-    its ``base_url`` must be unset, since the SDK must address the real host.
+    its ``base_url`` must be unset, since the SDK must address the real host. ``keep_in_step``:
+    in ``new_episodes``, send ``upstream`` the requests the cassette answered before the next new
+    one, so a scripted upstream answers it with the turn that follows them (default: when
+    ``upstream`` is on loopback).
     """
     if connection is None:
         live = recording.records and upstream is None
@@ -476,10 +523,10 @@ def recorded_client(
         raise RecordingError("a recorded backend addresses the provider itself; pass the emulator as upstream=")
     if provider == "bedrock":
         sdk = backends.sdk_client("bedrock", connection)
-        attach_botocore(sdk.client, recording, upstream)
+        attach_botocore(sdk.client, recording, upstream, keep_in_step)
         return sdk
     kwargs = backends.client_kwargs(provider, connection)
-    transport = CassetteTransport(recording, upstream)
+    transport = CassetteTransport(recording, upstream, keep_in_step)
     http = httpx2.AsyncClient(transport=transport, timeout=backends.TIMEOUT_SECONDS)
     if provider == "gemini":
         kwargs["http_options"] = {**kwargs["http_options"], "httpx_async_client": http}
@@ -503,6 +550,7 @@ def recorded_backend(
     stream: bool | None = None,
     upstream: str | None = None,
     connection: backends.Connection | None = None,
+    keep_in_step: bool | None = None,
 ) -> tuple[Provider, backends.SDKClient]:
     """The real backend for ``(provider, endpoint)`` over :func:`recorded_client`, and that client (to close)."""
     if provider not in backends.PROVIDERS:
@@ -514,7 +562,7 @@ def recorded_backend(
         endpoint = "streamGenerateContent"
     if stream and provider == "bedrock" and endpoint == "converse":
         endpoint = "converse-stream"
-    client = recorded_client(provider, recording, upstream=upstream, connection=connection)
+    client = recorded_client(provider, recording, upstream=upstream, connection=connection, keep_in_step=keep_in_step)
     return backends.backend(provider, endpoint, model=model, stream=stream, client=client), client
 
 
@@ -562,17 +610,26 @@ class RecordedFixture:
         keys: backends.Keys | None = None,
         connection: backends.Connection | None = None,
     ) -> Provider:
+        keep_in_step = None
         if upstream is None and connection is None and self.recording.records:
             # the provider's base-URL variable (OPENAI_BASE_URL...) says where a live request goes,
             # as live_backend reads it; the cassette still names the provider's host
             upstream = base_url_from_env(provider)
             keys = "env" if upstream is not None and keys is None else keys
+            keep_in_step = False  # a gateway to the provider: never sent a request twice
         if connection is None and keys is not None:
             # a replay sends nothing, so it needs no key: CI replays with none in its environment
             live_keys = keys == "env" and self.recording.records
             connection = backends.Connection.from_env() if live_keys else backends.Connection.test()
         backend, client = recorded_backend(
-            provider, self.recording, endpoint, model=model, stream=stream, upstream=upstream, connection=connection
+            provider,
+            self.recording,
+            endpoint,
+            model=model,
+            stream=stream,
+            upstream=upstream,
+            connection=connection,
+            keep_in_step=keep_in_step,
         )
         self.clients.append(client)
         return backend
