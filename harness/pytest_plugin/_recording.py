@@ -25,7 +25,52 @@ _RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call r
 _REFUSED = pytest.StashKey[list[Exception]]()  # what a vcr-marker cassette refused to replay
 
 
+_SAID_ONCE = ("CassetteCorruptError", "CassetteExpiredError")  # errors whose message is the whole report
+
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
+
+
+VCRPY_EXTRA_OPTIONS = ("additional_matchers", "allow_playback_repeats", "path", "persister")
+"""``use_cassette`` keywords vcrpy reads that are not ``VCR()`` parameters (the rest come from its signature)."""
+
+
+def known_options() -> frozenset[str]:
+    """Every key ``vcr_config``, ``@pytest.mark.recorded`` and ``@pytest.mark.vcr`` accept.
+
+    vcrpy's own are read from the installed ``VCR()`` signature, so a vcrpy that adds one is
+    accepted at once; an unknown key is an error rather than silently ignored, as vcrpy does.
+    The ``recorded`` fixture accepts vcrpy's path and patching options too (a project's
+    ``vcr_config`` serves its plain ``vcr`` tests as well) and has no use for them.
+    """
+    import inspect
+
+    from vcr import VCR
+
+    from harness.recording._recorded import HARNESS_KEYS
+
+    vcrpy = {name for name in inspect.signature(VCR.__init__).parameters if name != "self"}
+    return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
+
+
+def option_problem(options: dict[str, Any], where: str) -> str | None:
+    """Why ``options`` cannot be used: the first unknown name (with the closest known one) or a bad
+    ``max_age`` / ``max_age_action`` value; ``None`` when they can."""
+    import difflib
+
+    from harness.recording._cassettes import AgeLimit
+
+    known = known_options()
+    for name in options:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
+    try:
+        AgeLimit.from_options(options, may_record=False)
+    except ValueError as exc:
+        return f"{where}: {exc}"
+    return None
 
 
 def recorded_allows(item: pytest.Item) -> str | None:
@@ -46,16 +91,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     marked = [(m.name, m.kwargs) for name in ("recorded", "vcr") for m in item.iter_markers(name) if m.kwargs]
     if not marked:
         return  # the common case imports nothing
-    from harness.recording._recorded import RecordingError, check_options
-
-    try:
-        for name, kwargs in marked:
-            check_options(kwargs, f"@pytest.mark.{name}")
-    except RecordingError as exc:
-        refused = str(exc)
-    else:
-        return
-    pytest.fail(refused, pytrace=False)
+    for name, kwargs in marked:
+        refused = option_problem(kwargs, f"@pytest.mark.{name}")
+        if refused is not None:
+            pytest.fail(refused, pytrace=False)
 
 
 # optionalhook: with pytest-recording disabled (``-p no:recording``, which the HypoFuzz command in
@@ -64,7 +103,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
-    from harness.recording._wire import AtomicPersister, configure_vcr, guard_replayed_streams
+    from harness.recording._wire import AtomicPersister, configure_vcr, guard_cassettes
 
     def refused(error: Exception) -> None:
         if _RECORDING_ITEM:
@@ -76,8 +115,8 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
             return None
         return "the test failed"
 
-    configure_vcr(vcr, persister=AtomicPersister(hold=hold))
-    guard_replayed_streams(vcr, refused)
+    persister = configure_vcr(vcr, persister=AtomicPersister(hold=hold))
+    guard_cassettes(vcr, persister, refused)
 
 
 @pytest.fixture
@@ -89,20 +128,18 @@ def recorded(
     Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
     from pytest_recording.utils import merge_kwargs
 
-    from harness.recording._recorded import RecordedFixture, RecordingError, check_options, open_recording
-    from harness.recording._wire import CassetteCorruptError
+    from harness.recording._cassettes import CassetteError
+    from harness.recording._recorded import RecordedFixture, RecordingError, open_recording
 
     markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
     options = merge_kwargs(vcr_config, markers)
     mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
     path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
+    refused = option_problem(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
     try:
-        check_options(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
-        fixture = RecordedFixture(open_recording(path, mode, options))
-    except (CassetteCorruptError, RecordingError) as exc:
+        fixture = RecordedFixture(open_recording(path, mode, options)) if refused is None else None
+    except (CassetteError, RecordingError) as exc:
         refused = str(exc)
-    else:
-        refused = None
     if refused is not None:  # failed outside the except block: the reason once, with no chained traceback
         pytest.fail(refused, pytrace=False)
     request.node.stash[_RECORDED] = fixture
@@ -141,7 +178,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
         report.outcome = "failed"
         report.longrepr = "\n\n".join(str(error) for error in failures)
-    if call.excinfo is not None and type(call.excinfo.value).__name__ == "CassetteCorruptError":
+    if call.excinfo is not None and type(call.excinfo.value).__name__ in (
+        "CassetteCorruptError",
+        "CassetteExpiredError",
+    ):
         report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked

@@ -41,6 +41,7 @@ import httpx2
 
 import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
+from harness.recording._cassettes import AgeLimit
 from harness.recording._live import base_url_from_env
 from harness.recording._wire import (
     VOLATILE_FIELDS,
@@ -68,55 +69,11 @@ DEFAULT_ENDPOINTS: Final[Mapping[str, str]] = {
 }
 """The endpoint ``recorded(provider)`` means when none is named."""
 
-HARNESS_KEYS: Final[frozenset[str]] = frozenset({"allow_unused", "keep_failed_recording", "ignore_fields"})
-"""``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them)."""
-
-
-VCRPY_EXTRA_OPTIONS: Final[tuple[str, ...]] = ("additional_matchers", "allow_playback_repeats", "path", "persister")
-"""``use_cassette`` keywords vcrpy reads that are not ``VCR()`` parameters (the rest come from its signature)."""
-
-IGNORED_BY_RECORDED: Final[frozenset[str]] = frozenset(
-    {
-        "cassette_library_dir",
-        "custom_patches",
-        "func_path_generator",
-        "inject_cassette",
-        "path",
-        "path_transformer",
-        "record_on_exception",
-        "skip_patchers",
-    }
+HARNESS_KEYS: Final[frozenset[str]] = frozenset(
+    {"allow_unused", "keep_failed_recording", "ignore_fields", "max_age", "max_age_action"}
 )
-"""vcrpy options the ``recorded`` fixture accepts (a project's ``vcr_config`` serves its plain ``vcr``
-tests too) but has no use for: it patches nothing, its path is ``vcr_cassette_dir`` /
-``default_cassette_name``, and ``keep_failed_recording`` decides what a failing test keeps."""
-
-
-def known_options() -> frozenset[str]:
-    """Every key ``vcr_config``, ``@pytest.mark.recorded`` and ``@pytest.mark.vcr`` accept.
-
-    vcrpy's own are read from the installed ``VCR()`` signature, so a vcrpy that adds one is
-    accepted at once; an unknown key is an error rather than silently ignored, as vcrpy does.
-    """
-    import inspect
-
-    from vcr import VCR
-
-    vcrpy = {name for name in inspect.signature(VCR.__init__).parameters if name != "self"}
-    return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
-
-
-def check_options(options: Iterable[str], where: str) -> None:
-    """Raise :class:`RecordingError` for the first unknown option, naming the closest known one."""
-    known = known_options()
-    for name in options:
-        if name in known:
-            continue
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise RecordingError(
-            f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
-        )
+"""``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them); every accepted key is
+checked by ``harness.pytest_plugin._recording.known_options``."""
 
 
 class RecordingError(Exception):
@@ -299,6 +256,10 @@ def open_recording(
     ignore = frozenset(VOLATILE_FIELDS | set(config.get("ignore_fields", ())))
     vcr = VCR(record_mode="all" if mode == "rewrite" else mode)
     persister = configure_vcr(vcr, persister=AtomicPersister(environ=environ, extra=extra_secrets))
+    try:
+        age = AgeLimit.from_options(config, may_record=mode != "none")
+    except ValueError as exc:
+        raise RecordingError(str(exc)) from None
     if ignore != VOLATILE_FIELDS:
         vcr.register_matcher("harness_body", _named(functools.partial(json_body, ignore=ignore), "harness_body"))
     options = {key: value for key, value in config.items() if key not in HARNESS_KEYS}
@@ -318,6 +279,7 @@ def open_recording(
         except CassetteNotFoundError:
             pass
     else:
+        persister.age = age if mode in ("none", "once", "new_episodes") else None  # all: recorded anew anyway
         cassette = Cassette.load(**kwargs)
     return Recording(
         Path(path), mode, cassette, persister, allow_unused=bool(config.get("allow_unused")), ignore_fields=ignore

@@ -32,13 +32,23 @@ import re
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 import harness.recording._vcr_compat as vcr_compat
-from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, yaml_reason
+from harness.recording._cassettes import (
+    RECORDED_AT,
+    AgeLimit,
+    CassetteError,
+    cut_tail,
+    date_text,
+    event_chunks,
+    recorded_at,
+    yaml_reason,
+)
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
@@ -170,6 +180,9 @@ class AtomicPersister:
         self.hold = hold
         self.withheld: list[tuple[str, str]] = []
         self.written: list[str] = []
+        self.age: AgeLimit | None = None
+        """How old a loaded cassette may be (``max_age``); set per cassette by whoever opens it."""
+        self._loaded: dict[str, tuple[datetime | None, list[Any]]] = {}  # path -> its date, its interactions
 
     def load_cassette(self, cassette_path: str | os.PathLike[str], serializer: Any) -> Any:
         from vcr.persisters.filesystem import CassetteNotFoundError
@@ -181,7 +194,10 @@ class AtomicPersister:
             except (OSError, UnicodeDecodeError) as exc:
                 raise CassetteCorruptError(path, f"cannot read the cassette: {exc}") from exc
             if text.strip():
-                loaded = _check_parses(path, text, serializer)
+                loaded, data = _check_parses(path, text, serializer)
+                if self.age is not None and self.age.rerecords(path, data):
+                    raise CassetteNotFoundError()  # recorded anew; the old file stays until the new one replaces it
+                self._loaded[str(path)] = (recorded_at(data), [_same(item) for item in data["interactions"]])
                 if self.inner is None:
                     return loaded  # parsed once: checked and converted from the same data
         elif self.inner is None:
@@ -206,6 +222,9 @@ class AtomicPersister:
             scrub_response(response)
         text = serialize(cassette_dict, serializer)
         loaded = _loaded(text, serializer)
+        dated = self._date(str(path), loaded)
+        if dated is not None:
+            text = serialize(cassette_dict, _Dated(serializer, dated))
         findings = find_credentials(text, self.environ, extra=self.extra)
         hidden = find_hidden_credentials(loaded, self.environ, extra=self.extra)  # binary, or split in a stream
         if findings or hidden:
@@ -217,6 +236,36 @@ class AtomicPersister:
             return
         write_atomic(path, text)
         self.written.append(str(path))
+
+    def _date(self, path: str, saved: Any) -> str | None:
+        """The ``recorded_at`` to write: the loaded cassette's when an interaction of it is kept as it
+        was (``new_episodes``, ``all`` keeping what was not asked again), else now; ``None`` (no date)
+        when the kept interactions come from a cassette that had none, whose age nobody knows."""
+        date, interactions = self._loaded.get(path, (None, []))
+        kept = isinstance(saved, dict) and any(_same(item) in interactions for item in saved.get("interactions", []))
+        if not kept:
+            return date_text(datetime.now(UTC))
+        return date_text(date) if date is not None else None
+
+
+def _same(interaction: Any) -> tuple[str, bytes]:
+    """What two interactions share when one is the other kept (the body as bytes: vcrpy converts it)."""
+    body = (interaction.get("response") or {}).get("body") or {}
+    return json.dumps(interaction.get("request"), sort_keys=True, default=str), _body_bytes(body.get("string"))
+
+
+class _Dated:
+    """A serializer writing ``recorded_at`` beside vcrpy's ``version`` (which it reads, as vcrpy ignores it)."""
+
+    def __init__(self, inner: Any, date: str) -> None:
+        self.inner, self.date = inner, date
+
+    def serialize(self, data: dict[str, Any]) -> str:
+        version = {"version": data["version"]} if "version" in data else {}
+        return self.inner.serialize({**version, RECORDED_AT: self.date, **data})
+
+    def deserialize(self, text: str) -> Any:
+        return self.inner.deserialize(text)
 
 
 def _loaded(text: str, serializer: Any) -> Any:
@@ -236,8 +285,8 @@ class _Parsed:
         return self.data
 
 
-def _check_parses(path: Path, text: str, serializer: Any) -> Any:
-    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not.
+def _check_parses(path: Path, text: str, serializer: Any) -> tuple[Any, dict[str, Any]]:
+    """vcrpy's ``(requests, responses)`` for ``text`` and the parsed data, or :class:`CassetteCorruptError`.
 
     Every error is raised ``from None`` with its reason in its message: the cause is said once,
     not again in a chained traceback. The shape is checked here, where the path is known, since
@@ -255,7 +304,7 @@ def _check_parses(path: Path, text: str, serializer: Any) -> Any:
     if problem is not None:
         raise CassetteCorruptError(path, problem)
     try:
-        return deserialize(text, _Parsed(data))
+        return deserialize(text, _Parsed(data)), data
     except Exception as exc:
         raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
 
@@ -544,15 +593,19 @@ def cut_stream_error(path: Any, interaction: int | None, request: Any, replayed_
     )
 
 
-def guard_replayed_streams(vcr: Any, refused: Callable[[CutStreamError], None]) -> None:
-    """Make every cassette of ``vcr`` refuse to replay a stream cut inside its last event.
+def guard_cassettes(vcr: Any, persister: AtomicPersister, refused: Callable[[CutStreamError], None]) -> None:
+    """Give every cassette of a plain ``vcr`` marker's ``vcr`` the checks the ``recorded`` fixture makes.
 
-    Under the plain ``vcr`` marker each HTTP library has its own vcrpy stub, and all of them ask
-    ``Cassette.play_response``; vcrpy's ``after_load_interaction`` hook hands over the cassette
-    as it loads, so its ``play_response`` is checked there, once, for every stub alike. The hook
-    is added to whatever hooks the project configured (``vcr.use_cassette`` is wrapped), never
-    replacing them. ``refused`` is told each error too: the code under test (an SDK that turns
-    it into a "connection error", a ``try``) must not hide it from the test's report.
+    A stream cut inside its last event is refused when replayed. Under the plain marker each HTTP
+    library has its own vcrpy stub, and all of them ask ``Cassette.play_response``; vcrpy's
+    ``after_load_interaction`` hook hands over the cassette as it loads, so its ``play_response``
+    is checked there, once, for every stub alike. The hook is added to whatever hooks the project
+    configured (``vcr.use_cassette`` is wrapped), never replacing them. ``refused`` is told each
+    error too: the code under test (an SDK that turns it into a "connection error", a ``try``)
+    must not hide it from the test's report.
+
+    ``max_age`` / ``max_age_action`` (from ``vcr_config`` or the marker) set the ``persister``'s
+    :class:`AgeLimit` for the cassette about to be opened; ``ValueError`` when they are bad.
     """
     if getattr(vcr, "_harness_guarded", False):
         return
@@ -576,6 +629,10 @@ def guard_replayed_streams(vcr: Any, refused: Callable[[CutStreamError], None]) 
         return request, response
 
     def guarded(path: Any = None, **kwargs: Any) -> Any:
+        mode = kwargs.get("record_mode", vcr.record_mode)
+        mode = str(getattr(mode, "value", mode))
+        checked = mode in ("none", "once", "new_episodes")  # all (and rewrite) record everything anew
+        persister.age = AgeLimit.from_options(kwargs, may_record=mode != "none") if checked else None
         hooks = kwargs.get("after_load_interaction", vcr.after_load_interaction)
         if hooks is None:
             hooks = []
