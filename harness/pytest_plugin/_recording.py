@@ -73,6 +73,24 @@ def option_problem(options: dict[str, Any], where: str) -> str | None:
     return None
 
 
+def cassette_file_name(name: str, suffix: str = ".yaml") -> str:
+    """``name`` + ``suffix``, cut to a length every file system takes, with a hash keeping names apart.
+
+    A parametrized test's id can be as long as its parameters (pytest-recording#172). The rule is
+    pytest-recording's for the plain ``vcr`` marker (beyond 255: the start, ``...``, the md5 of the
+    whole name), so a test keeps its cassette when it moves between the marker and the fixture,
+    counted in bytes, since file systems count bytes and an id need not be ASCII.
+    """
+    import hashlib
+
+    limit = 255
+    if len(name.encode("utf-8")) + len(suffix) <= limit:
+        return name + suffix
+    digest = hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest()
+    start = name.encode("utf-8")[: limit - len(suffix) - len(digest) - 3].decode("utf-8", "ignore")
+    return f"{start}...{digest}{suffix}"
+
+
 def recorded_allows(item: pytest.Item) -> str | None:
     """A test replaying or recording a cassette may reach the provider: in replay the cassette
     answers everything (an unrecorded request fails), in a record mode recording is the point."""
@@ -134,7 +152,7 @@ def recorded(
     markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
     options = merge_kwargs(vcr_config, markers)
     mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
-    path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
+    path = Path(vcr_cassette_dir) / cassette_file_name(default_cassette_name)
     refused = option_problem(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
     try:
         fixture = RecordedFixture(open_recording(path, mode, options)) if refused is None else None

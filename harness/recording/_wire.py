@@ -369,7 +369,8 @@ def write_atomic(path: Path, text: str) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with _WRITE_LOCK:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # the name cut short: a cassette's name may already be as long as the file system allows
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
@@ -415,7 +416,48 @@ def _normalized(data: bytes, ignore: frozenset[str]) -> Any:
         parsed = json.loads(data) if data.strip() else None
     except ValueError:
         return data.decode("utf-8", "replace")
-    return _without(parsed, ignore)
+    return _tool_results_sorted(_without(parsed, ignore))
+
+
+def _is_tool_result(item: Any) -> bool:
+    """One answer to one tool call, named by the call's id, in any provider's request body."""
+    if not isinstance(item, dict):
+        return False
+    return (
+        (item.get("role") == "tool" and "tool_call_id" in item)  # OpenAI chat: a message
+        or item.get("type") in ("function_call_output", "tool_result")  # OpenAI responses, Anthropic
+        or "functionResponse" in item  # Gemini: a part
+        or "toolResult" in item  # Bedrock: a content block
+    )
+
+
+def _tool_results_sorted(value: Any) -> Any:
+    """``value`` with every run of consecutive tool results in one order (by their JSON text).
+
+    Tool results that follow one another answer the parallel calls of one assistant turn; code
+    that runs those calls concurrently sends the results in the order they finish, which carries
+    no meaning (each names its call's id). Everything else keeps its order: messages, content
+    blocks, the calls themselves, tool declarations.
+    """
+    if isinstance(value, dict):
+        return {key: _tool_results_sorted(item) for key, item in value.items()}
+    if not isinstance(value, list):
+        return value
+    items = [_tool_results_sorted(item) for item in value]
+    out: list[Any] = []
+    run: list[Any] = []
+    for item in items:
+        if _is_tool_result(item):
+            run.append(item)
+            continue
+        out.extend(sorted(run, key=_json_text))
+        run = []
+        out.append(item)
+    return [*out, *sorted(run, key=_json_text)]
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _without(value: Any, ignore: frozenset[str]) -> Any:
