@@ -14,7 +14,7 @@ user's session (``PytestAssertRewriteWarning: Module already imported``); this m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
-    from harness.recording._wire import AtomicPersister, configure_vcr, guard_cassettes
+    from harness.recording._wire import AtomicPersister, configure_vcr
 
     def refused(error: Exception) -> None:
         if _RECORDING_ITEM:
@@ -135,6 +135,61 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
 
     persister = configure_vcr(vcr, persister=AtomicPersister(hold=hold))
     guard_cassettes(vcr, persister, refused)
+
+
+def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[AssertionError], None]) -> None:
+    """Give every cassette of a plain ``vcr`` marker's ``vcr`` the checks the ``recorded`` fixture makes.
+
+    A stream cut inside its last event is refused when replayed. Under the plain marker each HTTP
+    library has its own vcrpy stub, and all of them ask ``Cassette.play_response``; vcrpy's
+    ``after_load_interaction`` hook hands over the cassette as it loads, so its ``play_response``
+    is checked there, once, for every stub alike. The hook is added to whatever hooks the project
+    configured (``vcr.use_cassette`` is wrapped), never replacing them. ``refused`` is told each
+    error too: the code under test (an SDK that turns it into a "connection error", a ``try``)
+    must not hide it from the test's report.
+
+    ``max_age`` / ``max_age_action`` (from ``vcr_config`` or the marker) set the ``persister``'s
+    ``AgeLimit`` for the cassette about to be opened; ``ValueError`` when they are bad.
+    """
+    from harness.recording._cassettes import AgeLimit
+    from harness.recording._wire import cut_stream_error, stream_cut
+
+    if getattr(vcr, "_harness_guarded", False):
+        return
+    use_cassette = vcr.use_cassette
+
+    def guard(request: Any, response: Any, cassette: Any) -> tuple[Any, Any]:
+        if "play_response" not in vars(cassette):
+            play = cassette.play_response
+
+            def play_response(vcr_request: Any) -> Any:
+                played = play(vcr_request)
+                cut = stream_cut(played)
+                if cut:
+                    index = next((i for i, (_, r) in enumerate(cassette.data) if r is played), None)
+                    error = cut_stream_error(cassette.path, index, vcr_request, cassette.play_count, cut)
+                    refused(error)
+                    raise error
+                return played
+
+            cassette.play_response = play_response
+        return request, response
+
+    def guarded(path: Any = None, **kwargs: Any) -> Any:
+        mode = kwargs.get("record_mode", vcr.record_mode)
+        mode = str(getattr(mode, "value", mode))
+        checked = mode in ("none", "once", "new_episodes")  # all (and rewrite) record everything anew
+        persister.age = AgeLimit.from_options(kwargs, may_record=mode != "none") if checked else None
+        hooks = kwargs.get("after_load_interaction", vcr.after_load_interaction)
+        if hooks is None:
+            hooks = []
+        elif callable(hooks) or not isinstance(hooks, Iterable):
+            hooks = [hooks]
+        kwargs["after_load_interaction"] = [*hooks, guard]
+        return use_cassette(path, **kwargs)
+
+    vcr.use_cassette = guarded
+    vcr._harness_guarded = True
 
 
 @pytest.fixture

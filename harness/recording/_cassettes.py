@@ -620,10 +620,7 @@ def parse_max_age(value: Any) -> timedelta:
 @dataclass(frozen=True)
 class AgeLimit:
     """How old a test lets its cassette get, and what happens past that (``EXPIRY_ACTIONS``).
-
-    ``may_record``: whether the record mode could re-record it; ``rerecord`` where it may not
-    (replay in CI) warns instead, since a replay cannot renew anything.
-    """
+    ``may_record``: whether the mode records; ``rerecord`` where it does not (a replay) warns."""
 
     max_age: timedelta
     action: str = "warn"
@@ -695,8 +692,7 @@ def date_text(moment: datetime) -> str:
 
 def _age(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"
+    unit, size = next(
+        (u, n) for u, n in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)) if seconds >= n
+    )
+    return f"{seconds // size} {unit}{'s' if seconds // size != 1 else ''}"

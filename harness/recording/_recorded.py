@@ -43,6 +43,7 @@ import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
 from harness.recording._cassettes import AgeLimit
 from harness.recording._live import base_url_from_env
+from harness.recording._scrub import honest_encoding
 from harness.recording._wire import (
     VOLATILE_FIELDS,
     AtomicPersister,
@@ -134,8 +135,8 @@ class Recording:
         """Append a live exchange; returns the response as stored (scrubbed, decoded), which the SDK then gets."""
         before = len(self.cassette.data)
         self.cassette.append(vcr_request, response)
-        if len(self.cassette.data) > before:
-            return copy.deepcopy(self.cassette.data[-1][1])
+        if len(self.cassette.data) > before:  # a project's own filter may have decoded the body, not the header
+            return copy.deepcopy(honest_encoding(self.cassette.data[-1][1]))
         return response
 
     def unused(self) -> list[str]:

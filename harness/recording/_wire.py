@@ -54,6 +54,7 @@ from harness.recording._scrub import (
     find_credentials,
     find_credentials_in,
     find_hidden_credentials,
+    honest_encoding,
     scrub_request,
     scrub_response,
     scrub_uri,
@@ -199,16 +200,16 @@ class AtomicPersister:
                     raise CassetteNotFoundError()  # recorded anew; the old file stays until the new one replaces it
                 self._loaded[str(path)] = (recorded_at(data), [_same(item) for item in data["interactions"]])
                 if self.inner is None:
-                    return loaded  # parsed once: checked and converted from the same data
+                    return _honest(loaded)  # parsed once: checked and converted from the same data
         elif self.inner is None:
             raise CassetteNotFoundError()
         if self.inner is not None and hasattr(self.inner, "load_cassette"):
-            return self.inner.load_cassette(str(cassette_path), serializer)
+            return _honest(self.inner.load_cassette(str(cassette_path), serializer))
         if not path.is_file() or not path.read_text(encoding="utf-8").strip():
             raise CassetteNotFoundError()
         from vcr.serialize import deserialize
 
-        return deserialize(path.read_text(encoding="utf-8"), serializer)
+        return _honest(deserialize(path.read_text(encoding="utf-8"), serializer))
 
     def save_cassette(
         self, cassette_path: str | os.PathLike[str], cassette_dict: dict[str, Any], serializer: Any
@@ -266,6 +267,14 @@ class _Dated:
 
     def deserialize(self, text: str) -> Any:
         return self.inner.deserialize(text)
+
+
+def _honest(loaded: Any) -> Any:
+    """vcrpy's loaded ``(requests, responses, ...)`` with every response's encoding made honest."""
+    for response in loaded[1] if isinstance(loaded, tuple | list) and len(loaded) > 1 else ():
+        if isinstance(response, dict):
+            honest_encoding(response)
+    return loaded
 
 
 def _loaded(text: str, serializer: Any) -> Any:
@@ -633,58 +642,6 @@ def cut_stream_error(path: Any, interaction: int | None, request: Any, replayed_
         f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
         "without an error; re-record it: --record-mode=rewrite"
     )
-
-
-def guard_cassettes(vcr: Any, persister: AtomicPersister, refused: Callable[[CutStreamError], None]) -> None:
-    """Give every cassette of a plain ``vcr`` marker's ``vcr`` the checks the ``recorded`` fixture makes.
-
-    A stream cut inside its last event is refused when replayed. Under the plain marker each HTTP
-    library has its own vcrpy stub, and all of them ask ``Cassette.play_response``; vcrpy's
-    ``after_load_interaction`` hook hands over the cassette as it loads, so its ``play_response``
-    is checked there, once, for every stub alike. The hook is added to whatever hooks the project
-    configured (``vcr.use_cassette`` is wrapped), never replacing them. ``refused`` is told each
-    error too: the code under test (an SDK that turns it into a "connection error", a ``try``)
-    must not hide it from the test's report.
-
-    ``max_age`` / ``max_age_action`` (from ``vcr_config`` or the marker) set the ``persister``'s
-    :class:`AgeLimit` for the cassette about to be opened; ``ValueError`` when they are bad.
-    """
-    if getattr(vcr, "_harness_guarded", False):
-        return
-    use_cassette = vcr.use_cassette
-
-    def guard(request: Any, response: Any, cassette: Any) -> tuple[Any, Any]:
-        if "play_response" not in vars(cassette):
-            play = cassette.play_response
-
-            def play_response(vcr_request: Any) -> Any:
-                played = play(vcr_request)
-                cut = stream_cut(played)
-                if cut:
-                    index = next((i for i, (_, r) in enumerate(cassette.data) if r is played), None)
-                    error = cut_stream_error(cassette.path, index, vcr_request, cassette.play_count, cut)
-                    refused(error)
-                    raise error
-                return played
-
-            cassette.play_response = play_response
-        return request, response
-
-    def guarded(path: Any = None, **kwargs: Any) -> Any:
-        mode = kwargs.get("record_mode", vcr.record_mode)
-        mode = str(getattr(mode, "value", mode))
-        checked = mode in ("none", "once", "new_episodes")  # all (and rewrite) record everything anew
-        persister.age = AgeLimit.from_options(kwargs, may_record=mode != "none") if checked else None
-        hooks = kwargs.get("after_load_interaction", vcr.after_load_interaction)
-        if hooks is None:
-            hooks = []
-        elif callable(hooks) or not isinstance(hooks, Iterable):
-            hooks = [hooks]
-        kwargs["after_load_interaction"] = [*hooks, guard]
-        return use_cassette(path, **kwargs)
-
-    vcr.use_cassette = guarded
-    vcr._harness_guarded = True
 
 
 def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:

@@ -228,6 +228,44 @@ def test_a_gzip_reply_is_stored_decoded_without_its_content_encoding_and_replays
     _run(pytester, "--record-mode=none").assert_outcomes(passed=2)
 
 
+DECODING_FILTER = """
+
+@pytest.fixture
+def vcr_config():
+    def decode_body_only(response):  # a project's own filter that forgets the header (lmnr-python#326)
+        body = response["body"]["string"]
+        if body[:2] == b"\\x1f\\x8b":
+            response["body"]["string"] = gzip.decompress(body)
+        return response
+    return {"decode_compressed_response": False, "before_record_response": decode_body_only}
+"""
+
+
+def _encodings(pytester: pytest.Pytester) -> dict[str, list[str]]:
+    found = {}
+    for name in ("test_recorded", "test_marked"):
+        data = yaml.safe_load((pytester.path / "cassettes" / "test_gzip" / f"{name}.yaml").read_text(encoding="utf-8"))
+        headers = data["interactions"][0]["response"]["headers"]
+        found[name] = [value for key, value in headers.items() if key.lower() == "content-encoding"]
+    return found
+
+
+def test_a_body_stored_decoded_never_keeps_a_gzip_content_encoding(pytester: pytest.Pytester) -> None:
+    # recorded through a project filter that decodes the body and leaves the header
+    pytester.makeconftest(GZIP_SERVER + DECODING_FILTER)
+    pytester.makepyfile(test_gzip=GZIP_TESTS)
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=2)
+    assert _encodings(pytester) == {"test_recorded": [], "test_marked": []}
+    _run(pytester, "--record-mode=none").assert_outcomes(passed=2)
+    # a cassette written by another tool that way: it replays too (the header is not believed)
+    for name in ("test_recorded", "test_marked"):
+        cassette = pytester.path / "cassettes" / "test_gzip" / f"{name}.yaml"
+        data = yaml.safe_load(cassette.read_text(encoding="utf-8"))
+        data["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["gzip"]
+        cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    _run(pytester, "--record-mode=none").assert_outcomes(passed=2)
+
+
 # -- cassette names that fit the file system (pytest-recording#172) --------------------------------
 
 LONG_IDS = """
