@@ -25,7 +25,12 @@ _RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call r
 _REFUSED = pytest.StashKey[list[Exception]]()  # what a vcr-marker cassette refused to replay
 
 
-_SAID_ONCE = ("CassetteCorruptError", "CassetteExpiredError")  # errors whose message is the whole report
+_SAID_ONCE = ("CassetteCorruptError", "CassetteExpiredError", "VcrOptionError")  # the message is the report
+
+
+class VcrOptionError(Exception):
+    """An option of a plain ``vcr`` test's ``vcr_config`` the harness does not know, or a bad value."""
+
 
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
 
@@ -149,7 +154,8 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[AssertionError]
     must not hide it from the test's report.
 
     ``max_age`` / ``max_age_action`` (from ``vcr_config`` or the marker) set the ``persister``'s
-    ``AgeLimit`` for the cassette about to be opened; ``ValueError`` when they are bad.
+    ``AgeLimit`` for the cassette about to be opened. Every option is checked as for the
+    ``recorded`` fixture: an unknown one (or a bad value) is :class:`VcrOptionError`.
     """
     from harness.recording._cassettes import AgeLimit
     from harness.recording._wire import cut_stream_error, stream_cut
@@ -176,6 +182,9 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[AssertionError]
         return request, response
 
     def guarded(path: Any = None, **kwargs: Any) -> Any:
+        problem = option_problem(kwargs, "the vcr_config fixture or @pytest.mark.vcr")
+        if problem is not None:  # vcrpy would ignore an unknown key; the markers were checked at setup
+            raise VcrOptionError(problem)
         mode = kwargs.get("record_mode", vcr.record_mode)
         mode = str(getattr(mode, "value", mode))
         checked = mode in ("none", "once", "new_episodes")  # all (and rewrite) record everything anew

@@ -98,3 +98,28 @@ def test_a_stream_cut_inside_its_last_event_fails_under_the_plain_vcr_marker(
     assert output.count(f"{cassette}: interaction 0 (POST http") == 1, output
     assert "the recorded reply to request 1, is a stream cut inside its last event" in output
     assert "re-record it: --record-mode=rewrite" in output
+
+
+PLAIN_TYPO = """
+import pytest
+
+@pytest.fixture
+def vcr_config():
+    return {"max_age": "30d", "max_age_actoin": "fail"}
+
+@pytest.mark.vcr
+def test_plain():
+    pass
+"""
+
+
+def test_an_unknown_vcr_config_option_of_a_plain_vcr_test_names_the_closest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain=PLAIN_TYPO)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    expected = (
+        "the vcr_config fixture or @pytest.mark.vcr: unknown option 'max_age_actoin'; did you mean 'max_age_action'?"
+    )
+    assert output.count(expected) == 1, output
+    assert "Traceback" not in output
