@@ -277,6 +277,7 @@ def open_recording(
         cassette = Cassette(**kwargs)
         try:  # nothing of the old file is replayed, but a corrupt one is still refused, not replaced
             persister.load_cassette(str(path), kwargs["serializer"])
+            persister.forget(str(path))  # nor is its date kept: everything in the new file is recorded now
         except CassetteNotFoundError:
             pass
     else:

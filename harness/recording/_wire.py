@@ -238,6 +238,10 @@ class AtomicPersister:
         write_atomic(path, text)
         self.written.append(str(path))
 
+    def forget(self, path: str) -> None:
+        """Write ``path`` as recorded anew: nothing loaded from it is kept (``rewrite``)."""
+        self._loaded.pop(str(Path(path)), None)
+
     def _date(self, path: str, saved: Any) -> str | None:
         """The ``recorded_at`` to write: the loaded cassette's when an interaction of it is kept as it
         was (``new_episodes``, ``all`` keeping what was not asked again), else now; ``None`` (no date)

@@ -165,6 +165,10 @@ def test_new_episodes_keeps_the_date_of_the_oldest_interaction(
     _run(pytester, "--record-mode=new_episodes").assert_outcomes(passed=1)
     assert len(cassettes.load(cassette)) == 2
     assert _date(cassette) == old
+    # rewrite records everything anew, even when the emulator sends the very same bytes again
+    _run(pytester, "--record-mode=rewrite").assert_outcomes(passed=1)
+    renewed = _date(cassette)
+    assert renewed is not None and datetime.now(UTC) - renewed < timedelta(minutes=5)
 
 
 def test_an_undated_cassette_warns_that_its_age_is_unknown(pytester: pytest.Pytester) -> None:
