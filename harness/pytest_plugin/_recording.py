@@ -260,10 +260,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
         report.outcome = "failed"
         report.longrepr = "\n\n".join(str(error) for error in failures)
-    if call.excinfo is not None and type(call.excinfo.value).__name__ in (
-        "CassetteCorruptError",
-        "CassetteExpiredError",
-    ):
+    if call.excinfo is not None and type(call.excinfo.value).__name__ in _SAID_ONCE:
         report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked
