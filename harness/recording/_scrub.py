@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -189,8 +188,8 @@ def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
 
     A body stored decoded under a header that still says ``gzip`` (a project's own filter that
     decoded it, a cassette of another tool: lmnr-python#326) makes every replay fail in the SDK's
-    decompression. gzip and deflate are checked; other encodings vcrpy never decodes, so their
-    header is left alone.
+    decompression. gzip is checked by its magic bytes, deflate by the body being text (compressed
+    data is not UTF-8); other encodings vcrpy never decodes, so their header is left alone.
     """
     headers = response.get("headers")
     if not isinstance(headers, dict):
@@ -202,12 +201,11 @@ def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
     body = _stored_bytes((response.get("body") or {}).get("string"))
     if value in ("gzip", "x-gzip"):
         encoded = body.startswith(b"\x1f\x8b")
-    elif value == "deflate":
+    elif value == "deflate":  # zlib-wrapped or raw: either way binary, never UTF-8 text
         try:
-            zlib.decompressobj().decompress(body[:64])
-            encoded = bool(body)
-        except zlib.error:
-            encoded = False
+            encoded = not body or not body.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            encoded = True
     else:
         return response
     if encoded:

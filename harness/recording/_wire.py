@@ -632,10 +632,15 @@ class CutStreamError(AssertionError):
 def stream_cut(response: Mapping[str, Any]) -> int:
     """How many bytes at the end of a recorded response's streamed body end no event (0: whole)."""
     headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
-    kind = headers.get("content-type")
-    kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
-    kind = kind.decode("latin-1") if isinstance(kind, bytes) else kind
-    return cut_tail(_body_bytes((response.get("body") or {}).get("string")), kind)
+    kind, encoding = (_header_text(headers.get(name)) for name in ("content-type", "content-encoding"))
+    if encoding.strip().lower() not in ("", "identity"):
+        return 0  # stored compressed (decoding turned off): no event boundary to judge
+    return cut_tail(_body_bytes((response.get("body") or {}).get("string")), kind or None)
+
+
+def _header_text(value: Any) -> str:
+    value = value[0] if isinstance(value, list | tuple) and value else value
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value or "")
 
 
 def cut_stream_error(path: Any, interaction: int | None, request: Any, replayed_for: int, cut: int) -> CutStreamError:
