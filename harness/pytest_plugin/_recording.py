@@ -14,7 +14,7 @@ user's session (``PytestAssertRewriteWarning: Module already imported``); this m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,78 @@ import pytest
 
 _CALL_FAILED = pytest.StashKey[bool]()
 _RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call report
+_REFUSED = pytest.StashKey[list[Exception]]()  # what a vcr-marker cassette refused to replay
+
+
+_SAID_ONCE = ("CassetteCorruptError", "CassetteExpiredError", "VcrOptionError")  # the message is the report
+
+
+class VcrOptionError(Exception):
+    """An option of a plain ``vcr`` test's ``vcr_config`` the harness does not know, or a bad value."""
 
 
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
+
+
+VCRPY_EXTRA_OPTIONS = ("additional_matchers", "allow_playback_repeats", "path", "persister")
+"""``use_cassette`` keywords vcrpy reads that are not ``VCR()`` parameters (the rest come from its signature)."""
+
+
+def known_options() -> frozenset[str]:
+    """Every key ``vcr_config``, ``@pytest.mark.recorded`` and ``@pytest.mark.vcr`` accept.
+
+    vcrpy's own are read from the installed ``VCR()`` signature, so a vcrpy that adds one is
+    accepted at once; an unknown key is an error rather than silently ignored, as vcrpy does.
+    The ``recorded`` fixture accepts vcrpy's path and patching options too (a project's
+    ``vcr_config`` serves its plain ``vcr`` tests as well) and has no use for them.
+    """
+    import inspect
+
+    from vcr import VCR
+
+    from harness.recording._recorded import HARNESS_KEYS
+
+    vcrpy = {name for name in inspect.signature(VCR.__init__).parameters if name != "self"}
+    return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
+
+
+def option_problem(options: dict[str, Any], where: str) -> str | None:
+    """Why ``options`` cannot be used: the first unknown name (with the closest known one) or a bad
+    ``max_age`` / ``max_age_action`` value; ``None`` when they can."""
+    import difflib
+
+    from harness.recording._age import AgeLimit
+
+    known = known_options()
+    for name in options:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
+    try:
+        AgeLimit.from_options(options, may_record=False)
+    except ValueError as exc:
+        return f"{where}: {exc}"
+    return None
+
+
+def cassette_file_name(name: str, suffix: str = ".yaml") -> str:
+    """``name`` + ``suffix``, cut to a length every file system takes, with a hash keeping names apart.
+
+    A parametrized test's id can be as long as its parameters (pytest-recording#172). The rule is
+    pytest-recording's for the plain ``vcr`` marker (beyond 255: the start, ``...``, the md5 of the
+    whole name), so a test keeps its cassette when it moves between the marker and the fixture,
+    counted in bytes, since file systems count bytes and an id need not be ASCII.
+    """
+    import hashlib
+
+    limit = 255
+    if len(name.encode("utf-8")) + len(suffix) <= limit:
+        return name + suffix
+    digest = hashlib.md5(name.encode("utf-8"), usedforsecurity=False).hexdigest()
+    start = name.encode("utf-8")[: limit - len(suffix) - len(digest) - 3].decode("utf-8", "ignore")
+    return f"{start}...{digest}{suffix}"
 
 
 def recorded_allows(item: pytest.Item) -> str | None:
@@ -45,16 +114,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     marked = [(m.name, m.kwargs) for name in ("recorded", "vcr") for m in item.iter_markers(name) if m.kwargs]
     if not marked:
         return  # the common case imports nothing
-    from harness.recording._recorded import RecordingError, check_options
-
-    try:
-        for name, kwargs in marked:
-            check_options(kwargs, f"@pytest.mark.{name}")
-    except RecordingError as exc:
-        refused = str(exc)
-    else:
-        return
-    pytest.fail(refused, pytrace=False)
+    for name, kwargs in marked:
+        refused = option_problem(kwargs, f"@pytest.mark.{name}")
+        if refused is not None:
+            pytest.fail(refused, pytrace=False)
 
 
 # optionalhook: with pytest-recording disabled (``-p no:recording``, which the HypoFuzz command in
@@ -65,13 +128,77 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
     from harness.recording._wire import AtomicPersister, configure_vcr
 
+    def refused(error: Exception) -> None:
+        if _RECORDING_ITEM:
+            _RECORDING_ITEM[-1].stash.setdefault(_REFUSED, []).append(error)
+
     def hold(path: str) -> str | None:
         item = _RECORDING_ITEM[-1] if _RECORDING_ITEM else None
         if item is None or not item.stash.get(_CALL_FAILED, False) or _keep_failed(config, {}):
             return None
         return "the test failed"
 
-    configure_vcr(vcr, persister=AtomicPersister(hold=hold))
+    persister = configure_vcr(vcr, persister=AtomicPersister(hold=hold))
+    guard_cassettes(vcr, persister, refused)
+
+
+def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[AssertionError], None]) -> None:
+    """Give every cassette of a plain ``vcr`` marker's ``vcr`` the checks the ``recorded`` fixture makes.
+
+    A stream cut inside its last event is refused when replayed. Under the plain marker each HTTP
+    library has its own vcrpy stub, and all of them ask ``Cassette.play_response``; vcrpy's
+    ``after_load_interaction`` hook hands over the cassette as it loads, so its ``play_response``
+    is checked there, once, for every stub alike. The hook is added to whatever hooks the project
+    configured (``vcr.use_cassette`` is wrapped), never replacing them. ``refused`` is told each
+    error too: the code under test (an SDK that turns it into a "connection error", a ``try``)
+    must not hide it from the test's report.
+
+    ``max_age`` / ``max_age_action`` (from ``vcr_config`` or the marker) set the ``persister``'s
+    ``AgeLimit`` for the cassette about to be opened. Every option is checked as for the
+    ``recorded`` fixture: an unknown one (or a bad value) is :class:`VcrOptionError`.
+    """
+    from harness.recording._age import AgeLimit
+    from harness.recording._wire import cut_stream_error, stream_cut
+
+    if getattr(vcr, "_harness_guarded", False):
+        return
+    use_cassette = vcr.use_cassette
+
+    def guard(request: Any, response: Any, cassette: Any) -> tuple[Any, Any]:
+        if "play_response" not in vars(cassette):
+            play = cassette.play_response
+
+            def play_response(vcr_request: Any) -> Any:
+                played = play(vcr_request)
+                cut = stream_cut(played)
+                if cut:
+                    index = next((i for i, (_, r) in enumerate(cassette.data) if r is played), None)
+                    error = cut_stream_error(cassette.path, index, vcr_request, cassette.play_count, cut)
+                    refused(error)
+                    raise error
+                return played
+
+            cassette.play_response = play_response
+        return request, response
+
+    def guarded(path: Any = None, **kwargs: Any) -> Any:
+        problem = option_problem(kwargs, "the vcr_config fixture or @pytest.mark.vcr")
+        if problem is not None:  # vcrpy would ignore an unknown key; the markers were checked at setup
+            raise VcrOptionError(problem)
+        mode = kwargs.get("record_mode", vcr.record_mode)
+        mode = str(getattr(mode, "value", mode))
+        checked = mode in ("none", "once", "new_episodes")  # all (and rewrite) record everything anew
+        persister.age = AgeLimit.from_options(kwargs, may_record=mode != "none") if checked else None
+        hooks = kwargs.get("after_load_interaction", vcr.after_load_interaction)
+        if hooks is None:
+            hooks = []
+        elif callable(hooks) or not isinstance(hooks, Iterable):
+            hooks = [hooks]
+        kwargs["after_load_interaction"] = [*hooks, guard]
+        return use_cassette(path, **kwargs)
+
+    vcr.use_cassette = guarded
+    vcr._harness_guarded = True
 
 
 @pytest.fixture
@@ -83,20 +210,18 @@ def recorded(
     Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
     from pytest_recording.utils import merge_kwargs
 
-    from harness.recording._recorded import RecordedFixture, RecordingError, check_options, open_recording
-    from harness.recording._wire import CassetteCorruptError
+    from harness.recording._cassettes import CassetteError
+    from harness.recording._recorded import RecordedFixture, RecordingError, open_recording
 
     markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]
     options = merge_kwargs(vcr_config, markers)
     mode = request.config.getoption("--record-mode", None) or options.get("record_mode") or "none"
-    path = Path(vcr_cassette_dir) / f"{default_cassette_name}.yaml"
+    path = Path(vcr_cassette_dir) / cassette_file_name(default_cassette_name)
+    refused = option_problem(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
     try:
-        check_options(vcr_config, "the vcr_config fixture")  # the markers were checked at setup
-        fixture = RecordedFixture(open_recording(path, mode, options))
-    except (CassetteCorruptError, RecordingError) as exc:
+        fixture = RecordedFixture(open_recording(path, mode, options)) if refused is None else None
+    except (CassetteError, RecordingError) as exc:
         refused = str(exc)
-    else:
-        refused = None
     if refused is not None:  # failed outside the except block: the reason once, with no chained traceback
         pytest.fail(refused, pytrace=False)
     request.node.stash[_RECORDED] = fixture
@@ -129,12 +254,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     fixture = item.stash.get(_RECORDED, None)
-    if report.when == "call" and fixture is not None and fixture.recording.failures:
+    failures = [*(fixture.recording.failures if fixture is not None else ()), *item.stash.get(_REFUSED, [])]
+    if report.when == "call" and failures:
         # one mismatch, one failure, in the mismatch's words: not the ExecError it caused in the
         # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
         report.outcome = "failed"
-        report.longrepr = "\n\n".join(str(error) for error in fixture.recording.failures)
-    if call.excinfo is not None and type(call.excinfo.value).__name__ == "CassetteCorruptError":
+        report.longrepr = "\n\n".join(str(error) for error in failures)
+    if call.excinfo is not None and type(call.excinfo.value).__name__ in _SAID_ONCE:
         report.longrepr = str(call.excinfo.value)  # under the vcr marker too: the path and the reason, once
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True  # a failing test's recording is not kept unless asked

@@ -4,9 +4,10 @@ Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load
 The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
 -> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
 transport -> the vcr glue, matchers and persister (``_wire``), scrubbing (``_scrub``) -> the
-openprogram backend. Around it: cassettes as data (``_cassettes``), what a recorded request said
-(``_transcript``), ``harness cassettes show / to-scenario`` (``_tools``) and ``lint`` (``_lint``),
-third-party recordings through our backends (``_conformance``), live backends (``_live``).
+openprogram backend. Around it: cassettes as data (``_cassettes``), how old one may get
+(``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
+to-scenario / drift`` (``_tools``) and ``lint`` (``_lint``), third-party recordings through our
+backends (``_conformance``), live backends (``_live``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from harness import _lazy_exports
 
 if TYPE_CHECKING:
+    from harness.recording._age import CassetteAgeWarning
     from harness.recording._cassettes import Cassette, CassetteError, load
     from harness.recording._clients import BackendError, MissingExtraError, backend, sdk_client
     from harness.recording._conformance import replay_cassette
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from harness.recording._wire import CassetteCorruptError
 
 _EXPORTS = {
+    "CassetteAgeWarning": "._age",
     "Cassette": "._cassettes",
     "CassetteError": "._cassettes",
     "load": "._cassettes",
@@ -58,6 +61,7 @@ _EXPORTS = {
 __all__ = [
     "BackendError",
     "Cassette",
+    "CassetteAgeWarning",
     "CassetteCorruptError",
     "CassetteError",
     "CassetteMismatchError",

@@ -39,20 +39,23 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
+from harness.recording._age import AgeLimit
 from harness.recording._live import base_url_from_env
+from harness.recording._scrub import honest_encoding
 from harness.recording._wire import (
     VOLATILE_FIELDS,
     AtomicPersister,
     EventChunks,
     configure_vcr,
+    cut_stream_error,
     first_difference,
     json_body,
     normalized_body,
     reply_parts,
     request_text,
+    stream_cut,
 )
 from openprogram.providers import Provider
 
@@ -67,55 +70,11 @@ DEFAULT_ENDPOINTS: Final[Mapping[str, str]] = {
 }
 """The endpoint ``recorded(provider)`` means when none is named."""
 
-HARNESS_KEYS: Final[frozenset[str]] = frozenset({"allow_unused", "keep_failed_recording", "ignore_fields"})
-"""``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them)."""
-
-
-VCRPY_EXTRA_OPTIONS: Final[tuple[str, ...]] = ("additional_matchers", "allow_playback_repeats", "path", "persister")
-"""``use_cassette`` keywords vcrpy reads that are not ``VCR()`` parameters (the rest come from its signature)."""
-
-IGNORED_BY_RECORDED: Final[frozenset[str]] = frozenset(
-    {
-        "cassette_library_dir",
-        "custom_patches",
-        "func_path_generator",
-        "inject_cassette",
-        "path",
-        "path_transformer",
-        "record_on_exception",
-        "skip_patchers",
-    }
+HARNESS_KEYS: Final[frozenset[str]] = frozenset(
+    {"allow_unused", "keep_failed_recording", "ignore_fields", "max_age", "max_age_action"}
 )
-"""vcrpy options the ``recorded`` fixture accepts (a project's ``vcr_config`` serves its plain ``vcr``
-tests too) but has no use for: it patches nothing, its path is ``vcr_cassette_dir`` /
-``default_cassette_name``, and ``keep_failed_recording`` decides what a failing test keeps."""
-
-
-def known_options() -> frozenset[str]:
-    """Every key ``vcr_config``, ``@pytest.mark.recorded`` and ``@pytest.mark.vcr`` accept.
-
-    vcrpy's own are read from the installed ``VCR()`` signature, so a vcrpy that adds one is
-    accepted at once; an unknown key is an error rather than silently ignored, as vcrpy does.
-    """
-    import inspect
-
-    from vcr import VCR
-
-    vcrpy = {name for name in inspect.signature(VCR.__init__).parameters if name != "self"}
-    return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
-
-
-def check_options(options: Iterable[str], where: str) -> None:
-    """Raise :class:`RecordingError` for the first unknown option, naming the closest known one."""
-    known = known_options()
-    for name in options:
-        if name in known:
-            continue
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise RecordingError(
-            f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
-        )
+"""``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them); every accepted key is
+checked by ``harness.pytest_plugin._recording.known_options``."""
 
 
 class RecordingError(Exception):
@@ -176,8 +135,8 @@ class Recording:
         """Append a live exchange; returns the response as stored (scrubbed, decoded), which the SDK then gets."""
         before = len(self.cassette.data)
         self.cassette.append(vcr_request, response)
-        if len(self.cassette.data) > before:
-            return copy.deepcopy(self.cassette.data[-1][1])
+        if len(self.cassette.data) > before:  # a project's own filter may have decoded the body, not the header
+            return copy.deepcopy(honest_encoding(self.cassette.data[-1][1]))
         return response
 
     def unused(self) -> list[str]:
@@ -221,20 +180,12 @@ class Recording:
 
     def _whole(self, request: Any, response: dict[str, Any]) -> dict[str, Any]:
         """``response`` if its stream ends whole; else the test fails rather than replay a shorter reply."""
-        headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
-        kind = headers.get("content-type")
-        kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
-        body = (response.get("body") or {}).get("string") or b""
-        cut = cassettes.cut_tail(body.encode("utf-8") if isinstance(body, str) else bytes(body), kind)
+        cut = stream_cut(response)
         if not cut:
             return response
-        error = CassetteMismatchError(
-            self.path,
-            self.requests_seen,
-            f"{self.path}: the recorded reply to request {self.requests_seen} ({request.method} {request.uri}) "
-            f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
-            "without an error; re-record it: --record-mode=rewrite",
-        )
+        index = next((i for i, (_, r) in enumerate(self.cassette.data) if r is response), None)
+        message = str(cut_stream_error(self.path, index, request, self.requests_seen, cut))
+        error = CassetteMismatchError(self.path, self.requests_seen, message)
         self.failures.append(error)
         raise error
 
@@ -306,6 +257,10 @@ def open_recording(
     ignore = frozenset(VOLATILE_FIELDS | set(config.get("ignore_fields", ())))
     vcr = VCR(record_mode="all" if mode == "rewrite" else mode)
     persister = configure_vcr(vcr, persister=AtomicPersister(environ=environ, extra=extra_secrets))
+    try:
+        age = AgeLimit.from_options(config, may_record=mode != "none")
+    except ValueError as exc:
+        raise RecordingError(str(exc)) from None
     if ignore != VOLATILE_FIELDS:
         vcr.register_matcher("harness_body", _named(functools.partial(json_body, ignore=ignore), "harness_body"))
     options = {key: value for key, value in config.items() if key not in HARNESS_KEYS}
@@ -322,9 +277,11 @@ def open_recording(
         cassette = Cassette(**kwargs)
         try:  # nothing of the old file is replayed, but a corrupt one is still refused, not replaced
             persister.load_cassette(str(path), kwargs["serializer"])
+            persister.forget(str(path))  # nor is its date kept: everything in the new file is recorded now
         except CassetteNotFoundError:
             pass
     else:
+        persister.age = age if mode in ("none", "once", "new_episodes") else None  # all: recorded anew anyway
         cassette = Cassette.load(**kwargs)
     return Recording(
         Path(path), mode, cassette, persister, allow_unused=bool(config.get("allow_unused")), ignore_fields=ignore
@@ -352,13 +309,44 @@ def _upstream_url(url: str, upstream: str | None) -> str:
     return parts._replace(scheme=target.scheme, netloc=target.netloc, path=path).geturl()
 
 
+def _on_loopback(upstream: str | None) -> bool:
+    host = urlsplit(upstream).hostname if upstream else None
+    return host is not None and (host == "localhost" or host.startswith("127.") or host == "::1")
+
+
+class _InStep:
+    """The requests ``new_episodes`` answered from the cassette, still to be shown to ``upstream``.
+
+    A scripted upstream (the emulator) answers each request with the next turn of its script; the
+    requests the cassette answered never reached it, so the first new request would get its first
+    turn again. Before a new request is sent, the replayed ones are sent too (their replies
+    dropped), and the script is where a whole recording would have left it. Only for an upstream
+    on loopback that the test named (``upstream=``): a provider, or a gateway read from
+    ``OPENAI_BASE_URL``..., is never sent a request twice.
+    """
+
+    def __init__(self, recording: Recording, upstream: str | None, keep_in_step: bool | None) -> None:
+        wanted = _on_loopback(upstream) if keep_in_step is None else keep_in_step
+        self.active = bool(upstream) and wanted and recording.mode == "new_episodes"
+        self.pending: list[Any] = []
+
+    def replayed(self, request: Any) -> None:
+        if self.active:
+            self.pending.append(request)
+
+    def take(self) -> list[Any]:
+        pending, self.pending = self.pending, []
+        return pending
+
+
 class CassetteTransport(httpx2.AsyncBaseTransport):
     """The SDK client's HTTP layer: answers from the recording, or sends upstream and records."""
 
-    def __init__(self, recording: Recording, upstream: str | None = None) -> None:
+    def __init__(self, recording: Recording, upstream: str | None = None, keep_in_step: bool | None = None) -> None:
         self.recording = recording
         self.upstream = upstream
         self._real: dict[int, httpx2.AsyncHTTPTransport] = {}
+        self._in_step = _InStep(recording, upstream, keep_in_step)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         from vcr.request import Request as VcrRequest
@@ -367,7 +355,11 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         vcr_request = VcrRequest(request.method, str(request.url), body, dict(request.headers))
         played = self.recording.respond(vcr_request)
         if played is None:
+            for replayed, replayed_body in self._in_step.take():
+                await self._send(replayed, replayed_body)
             played = self.recording.record(vcr_request, await self._send(request, body))
+        else:
+            self._in_step.replayed((request, body))
         headers, chunks = reply_parts(played)
         status = played["status"]
         message = status.get("message") or ""
@@ -412,10 +404,14 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         self._real.clear()
 
 
-def attach_botocore(client: Any, recording: Recording, upstream: str | None = None) -> None:
+def attach_botocore(
+    client: Any, recording: Recording, upstream: str | None = None, keep_in_step: bool | None = None
+) -> None:
     """Make a boto3 client's requests go through ``recording`` (its ``before-send`` event)."""
     from botocore.awsrequest import AWSResponse
     from vcr.request import Request as VcrRequest
+
+    in_step = _InStep(recording, upstream, keep_in_step)
 
     def send(request: Any, **_: Any) -> Any:
         body = request.body if isinstance(request.body, bytes) else (request.body or "").encode("utf-8")
@@ -427,10 +423,14 @@ def attach_botocore(client: Any, recording: Recording, upstream: str | None = No
         played = recording.respond(vcr_request)
         if played is None:
             try:
+                for replayed in in_step.take():
+                    _send_boto(replayed, upstream)
                 sent = _send_boto(request, upstream)
             except Exception as exc:
                 raise recording.unsent(request.method, _upstream_url(request.url, upstream), exc) from None
             played = recording.record(vcr_request, sent)
+        else:
+            in_step.replayed(copy.copy(request))
         pairs, chunks = reply_parts(played)
         merged: dict[str, str] = {}
         for name, value in pairs:
@@ -469,12 +469,16 @@ def recorded_client(
     *,
     upstream: str | None = None,
     connection: backends.Connection | None = None,
+    keep_in_step: bool | None = None,
 ) -> backends.SDKClient:
     """An SDK client for ``provider`` whose every request goes through ``recording``.
 
     ``connection`` chooses credentials and the provider's URL (default: test keys when replaying
     or recording against ``upstream``, the environment's keys when recording from the provider);
-    its ``base_url`` must be unset, since the SDK must address the real host.
+    its ``base_url`` must be unset, since the SDK must address the real host. ``keep_in_step``:
+    in ``new_episodes``, send ``upstream`` the requests the cassette answered before the next new
+    one, so a scripted upstream answers it with the turn that follows them (default: when
+    ``upstream`` is on loopback).
     """
     if connection is None:
         live = recording.records and upstream is None
@@ -483,10 +487,10 @@ def recorded_client(
         raise RecordingError("a recorded backend addresses the provider itself; pass the emulator as upstream=")
     if provider == "bedrock":
         sdk = backends.sdk_client("bedrock", connection)
-        attach_botocore(sdk.client, recording, upstream)
+        attach_botocore(sdk.client, recording, upstream, keep_in_step)
         return sdk
     kwargs = backends.client_kwargs(provider, connection)
-    transport = CassetteTransport(recording, upstream)
+    transport = CassetteTransport(recording, upstream, keep_in_step)
     http = httpx2.AsyncClient(transport=transport, timeout=backends.TIMEOUT_SECONDS)
     if provider == "gemini":
         kwargs["http_options"] = {**kwargs["http_options"], "httpx_async_client": http}
@@ -510,6 +514,7 @@ def recorded_backend(
     stream: bool | None = None,
     upstream: str | None = None,
     connection: backends.Connection | None = None,
+    keep_in_step: bool | None = None,
 ) -> tuple[Provider, backends.SDKClient]:
     """The real backend for ``(provider, endpoint)`` over :func:`recorded_client`, and that client (to close)."""
     if provider not in backends.PROVIDERS:
@@ -521,7 +526,7 @@ def recorded_backend(
         endpoint = "streamGenerateContent"
     if stream and provider == "bedrock" and endpoint == "converse":
         endpoint = "converse-stream"
-    client = recorded_client(provider, recording, upstream=upstream, connection=connection)
+    client = recorded_client(provider, recording, upstream=upstream, connection=connection, keep_in_step=keep_in_step)
     return backends.backend(provider, endpoint, model=model, stream=stream, client=client), client
 
 
@@ -569,17 +574,26 @@ class RecordedFixture:
         keys: backends.Keys | None = None,
         connection: backends.Connection | None = None,
     ) -> Provider:
+        keep_in_step = None
         if upstream is None and connection is None and self.recording.records:
             # the provider's base-URL variable (OPENAI_BASE_URL...) says where a live request goes,
             # as live_backend reads it; the cassette still names the provider's host
             upstream = base_url_from_env(provider)
             keys = "env" if upstream is not None and keys is None else keys
+            keep_in_step = False  # a gateway to the provider: never sent a request twice
         if connection is None and keys is not None:
             # a replay sends nothing, so it needs no key: CI replays with none in its environment
             live_keys = keys == "env" and self.recording.records
             connection = backends.Connection.from_env() if live_keys else backends.Connection.test()
         backend, client = recorded_backend(
-            provider, self.recording, endpoint, model=model, stream=stream, upstream=upstream, connection=connection
+            provider,
+            self.recording,
+            endpoint,
+            model=model,
+            stream=stream,
+            upstream=upstream,
+            connection=connection,
+            keep_in_step=keep_in_step,
         )
         self.clients.append(client)
         return backend

@@ -180,7 +180,47 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
         kind = types[0] if types else None
         kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
         body["string"] = scrub_arns_in(body["string"], kind if isinstance(kind, str) else None)
+    return honest_encoding(response)
+
+
+def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` with a ``Content-Encoding`` its stored body is not in removed (and the length fixed).
+
+    A body stored decoded under a header that still says ``gzip`` (a project's own filter that
+    decoded it, a cassette of another tool: lmnr-python#326) makes every replay fail in the SDK's
+    decompression. gzip is checked by its magic bytes, deflate by the body being text (compressed
+    data is not UTF-8); other encodings vcrpy never decodes, so their header is left alone.
+    """
+    headers = response.get("headers")
+    if not isinstance(headers, dict):
+        return response
+    names = [name for name in headers if str(name).lower() == "content-encoding"]
+    values = [headers[name] for name in names]
+    value = values[0][0] if values and isinstance(values[0], list | tuple) and values[0] else (values or [""])[0]
+    value = str(value.decode("latin-1") if isinstance(value, bytes) else value).strip().lower()
+    body = _stored_bytes((response.get("body") or {}).get("string"))
+    if value in ("gzip", "x-gzip"):
+        encoded = body.startswith(b"\x1f\x8b")
+    elif value == "deflate":  # zlib-wrapped or raw: either way binary, never UTF-8 text
+        try:
+            encoded = not body or not body.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            encoded = True
+    else:
+        return response
+    if encoded:
+        return response
+    for name in names:
+        del headers[name]
+    for name in [name for name in headers if str(name).lower() == "content-length"]:
+        headers[name] = [str(len(body))]
     return response
+
+
+def _stored_bytes(body: Any) -> bytes:
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    return bytes(body) if isinstance(body, bytes | bytearray) else b""
 
 
 def is_credential_variable(name: str) -> bool:

@@ -32,18 +32,21 @@ import re
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
 import harness.recording._vcr_compat as vcr_compat
-from harness.recording._cassettes import CassetteError, event_chunks, yaml_reason
+from harness.recording._age import RECORDED_AT, AgeLimit, date_text, recorded_at
+from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, yaml_reason
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
     find_credentials_in,
     find_hidden_credentials,
+    honest_encoding,
     scrub_request,
     scrub_response,
     scrub_uri,
@@ -170,6 +173,9 @@ class AtomicPersister:
         self.hold = hold
         self.withheld: list[tuple[str, str]] = []
         self.written: list[str] = []
+        self.age: AgeLimit | None = None
+        """How old a loaded cassette may be (``max_age``); set per cassette by whoever opens it."""
+        self._loaded: dict[str, tuple[datetime | None, list[Any]]] = {}  # path -> its date, its interactions
 
     def load_cassette(self, cassette_path: str | os.PathLike[str], serializer: Any) -> Any:
         from vcr.persisters.filesystem import CassetteNotFoundError
@@ -181,18 +187,21 @@ class AtomicPersister:
             except (OSError, UnicodeDecodeError) as exc:
                 raise CassetteCorruptError(path, f"cannot read the cassette: {exc}") from exc
             if text.strip():
-                loaded = _check_parses(path, text, serializer)
+                loaded, data = _check_parses(path, text, serializer)
+                if self.age is not None and self.age.rerecords(path, data):
+                    raise CassetteNotFoundError()  # recorded anew; the old file stays until the new one replaces it
+                self._loaded[str(path)] = (recorded_at(data), [_same(item) for item in data["interactions"]])
                 if self.inner is None:
-                    return loaded  # parsed once: checked and converted from the same data
+                    return _honest(loaded)  # parsed once: checked and converted from the same data
         elif self.inner is None:
             raise CassetteNotFoundError()
         if self.inner is not None and hasattr(self.inner, "load_cassette"):
-            return self.inner.load_cassette(str(cassette_path), serializer)
+            return _honest(self.inner.load_cassette(str(cassette_path), serializer))
         if not path.is_file() or not path.read_text(encoding="utf-8").strip():
             raise CassetteNotFoundError()
         from vcr.serialize import deserialize
 
-        return deserialize(path.read_text(encoding="utf-8"), serializer)
+        return _honest(deserialize(path.read_text(encoding="utf-8"), serializer))
 
     def save_cassette(
         self, cassette_path: str | os.PathLike[str], cassette_dict: dict[str, Any], serializer: Any
@@ -206,6 +215,9 @@ class AtomicPersister:
             scrub_response(response)
         text = serialize(cassette_dict, serializer)
         loaded = _loaded(text, serializer)
+        dated = self._date(str(path), loaded)
+        if dated is not None:
+            text = serialize(cassette_dict, _Dated(serializer, dated))
         findings = find_credentials(text, self.environ, extra=self.extra)
         hidden = find_hidden_credentials(loaded, self.environ, extra=self.extra)  # binary, or split in a stream
         if findings or hidden:
@@ -217,6 +229,48 @@ class AtomicPersister:
             return
         write_atomic(path, text)
         self.written.append(str(path))
+
+    def forget(self, path: str) -> None:
+        """Write ``path`` as recorded anew: nothing loaded from it is kept (``rewrite``)."""
+        self._loaded.pop(str(Path(path)), None)
+
+    def _date(self, path: str, saved: Any) -> str | None:
+        """The ``recorded_at`` to write: the loaded cassette's when an interaction of it is kept as it
+        was (``new_episodes``, ``all`` keeping what was not asked again), else now; ``None`` (no date)
+        when the kept interactions come from a cassette that had none, whose age nobody knows."""
+        date, interactions = self._loaded.get(path, (None, []))
+        kept = isinstance(saved, dict) and any(_same(item) in interactions for item in saved.get("interactions", []))
+        if not kept:
+            return date_text(datetime.now(UTC))
+        return date_text(date) if date is not None else None
+
+
+def _same(interaction: Any) -> tuple[str, bytes]:
+    """What two interactions share when one is the other kept (the body as bytes: vcrpy converts it)."""
+    body = (interaction.get("response") or {}).get("body") or {}
+    return json.dumps(interaction.get("request"), sort_keys=True, default=str), _body_bytes(body.get("string"))
+
+
+class _Dated:
+    """A serializer writing ``recorded_at`` beside vcrpy's ``version`` (which it reads, as vcrpy ignores it)."""
+
+    def __init__(self, inner: Any, date: str) -> None:
+        self.inner, self.date = inner, date
+
+    def serialize(self, data: dict[str, Any]) -> str:
+        version = {"version": data["version"]} if "version" in data else {}
+        return self.inner.serialize({**version, RECORDED_AT: self.date, **data})
+
+    def deserialize(self, text: str) -> Any:
+        return self.inner.deserialize(text)
+
+
+def _honest(loaded: Any) -> Any:
+    """vcrpy's loaded ``(requests, responses, ...)`` with every response's encoding made honest."""
+    for response in loaded[1] if isinstance(loaded, tuple | list) and len(loaded) > 1 else ():
+        if isinstance(response, dict):
+            honest_encoding(response)
+    return loaded
 
 
 def _loaded(text: str, serializer: Any) -> Any:
@@ -236,8 +290,8 @@ class _Parsed:
         return self.data
 
 
-def _check_parses(path: Path, text: str, serializer: Any) -> Any:
-    """vcrpy's ``(requests, responses)`` for ``text``, or :class:`CassetteCorruptError` saying why not.
+def _check_parses(path: Path, text: str, serializer: Any) -> tuple[Any, dict[str, Any]]:
+    """vcrpy's ``(requests, responses)`` for ``text`` and the parsed data, or :class:`CassetteCorruptError`.
 
     Every error is raised ``from None`` with its reason in its message: the cause is said once,
     not again in a chained traceback. The shape is checked here, where the path is known, since
@@ -255,7 +309,7 @@ def _check_parses(path: Path, text: str, serializer: Any) -> Any:
     if problem is not None:
         raise CassetteCorruptError(path, problem)
     try:
-        return deserialize(text, _Parsed(data))
+        return deserialize(text, _Parsed(data)), data
     except Exception as exc:
         raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
 
@@ -320,7 +374,8 @@ def write_atomic(path: Path, text: str) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with _WRITE_LOCK:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # the name cut short: a cassette's name may already be as long as the file system allows
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as file:
                 file.write(text)
@@ -366,7 +421,48 @@ def _normalized(data: bytes, ignore: frozenset[str]) -> Any:
         parsed = json.loads(data) if data.strip() else None
     except ValueError:
         return data.decode("utf-8", "replace")
-    return _without(parsed, ignore)
+    return _tool_results_sorted(_without(parsed, ignore))
+
+
+def _is_tool_result(item: Any) -> bool:
+    """One answer to one tool call, named by the call's id, in any provider's request body."""
+    if not isinstance(item, dict):
+        return False
+    return (
+        (item.get("role") == "tool" and "tool_call_id" in item)  # OpenAI chat: a message
+        or item.get("type") in ("function_call_output", "tool_result")  # OpenAI responses, Anthropic
+        or "functionResponse" in item  # Gemini: a part
+        or "toolResult" in item  # Bedrock: a content block
+    )
+
+
+def _tool_results_sorted(value: Any) -> Any:
+    """``value`` with every run of consecutive tool results in one order (by their JSON text).
+
+    Tool results that follow one another answer the parallel calls of one assistant turn; code
+    that runs those calls concurrently sends the results in the order they finish, which carries
+    no meaning (each names its call's id). Everything else keeps its order: messages, content
+    blocks, the calls themselves, tool declarations.
+    """
+    if isinstance(value, dict):
+        return {key: _tool_results_sorted(item) for key, item in value.items()}
+    if not isinstance(value, list):
+        return value
+    items = [_tool_results_sorted(item) for item in value]
+    out: list[Any] = []
+    run: list[Any] = []
+    for item in items:
+        if _is_tool_result(item):
+            run.append(item)
+            continue
+        out.extend(sorted(run, key=_json_text))
+        run = []
+        out.append(item)
+    return [*out, *sorted(run, key=_json_text)]
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _without(value: Any, ignore: frozenset[str]) -> Any:
@@ -518,6 +614,35 @@ def reply_parts(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], lis
     if lowered.get("content-encoding", "identity") not in ("identity", ""):
         return pairs, [body]  # still compressed (decoding was turned off): not splittable
     return pairs, event_chunks(body, lowered.get("content-type"))
+
+
+class CutStreamError(AssertionError):
+    """A recorded stream that ends inside an event: replayed, the SDK would drop that event (usage
+    and all) and report a shorter reply as a success, so the test fails instead, naming it."""
+
+
+def stream_cut(response: Mapping[str, Any]) -> int:
+    """How many bytes at the end of a recorded response's streamed body end no event (0: whole)."""
+    headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
+    kind, encoding = (_header_text(headers.get(name)) for name in ("content-type", "content-encoding"))
+    if encoding.strip().lower() not in ("", "identity"):
+        return 0  # stored compressed (decoding turned off): no event boundary to judge
+    return cut_tail(_body_bytes((response.get("body") or {}).get("string")), kind or None)
+
+
+def _header_text(value: Any) -> str:
+    value = value[0] if isinstance(value, list | tuple) and value else value
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value or "")
+
+
+def cut_stream_error(path: Any, interaction: int | None, request: Any, replayed_for: int, cut: int) -> CutStreamError:
+    """The one error for a cut stream, alike under the ``recorded`` fixture and the plain ``vcr`` marker."""
+    which = f"interaction {interaction} " if interaction is not None else "the interaction "
+    return CutStreamError(
+        f"{path}: {which}({request.method} {request.uri}), the recorded reply to request {replayed_for}, "
+        f"is a stream cut inside its last event ({cut} bytes end no event), so a replay would end short "
+        "without an error; re-record it: --record-mode=rewrite"
+    )
 
 
 def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) -> Any:

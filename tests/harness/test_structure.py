@@ -17,7 +17,7 @@ HARNESS = Path(__file__).resolve().parents[2] / "harness"
 MODULES = sorted(HARNESS.rglob("*.py"))
 MAX_LINES = 700
 MAX_TOP_LEVEL = 8
-MAX_PER_PACKAGE = 12
+MAX_PER_PACKAGE = 13  # recording/ holds the twelve concepts DESIGN section 2 lists for it, each its module
 MAX_LAYERS = 10
 PACKAGES = sorted(p for p in HARNESS.iterdir() if (p / "__init__.py").exists())
 

@@ -501,8 +501,14 @@ def test_typo(recorded):
         ("{}", "@pytest.mark.recorded(allow_unsed=True)", "@pytest.mark.recorded: unknown option 'allow_unsed'"),
         ("{}", "@pytest.mark.vcr(match_onn=['method'])", "@pytest.mark.vcr: unknown option 'match_onn'"),
         ("{'ignore_field': ['id']}", "", "the vcr_config fixture: unknown option 'ignore_field'"),
+        ("{}", "@pytest.mark.recorded(max_ag='30d')", "@pytest.mark.recorded: unknown option 'max_ag'"),
+        (
+            "{'max_age': '30d', 'max_age_actions': 'fail'}",
+            "",
+            "the vcr_config fixture: unknown option 'max_age_actions'",
+        ),
     ],
-    ids=["recorded-marker", "vcr-marker", "vcr_config"],
+    ids=["recorded-marker", "vcr-marker", "vcr_config", "max_age", "max_age_action"],
 )
 def test_an_unknown_option_is_an_error_naming_the_closest(
     pytester: pytest.Pytester, vcr_config: str, marker: str, message: str
@@ -510,13 +516,19 @@ def test_an_unknown_option_is_an_error_naming_the_closest(
     pytester.makepyfile(test_typo=TYPO_PROJECT.format(vcr_config=vcr_config, marker=marker))
     result = _run(pytester)
     result.assert_outcomes(errors=1)
-    closest = {"allow_unsed": "allow_unused", "match_onn": "match_on", "ignore_field": "ignore_fields"}
+    closest = {
+        "allow_unsed": "allow_unused",
+        "match_onn": "match_on",
+        "ignore_field": "ignore_fields",
+        "max_ag": "max_age",
+        "max_age_actions": "max_age_action",
+    }
     typo = message.rsplit("'", 2)[1]
     assert f"{message}; did you mean {closest[typo]!r}?" in result.stdout.str()
 
 
 def test_every_accepted_option_is_documented() -> None:
-    from harness.recording._recorded import known_options
+    from harness.pytest_plugin._recording import known_options
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "record-replay.md").read_text(encoding="utf-8")
     options = docs[docs.index("## Options") :]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 
 import pytest
 import yaml
@@ -150,3 +152,23 @@ def test_the_leak_error_names_the_place_and_never_the_value() -> None:
     assert "cassettes/t/test_a.yaml: not written" in str(error)
     assert "the value of OPENAI_API_KEY in x.headers.h" in str(error)
     assert SECRET not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "kept"),
+    [
+        ("gzip", b'{"a": 1}', False),  # stored decoded: the header would make the SDK gunzip JSON
+        ("gzip", gzip.compress(b'{"a": 1}'), True),  # stored compressed: it says so
+        ("deflate", b'{"a": 1}', False),
+        ("deflate", zlib.compress(b'{"a": 1}'), True),
+        ("br", b'{"a": 1}', True),  # never decoded by vcrpy: left as the server said
+    ],
+)
+def test_a_content_encoding_is_kept_only_when_the_stored_body_is_in_it(encoding: str, body: bytes, kept: bool) -> None:
+    from harness.recording._scrub import honest_encoding
+
+    response = {"headers": {"Content-Encoding": [encoding], "Content-Length": ["3"]}, "body": {"string": body}}
+    honest_encoding(response)
+    assert ("Content-Encoding" in response["headers"]) == kept
+    if not kept:
+        assert response["headers"]["Content-Length"] == [str(len(body))]

@@ -6,8 +6,9 @@ The emulator streams text in 8-character deltas, so a reply that echoes a key st
 ``"SENTINEL"``, ``"-echoed-"``, ... in consecutive SSE ``data:`` events or AWS event-stream
 frames: no line of the cassette holds it. The recorder must still refuse to write it, and
 ``harness cassettes lint`` must still find it in a cassette recorded while the key was unknown.
-(The emulator's Gemini stream sends a text whole, so for Gemini's ``alt=sse`` stream ``lint`` is
-checked on a cassette written as Gemini streams: CRLF events, headers stripped, gzip bytes.)
+The emulator's Gemini stream (``alt=sse``) cuts text at spaces, so a key without one arrives
+whole and the whole-value scan holds; a passphrase arrives in pieces, and the recorder refuses it.
+For lint, a cassette is also written as Gemini streams it: CRLF events, headers stripped, gzip bytes.
 The same for a key whole inside a binary (``!!binary``) body, and AWS account ids in ARNs inside
 the bytes of a freshly recorded reply, which are scrubbed and still replay (event-stream CRCs).
 """
@@ -218,3 +219,33 @@ def test_lint_finds_a_key_split_across_gemini_sse_events(
         "candidates[0].content.parts[0].text (split across events 0 to 2)"
     ) in result.output
     assert GEMINI_KEY not in result.output
+
+
+PASSPHRASE = "SENTINEL echoed passphrase of the service 4242"  # a secret with spaces: Gemini streams it in words
+GEMINI_TEXT = f'turn.text("the phrase is {PASSPHRASE} as asked")'
+
+
+def test_a_passphrase_split_across_geminis_sse_events_is_refused_by_the_recorder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Gemini's stream (alt=sse) cuts text at spaces, so a key without one arrives whole; a
+    # passphrase (a *_TOKEN or *_PASSWORD with spaces) arrives in pieces, one per data: event
+    pytester.makepyfile(test_echo=ECHO.format(script=GEMINI_TEXT, provider="gemini", endpoint="streamGenerateContent"))
+    cassette = pytester.path / "cassettes" / "test_echo" / "test_echo.yaml"
+    pytester.runpytest("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=1)
+    stored = cassette.read_bytes()
+    assert b"alt=sse" in stored and PASSPHRASE.encode() not in stored  # split on disk, across events
+    [interaction] = cassettes.load(cassette)
+    assert len(_events(interaction.response)) > 2
+
+    monkeypatch.setenv("MY_SERVICE_TOKEN", PASSPHRASE)
+    refused = pytester.runpytest("-p", "no:cacheprovider", "--record-mode=rewrite")
+    refused.assert_outcomes(passed=1, errors=1)
+    output = refused.stdout.str()
+    assert "not written, it would hold a credential from the environment" in output
+    assert (
+        "the value of MY_SERVICE_TOKEN in interactions[0].response.body.string: "
+        "candidates[0].content.parts[0].text (split across events "
+    ) in output
+    assert PASSPHRASE not in output
+    assert cassette.read_bytes() == stored

@@ -194,3 +194,46 @@ def test_importing_the_plugin_loads_no_recording_machinery() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def _results(kind: str, order: str, value: str = "ok") -> dict:
+    """A request body of ``kind`` whose tool results for calls a and b come in ``order``."""
+    if kind == "openai-chat":
+        results = {n: {"role": "tool", "tool_call_id": n, "content": f"{value} {n}"} for n in "ab"}
+        return {"messages": [{"role": "user", "content": "q"}, *[results[n] for n in order]]}
+    if kind == "openai-responses":
+        results = {n: {"type": "function_call_output", "call_id": n, "output": f"{value} {n}"} for n in "ab"}
+        return {"input": [{"role": "user", "content": "q"}, *[results[n] for n in order]]}
+    if kind == "anthropic":
+        results = {n: {"type": "tool_result", "tool_use_id": n, "content": f"{value} {n}"} for n in "ab"}
+        return {"messages": [{"role": "user", "content": [results[n] for n in order]}]}
+    if kind == "gemini":
+        results = {n: {"functionResponse": {"name": n, "response": {"v": f"{value} {n}"}}} for n in "ab"}
+        return {"contents": [{"role": "user", "parts": [results[n] for n in order]}]}
+    results = {n: {"toolResult": {"toolUseId": n, "content": [{"text": f"{value} {n}"}]}} for n in "ab"}
+    return {"messages": [{"role": "user", "content": [results[n] for n in order]}]}
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock"])
+def test_consecutive_tool_results_match_in_any_order_and_only_with_the_same_content(kind: str) -> None:
+    def request(body: dict) -> VcrRequest:
+        return VcrRequest("POST", "https://api.example.com/v1/x", json.dumps(body).encode(), {})
+
+    json_body(request(_results(kind, "ba")), request(_results(kind, "ab")))  # no AssertionError: a match
+    with pytest.raises(AssertionError):
+        json_body(request(_results(kind, "ba", "changed")), request(_results(kind, "ab")))
+
+
+def test_the_order_of_anything_but_consecutive_tool_results_is_still_compared() -> None:
+    def request(messages: list) -> VcrRequest:
+        return VcrRequest("POST", "https://api.openai.com/v1/x", json.dumps({"messages": messages}).encode(), {})
+
+    a = {"role": "tool", "tool_call_id": "a", "content": "1"}
+    b = {"role": "tool", "tool_call_id": "b", "content": "2"}
+    between = {"role": "user", "content": "and now?"}
+    with pytest.raises(AssertionError):  # results of two turns are not one set
+        json_body(request([a, between, b]), request([b, between, a]))
+    with pytest.raises(AssertionError):  # plain messages keep their order
+        json_body(
+            request([between, {"role": "user", "content": "x"}]), request([{"role": "user", "content": "x"}, between])
+        )

@@ -1,0 +1,140 @@
+"""The plain ``@pytest.mark.vcr`` marker, as a user's project meets it: SDK clients of its own,
+vcrpy's global patches, pytest-recording's record modes, the harness's checks plugged in.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest_plugins = ["pytester"]
+
+STREAMED = {  # a user's streaming client, one per wire; each asks once and returns the text it read
+    "openai": """
+async def ask(base_url):
+    import openai
+    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0)
+    stream = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True, stream_options={"include_usage": True}
+    )
+    parts = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
+    await client.close()
+    return "".join(parts)
+""",
+    "anthropic": """
+async def ask(base_url):
+    import anthropic
+    client = anthropic.AsyncAnthropic(base_url=base_url, api_key="k", max_retries=0)
+    stream = await client.messages.create(
+        model="m", max_tokens=64, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    parts = [event.delta.text async for event in stream if event.type == "content_block_delta"]
+    await client.close()
+    return "".join(parts)
+""",
+    "bedrock": """
+async def ask(base_url):  # boto3: vcrpy's botocore stub, not its httpx one
+    import boto3
+    client = boto3.client(
+        "bedrock-runtime", region_name="us-east-1", endpoint_url=base_url,
+        aws_access_key_id="k", aws_secret_access_key="k",
+    )
+    reply = client.converse_stream(modelId="m", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    events = list(reply["stream"])
+    return "".join(e["contentBlockDelta"]["delta"].get("text", "") for e in events if "contentBlockDelta" in e)
+""",
+}
+
+MARKED = """
+import asyncio
+import pytest
+from harness.emulator import Emulator
+from harness.script import turn
+{ask}
+
+@pytest.mark.vcr
+@pytest.mark.allow_model_requests
+def test_streamed():
+    with Emulator(turn.text("hello from a streamed reply")) as emulator:
+        try:
+            text = asyncio.run(ask(emulator.base_url))
+        except Exception:  # code under test that swallows what its client raised
+            text = "failed"
+    print("TEXT", text)
+"""
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_suite_offline_guard() -> Iterator[None]:
+    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
+    yield
+    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    # a fresh process, as a user runs it; -rN: no short summary repeating each message
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-rN", *args)
+
+
+def _cut_last_event(cassette: Path) -> None:
+    """The stream ends inside its last event (OpenAI: the usage chunk; Anthropic: message_stop; Bedrock: metadata)."""
+    data = yaml.load(cassette.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    body = data["interactions"][-1]["response"]["body"]
+    if isinstance(body["string"], bytes):  # an AWS event stream: its last message (metadata) loses its end
+        body["string"] = body["string"][:-10]
+        cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        return
+    stored = body["string"].rstrip()
+    if "data: [DONE]" in stored:
+        stored = stored.rsplit("data: [DONE]", 1)[0].rstrip()
+    body["string"] = stored[: -max(8, len(stored.rsplit("\n\n", 1)[-1]) // 2)]
+    cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+@pytest.mark.parametrize("wire", sorted(STREAMED))
+def test_a_stream_cut_inside_its_last_event_fails_under_the_plain_vcr_marker(
+    pytester: pytest.Pytester, wire: str
+) -> None:
+    pytester.makepyfile(test_streamed=MARKED.format(ask=STREAMED[wire]))
+    cassette = pytester.path / "cassettes" / "test_streamed" / "test_streamed.yaml"
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    whole = _run(pytester, "--record-mode=none", "-s")
+    whole.assert_outcomes(passed=1)
+    assert "TEXT hello from a streamed reply" in whole.stdout.str()
+
+    _cut_last_event(cassette)
+    cut = _run(pytester, "--record-mode=none")
+    cut.assert_outcomes(failed=1)  # not a pass with a shorter reply, even though the test swallowed the error
+    output = cut.stdout.str()
+    assert output.count(f"{cassette}: interaction 0 (POST http") == 1, output
+    assert "the recorded reply to request 1, is a stream cut inside its last event" in output
+    assert "re-record it: --record-mode=rewrite" in output
+
+
+PLAIN_TYPO = """
+import pytest
+
+@pytest.fixture
+def vcr_config():
+    return {"max_age": "30d", "max_age_actoin": "fail"}
+
+@pytest.mark.vcr
+def test_plain():
+    pass
+"""
+
+
+def test_an_unknown_vcr_config_option_of_a_plain_vcr_test_names_the_closest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain=PLAIN_TYPO)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    expected = (
+        "the vcr_config fixture or @pytest.mark.vcr: unknown option 'max_age_actoin'; did you mean 'max_age_action'?"
+    )
+    assert output.count(expected) == 1, output
+    assert "VcrOptionError" not in output and "raise" not in output  # the line, not a traceback
