@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents._conversation import Exchange, Run
-from harness.agents._replies import kind_of, retry_after, status_of
+from harness.agents._replies import KINDS, kind_of, retry_after, status_of
 from harness.recording._transcript import Call, Said
 from harness.scenarios._parts import ModelTurn
 
@@ -47,10 +47,14 @@ class Violation:
     message: str
     kinds: tuple[str, ...] = ()
     """The kinds of reply that led to it (what a :class:`Deviation` is matched against)."""
+    measured: str = ""
+    """What a clock measured (how soon a retry came), shown with the message but kept out of it:
+    the message goes into the saved scenario, whose name is a digest of its text, so the same
+    seed must give the same message, whatever the machine's timing that time."""
 
     def __str__(self) -> str:
         where = f"request {self.request}" if self.request else "the end of the run"
-        return f"{self.invariant} at {where}: {self.message}"
+        return f"{self.invariant} at {where}: {self.message}" + (f" ({self.measured})" if self.measured else "")
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,17 @@ class Deviation:
     def __post_init__(self) -> None:
         if self.invariant not in INVARIANTS:
             raise ValueError(f"Deviation: unknown invariant {self.invariant!r} (one of {', '.join(INVARIANTS)})")
-        if not self.reason.strip():
+        if not isinstance(self.reason, str) or not self.reason.strip():
             raise ValueError("Deviation: say why the framework does this (reason)")
+        # a kind misspelt, or one kind given as a bare string, would match nothing: the deviation
+        # would silently never apply, and the campaign fail on what it was meant to declare
+        if isinstance(self.kinds, str):
+            raise ValueError(f"Deviation: kinds is a tuple of reply kinds: kinds=({self.kinds!r},)")
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown:
+            raise ValueError(
+                f"Deviation: unknown reply kind(s) {', '.join(map(repr, unknown))} (one of {', '.join(KINDS)})"
+            )
 
     def covers(self, violation: Violation) -> bool:
         if violation.invariant != self.invariant:
@@ -86,8 +99,29 @@ class Judgement:
         return not self.violations
 
 
+def declared_deviations(declared: object) -> tuple[Deviation, ...]:
+    """An agent's ``wire_deviations`` (or a ``deviations=`` argument) as a tuple, or a ``TypeError``
+    saying what is wrong with it: anything but :class:`Deviation` values would fail deep inside the
+    first judgement that needs them, long after the campaign started."""
+    if declared is None:
+        return ()
+    if isinstance(declared, Deviation):
+        raise TypeError("wire_deviations is a list of Deviation values: [Deviation(...)], not one Deviation")
+    if isinstance(declared, (str, bytes)) or not isinstance(declared, Iterable):
+        raise TypeError(f"wire_deviations is a list of Deviation values, not {type(declared).__name__}")
+    values = tuple(declared)
+    wrong = [v for v in values if not isinstance(v, Deviation)]
+    if wrong:
+        raise TypeError(
+            f"wire_deviations holds {wrong[0]!r} ({type(wrong[0]).__name__}): each one is "
+            "Deviation(invariant, reason, kinds=(...)) from harness.agents"
+        )
+    return values
+
+
 def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
     """Every invariant over one run; violations a deviation covers are set apart as declared."""
+    deviations = declared_deviations(deviations)
     histories = _histories(run.exchanges)
     found = [
         *_w1(run.exchanges, histories),
@@ -275,8 +309,9 @@ def _w3(run: Run) -> Iterable[Violation]:
         yield Violation(
             "W3",
             0,
-            f"the run had not ended {run.time_bound:g}s after it started ({len(run.exchanges)} request(s) sent)",
+            f"the run had not ended {run.time_bound:g}s after it started",
             kinds,
+            measured=f"{len(run.exchanges)} request(s) sent by then",
         )
 
 
@@ -342,7 +377,8 @@ def _w6(exchanges: Sequence[Exchange]) -> Iterable[Violation]:
             yield Violation(
                 "W6",
                 following.number,
-                f"it came {gap:.3f}s after request {exchange.number}'s HTTP {status_of(reply)} "
-                f"with Retry-After: {wait:g}",
+                f"it came before the Retry-After: {wait:g} of request {exchange.number}'s HTTP "
+                f"{status_of(reply)} had passed",
                 _kinds(reply),
+                measured=f"{gap:.3f}s after it",
             )

@@ -216,6 +216,7 @@ def _fuzz_agent(
         raise click.UsageError(f"--agent {path}: {exc}") from None
     if not callable(agent):
         raise click.UsageError(f"--agent {path}: {type(agent).__name__} is not callable")
+    _check_agent(path, agent)
     html_ready(html)
     console = Console()
     examples = examples or DEFAULT_EXAMPLES
@@ -265,8 +266,11 @@ def _fuzz_agent(
         verdicts.add_row(f"{name} {text}", verdict)
     console.print(verdicts)
     for deviation in deviations_of(agent):
+        # a declaration nothing needed in this campaign is said as such: it may be stale
+        met = stats.declared[deviation.invariant]
         console.print(
-            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason}",
+            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason} "
+            + (f"(covered {met} violation(s))" if met else f"(not met in {stats.conversations} conversations)"),
             markup=False,
             highlight=False,
         )
@@ -295,3 +299,30 @@ def _fuzz_agent(
     if failure.path is not None:
         console.print(f"saved as {failure.path} (serve it: harness emulate --script {failure.path})")
     raise SystemExit(1)
+
+
+def _check_agent(path: str, agent: Any) -> None:
+    """Refuse, as a usage error, an agent no run could call or a declaration no judgement could use:
+    otherwise every run would raise the same ``TypeError`` and the campaign test nothing."""
+    import inspect
+
+    from harness.agents._invariants import declared_deviations
+
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError):  # a builtin or extension callable: its runs will tell
+        signature = None
+    if signature is not None:
+        try:
+            # http_client is given to an agent that names it (served in process), so it may be required
+            given = {"http_client": None} if "http_client" in signature.parameters else {}
+            signature.bind("prompt", base_url="", api_key="", **given)
+        except TypeError as exc:
+            raise click.UsageError(
+                f"--agent {path}: it cannot be called as agent(prompt, *, base_url, api_key) ({exc}); "
+                "write it as def run(prompt: str, *, base_url: str, api_key: str) -> str (docs/wire-campaigns.md)"
+            ) from None
+    try:
+        declared_deviations(getattr(agent, "wire_deviations", None))
+    except TypeError as exc:
+        raise click.UsageError(f"--agent {path}: {exc}") from None

@@ -1,0 +1,151 @@
+"""What a user of ``harness fuzz --agent`` and ``agent_test`` meets at the edges of the contract:
+an agent of the wrong shape or a declaration the judge cannot use is one usage error (exit 2)
+before any run; a declared deviation says whether the campaign needed it; the same seed saves the
+same scenario; the pytest entry runs under the plugin's Hypothesis profiles in a user's project."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.agents import Deviation, run_agent_campaign
+from tests.harness.agents import planted
+from tests.harness.support import console_script
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def fuzz(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``harness fuzz`` run from a user's project directory (its modules importable
+    from there, this checkout's tests importable for the planted loop)."""
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [console_script(), "fuzz", *args], cwd=project, capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+AGENTS = """
+from harness.agents import Deviation
+from tests.harness.agents import planted
+
+
+def no_keywords(prompt):
+    return "never called"
+
+
+def no_api_key(prompt, *, base_url):
+    return "never called"
+
+
+async def needs_http_client(prompt, *, base_url, api_key, http_client):
+    return await planted.async_agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+
+strings = planted.make()
+strings.wire_deviations = ["W5"]
+
+one = planted.make()
+one.wire_deviations = Deviation("W5", "a partial answer beats none")
+
+cut = planted.make("return_cut_text")
+cut.wire_deviations = [
+    Deviation("W5", "a partial answer beats none", kinds=("cut stream", "cut inside an event")),
+    Deviation("W6", "declared, but nothing here needs it"),
+]
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("agents:no_keywords", "cannot be called as agent(prompt, *, base_url, api_key)"),
+        ("agents:no_api_key", "unexpected keyword argument 'api_key'"),
+        ("agents:strings", "wire_deviations holds 'W5' (str)"),
+        ("agents:one", "not one Deviation"),
+    ],
+)
+def test_an_agent_no_run_could_use_is_a_usage_error_before_any_run(tmp_path: Path, target: str, message: str) -> None:
+    # Before: every run raised TypeError (exit 1, NOTHING TESTED, after the whole table), or the
+    # first violation judged crashed the campaign as an internal error.
+    (tmp_path / "agents.py").write_text(AGENTS)
+    done = fuzz(tmp_path, "--agent", target, "-n", "3")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in " ".join(done.stderr.split()), done.stderr
+    assert "Traceback" not in done.stderr and "conversations" not in done.stdout
+
+
+def test_a_deviation_that_could_never_apply_is_refused_where_it_is_declared() -> None:
+    with pytest.raises(ValueError, match=r"unknown reply kind.*'cut strem'.*cut stream"):
+        Deviation("W5", "partial answers", kinds=("cut strem",))
+    with pytest.raises(ValueError, match=r"kinds=\('cut stream',\)"):
+        Deviation("W5", "partial answers", kinds="cut stream")  # type: ignore[arg-type]
+
+
+def test_an_agent_that_requires_http_client_is_served_in_process(tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text(AGENTS)
+    done = fuzz(tmp_path, "--agent", "agents:needs_http_client", "-n", "5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "in process" in done.stdout and "no violation" in done.stdout
+
+
+def test_each_declared_deviation_says_whether_the_campaign_needed_it(tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text(AGENTS)
+    done = fuzz(tmp_path, "--agent", "agents:cut", "-n", "30", "--save-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = " ".join(done.stdout.split())
+    assert "declared: W5 after cut stream, cut inside an event: a partial answer beats none (covered" in shown
+    assert "declared: W6 after any reply: declared, but nothing here needs it (not met in 30 conversations)" in shown
+
+
+def test_the_same_seed_finds_and_saves_the_same_scenario(tmp_path: Path) -> None:
+    first, second = (
+        run_agent_campaign(planted.retry_without_wait, save_dir=tmp_path / name).failure for name in ("a", "b")
+    )
+    assert first is not None and second is not None and first.path is not None and second.path is not None
+    assert first.path.name == second.path.name
+    # the file differs at most in the header's measured gap (a comment): never in what it serves
+    bodies = [
+        [line for line in p.read_text().splitlines() if not line.startswith("# Violated:")]
+        for p in (first.path, second.path)
+    ]
+    assert bodies[0] == bodies[1]
+
+
+AGENT_TESTS = """
+from harness.agents import agent_test
+from tests.harness.agents import planted
+
+CALLS = []
+
+
+def run(prompt, *, base_url, api_key, http_client=None):
+    CALLS.append(prompt)
+    return planted.agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+
+test_clean_on_the_wire = agent_test(run)
+test_cut_on_the_wire = agent_test(planted.return_cut_text)
+
+
+def test_zz_count():
+    print("CONVERSATIONS", len(CALLS))
+"""
+
+
+def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent_on_the_wire=AGENT_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--harness-profile", "harness-ci")
+    result.assert_outcomes(passed=2, failed=1)
+    # harness-ci's 50 derandomized examples, each at least one conversation of the agent (a run
+    # whose draws overran Hypothesis's buffer is thrown away and another drawn)
+    counted = re.search(r"CONVERSATIONS (\d+)", result.stdout.str())
+    assert counted is not None and 50 <= int(counted.group(1)) <= 80, result.stdout.str()
+    # a readable failure: the invariant, the request, and the replies as a scenario file
+    result.stdout.fnmatch_lines(["*W5 at request *", "*the replies as a scenario (harness emulate --script FILE)*"])
+    result.stdout.fnmatch_lines(["*turns:*"])
