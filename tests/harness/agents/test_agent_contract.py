@@ -149,3 +149,44 @@ def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(pyteste
     # a readable failure: the invariant, the request, and the replies as a scenario file
     result.stdout.fnmatch_lines(["*W5 at request *", "*the replies as a scenario (harness emulate --script FILE)*"])
     result.stdout.fnmatch_lines(["*turns:*"])
+
+
+def test_the_readmes_agent_is_the_one_ci_fuzzes_from_the_docs() -> None:
+    """The README's new-user agent is the docs' agent, which test_frameworks.py fuzzes in CI's
+    agents venv through the console script from an empty project (test_new_user_path.py runs the
+    README's own lines wherever pydantic-ai is installed)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs" / "wire-campaigns.md").read_text(encoding="utf-8")
+    shown = re.search(r"<!-- readme-agent: agent\.py[^>]*-->\n```py\n(.*?)```", readme, re.S)
+    assert shown is not None
+    fuzzed = next(b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if "async def run(" in b)
+    assert shown.group(1) == fuzzed.replace("# myproject/agent.py\n", "")
+
+
+NEVER_REACHES = """
+from harness.agents import agent_test
+
+
+def never(prompt, *, base_url, api_key):
+    raise ValueError("no client configured")
+
+
+def wrong(prompt):
+    return "never called"
+
+
+test_never = agent_test(never)
+test_wrong = agent_test(wrong)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="agent_test (harness/agents/_campaign.py, not this reviewer's to edit) passes a campaign in "
+    "which no run reached the emulator, and an agent of the wrong signature; harness fuzz --agent "
+    "refuses both (NOTHING TESTED, exit 1; usage error, exit 2)",
+)
+def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_never_reaches=NEVER_REACHES)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile", "harness-ci")
+    result.assert_outcomes(failed=2)
