@@ -83,14 +83,26 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
     help="Where the tests that use the cassettes live (for the unused/orphaned check).",
 )
 @click.option("--no-usage", is_flag=True, help="Skip the unused/orphaned check (cassettes of another layout).")
-def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> None:
+@click.option(
+    "--max-age",
+    "max_age",
+    default=None,
+    metavar="AGE",
+    help="Also report cassettes recorded longer ago than AGE ('90d', '12w', seconds), or not dated.",
+)
+def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool, max_age: str | None = None) -> None:
     """Check every cassette under DIRECTORY (default cassettes/, else pytest-recording's
     tests/cassettes/; scenarios/ left out): it parses and each request routes to a provider; no
     credential header, key= parameter, credential-looking value or environment secret is in it; no
     body contradicts its Content-Encoding and no interaction repeats an earlier one; a test uses
     it. One line per finding; exits 1 on any."""
+    from harness.recording._age import parse_max_age
     from harness.recording._lint import lint
 
+    try:
+        limit = parse_max_age(int(max_age) if max_age and max_age.isdigit() else max_age) if max_age else None
+    except ValueError as exc:
+        raise click.UsageError(f"--max-age: {exc}") from None
     if directory is None:
         found = [path for path in (Path("cassettes"), Path("tests") / "cassettes") if path.is_dir()]
         if not found:
@@ -100,7 +112,7 @@ def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool) -> Non
         raise click.UsageError(f"{directory}: no such directory")
     if not no_usage and not tests_dir.is_dir():
         raise click.UsageError(f"--tests {tests_dir}: no such directory (or pass --no-usage)")
-    findings, checked = lint(directory, None if no_usage else tests_dir)
+    findings, checked = lint(directory, None if no_usage else tests_dir, max_age=limit)
     for finding in findings:
         click.echo(str(finding))
     noun = "cassette" if checked == 1 else "cassettes"

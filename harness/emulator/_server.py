@@ -18,6 +18,7 @@ Provider modules are found by name in :data:`PROVIDER_MODULES`; a module that is
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import json
@@ -212,6 +213,13 @@ class Emulator:
                 return handler, match.groupdict()
         return None
 
+    def _find_path(self, path: str) -> tuple[_Handler, dict[str, str]] | None:
+        for handler in self._handlers:
+            match = handler.pattern.match(path)
+            if match:
+                return handler, match.groupdict()
+        return None
+
     def answer(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes) -> Delivery:
         """The delivery for one HTTP request: matched to a provider, captured, given its script
         entry, and journaled (refused requests too) with the status it got."""
@@ -255,6 +263,20 @@ class Emulator:
         self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes, note: dict[str, Any]
     ) -> Delivery:
         found = self._find(method, path)
+        if found is None and (other := self._find_path(path)) is not None:  # the provider's path, another verb
+            handler, params = other
+            request = WireRequest(
+                method=method.upper(),
+                path=path,
+                query=dict(parse_qsl(query, keep_blank_values=True)),
+                headers=_kept_headers(headers),
+                body={},
+                route=handler.route,
+                path_params=params,
+            )
+            message = f"emulator: {method.upper()} {path}: this path takes {handler.route.method} only"
+            refused = handler.module.error_reply(405, message, request)
+            return Delivery(dataclasses.replace(refused, headers={**refused.headers, "allow": handler.route.method}))
         if found is None:
             known = ", ".join(f"{r.method} {r.path}" for r in self.routes)
             text = json.dumps({"error": {"message": f"emulator: no provider serves {method} {path} (served: {known})"}})

@@ -17,6 +17,7 @@ from typing import Any
 CREDENTIAL_HEADERS = frozenset(
     {
         "authorization",
+        "proxy-authorization",
         "x-api-key",
         "api-key",
         "x-goog-api-key",

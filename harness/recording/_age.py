@@ -88,7 +88,7 @@ class AgeLimit:
             warnings.warn(
                 CassetteAgeWarning(
                     f"{path}: the cassette has no {RECORDED_AT} date (recorded before the harness dated "
-                    f"cassettes), so its max_age of {_age(self.max_age)} cannot be checked; {rewrite} to date it"
+                    f"cassettes), so its max_age of {age_text(self.max_age)} cannot be checked; {rewrite} to date it"
                 ),
                 stacklevel=2,
             )
@@ -99,8 +99,8 @@ class AgeLimit:
         if self.action == "rerecord" and self.may_record:
             return True
         message = (
-            f"{path}: recorded {_age(age)} ago ({recorded:%Y-%m-%d %H:%M} UTC), older than its max_age of "
-            f"{_age(self.max_age)}; {rewrite}"
+            f"{path}: recorded {age_text(age)} ago ({recorded:%Y-%m-%d %H:%M} UTC), older than its max_age of "
+            f"{age_text(self.max_age)}; {rewrite}"
         )
         if self.action == "fail":
             raise CassetteExpiredError(path, message.split(": ", 1)[1])
@@ -129,9 +129,28 @@ def date_text(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _age(delta: timedelta) -> str:
+def age_text(delta: timedelta) -> str:
+    """``delta`` in its largest whole unit, as messages say it (``3 days``, ``1 hour``)."""
     seconds = int(delta.total_seconds())
     unit, size = next(
         (u, n) for u, n in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)) if seconds >= n
     )
     return f"{seconds // size} {unit}{'s' if seconds // size != 1 else ''}"
+
+
+def stale(data: Any, max_age: timedelta, now: datetime | None = None) -> str | None:
+    """Why a parsed cassette is past ``max_age`` (or of no known age), ``None`` when it is not:
+    ``harness cassettes lint --max-age``'s rule, the same dating a test's ``max_age`` reads."""
+    recorded = recorded_at(data)
+    if recorded is None:
+        return (
+            f"has no {RECORDED_AT} date (recorded before the harness dated cassettes, or by another tool), "
+            f"so its age cannot be checked against {age_text(max_age)}; re-record it: --record-mode=rewrite"
+        )
+    age = (now or datetime.now(UTC)) - recorded
+    if age <= max_age:
+        return None
+    return (
+        f"recorded {age_text(age)} ago ({recorded:%Y-%m-%d} UTC), older than --max-age {age_text(max_age)}; "
+        "re-record it: --record-mode=rewrite"
+    )

@@ -14,6 +14,8 @@ remove. Each rule below reports one :class:`Finding` (file and reason, never a s
   ``key=``-style query parameter, no AWS account id left in an ARN, nothing shaped like an API
   key, token or AWS access key, and no value of a credential variable of the environment
   (``harness.recording._scrub.find_credentials``);
+- **age** (with ``max_age``, ``harness cassettes lint --max-age 90d``): the cassette is dated
+  (``recorded_at``, which the recorder writes) and no older than that;
 - **usage**: the cassette sits at ``<module>/<test>.yaml`` (pytest-recording's layout:
   ``<test dir>/cassettes/<module>/<test>.yaml``, or the project's ``cassettes/<module>/<test>.yaml``),
   a test module ``<module>.py`` exists (next to the ``cassettes`` folder, else anywhere under the
@@ -28,11 +30,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
 from vcr.serializers import yamlserializer
 
+import harness.recording._age as age
 import harness.recording._cassettes as cassettes
 import harness.recording._scrub as scrub
 
@@ -79,20 +83,27 @@ def cassette_files(directory: Path) -> list[Path]:
 
 
 def lint(
-    directory: Path, tests: Path | None = None, environ: Mapping[str, str] | None = None
+    directory: Path,
+    tests: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    max_age: timedelta | None = None,
 ) -> tuple[list[Finding], int]:
     """Every finding under ``directory`` and how many cassettes were checked.
 
     ``tests`` is the tests folder for the usage rule (``None`` skips it); ``environ`` is where the
-    credential variables are read (default ``os.environ``).
+    credential variables are read (default ``os.environ``); ``max_age`` turns on the age rule.
     """
     files = cassette_files(directory)
-    findings = [finding for path in files for finding in lint_file(path, directory, tests, environ)]
+    findings = [finding for path in files for finding in lint_file(path, directory, tests, environ, max_age)]
     return findings, len(files)
 
 
 def lint_file(
-    path: Path, root: Path, tests: Path | None = None, environ: Mapping[str, str] | None = None
+    path: Path,
+    root: Path,
+    tests: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    max_age: timedelta | None = None,
 ) -> list[Finding]:
     """The findings of one cassette (``root``: the linted folder, for its ``<module>/<test>`` place)."""
     findings: list[Finding] = []
@@ -108,6 +119,10 @@ def lint_file(
         findings.append(Finding(path, exc.reason))
     else:
         findings.extend(Finding(path, reason) for reason in _interaction_problems(cassette))
+        if max_age is not None:
+            reason = age.stale(yamlserializer.deserialize(text), max_age)
+            if reason is not None:
+                findings.append(Finding(path, reason))
     if tests is not None:
         reason = _usage(path, root, tests)
         if reason is not None:

@@ -117,6 +117,40 @@ def test_a_bad_request_never_gets_a_server_error_in_process_either() -> None:
     assert chat.json()["error"]["message"].startswith("emulator: cannot answer this chat.completions request: ")
 
 
+@pytest.mark.parametrize("provider", list(PATHS))
+def test_another_verb_on_a_providers_path_gets_405_in_its_envelope(served: Emulator, provider: str) -> None:
+    served.reset_script()
+    reply = httpx2.get(served.base_url + PATHS[provider])
+    assert reply.status_code == 405, reply.text
+    assert reply.headers["allow"] == "POST"
+    body = reply.json()
+    if provider.startswith("openai"):
+        message = body["error"]["message"]
+    elif provider == "anthropic":
+        assert body["type"] == "error"
+        message = body["error"]["message"]
+    elif provider.startswith(("gemini", "vertex")):
+        assert body["error"]["code"] == 405
+        message = body["error"]["message"]
+    else:
+        assert "x-amzn-errortype" in reply.headers
+        message = body["message"]
+    assert message.startswith("emulator: GET ") and "takes POST only" in message, message
+    assert served.requests == []
+
+
+def test_a_proxy_credential_is_never_kept_in_a_captured_request() -> None:
+    emulator = Emulator("ok")
+    with emulator.sync_http_client() as client:
+        client.post(
+            "http://emulator/v1/chat/completions",
+            json={"model": "m", "messages": []},
+            headers={"proxy-authorization": "Basic dXNlcjpzZWNyZXQ=", "authorization": "Bearer sk-x"},
+        )
+    kept = emulator.requests[0].headers
+    assert "proxy-authorization" not in kept and "authorization" not in kept
+
+
 # -- each official SDK reads our 400 as its own bad-request error -------------------------------
 
 

@@ -369,6 +369,60 @@ def test_lint_refuses_unusable_folders_with_status_2(project: Path, args: list[s
     assert status == 2 and lines[-1] == message
 
 
+def _dated(path: Path, recorded_at: str | None) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.pop("recorded_at", None)
+    if recorded_at is not None:
+        data["recorded_at"] = recorded_at
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+
+def test_lint_max_age_reports_old_and_undated_cassettes_and_passes_fresh_ones(project: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    folder = project / "cassettes" / "test_app"
+    fresh = (datetime.now(UTC) - timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _dated(folder / "test_answer.yaml", fresh)
+    _dated(folder / "TestSuite.test_in_class[gpt-4o].yaml", fresh)
+    assert lint_lines("--max-age", "30d") == (0, ["2 cassettes, no findings"])
+    assert lint_lines() == (0, ["2 cassettes, no findings"])  # no --max-age: age is not a rule
+
+    _dated(folder / "test_answer.yaml", "2025-01-02T03:04:05Z")
+    _dated(folder / "TestSuite.test_in_class[gpt-4o].yaml", None)
+    status, lines = lint_lines("--max-age", "30d")
+    assert status == 1
+    old = next(line for line in lines if "test_answer.yaml" in line)
+    assert "recorded " in old and "(2025-01-02 UTC), older than --max-age 30 days" in old
+    assert old.endswith("re-record it: --record-mode=rewrite")
+    undated = next(line for line in lines if "test_in_class" in line)
+    assert "has no recorded_at date" in undated
+    assert lines[-1] == "2 finding(s) in 2 cassettes"
+
+
+@pytest.mark.parametrize("age", ["soon", "0", "-3d"])
+def test_lint_max_age_refuses_an_age_it_cannot_read_with_status_2(project: Path, age: str) -> None:
+    status, lines = lint_lines("--max-age", age)
+    assert status == 2 and lines[-1].startswith("Error: --max-age: max_age ") and "is not a positive age" in lines[-1]
+
+
+def test_a_cassette_the_recorder_dates_passes_lint_max_age_through_the_console_script(tmp_path: Path) -> None:
+    """The date lint reads is written in the recorder's own format (``date_text``, what the
+    persister writes as ``recorded_at``), and the installed command reads it."""
+    from datetime import UTC, datetime
+
+    from harness.recording._age import date_text
+
+    path = write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", clean())
+    _dated(path, date_text(datetime.now(UTC)))
+    done = subprocess.run(
+        [console_script(), "cassettes", "lint", "--no-usage", "--max-age", "1d", str(tmp_path / "cassettes")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "1 cassette, no findings", done.stdout + done.stderr
+
+
 def test_lint_on_the_third_party_cassettes_finds_the_identities_they_kept_and_no_false_key() -> None:
     if not (CASSETTES / "index.json").is_file():
         pytest.skip(f"provider cassettes not found: {CASSETTES} (set HARNESS_PROVIDER_CASSETTES to the folder)")
