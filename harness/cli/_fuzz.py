@@ -82,6 +82,14 @@ def fuzz_command(
     if agent_path is not None:
         if tools_module is not None:
             raise click.UsageError("--agent and --tools fuzz different things: give one of them")
+        given = click.get_current_context().get_parameter_source
+        if any(given(name) is click.core.ParameterSource.COMMANDLINE for name in ("database_url", "database_readonly")):
+            # a wire campaign keeps no example database (its seed is the campaign): say so, not ignore
+            # it (the environment's HARNESS_EXAMPLE_DB, meant for the loop's campaigns, is let be)
+            raise click.UsageError(
+                "--database is for our loop's campaigns: a wire campaign (--agent) is replayed by its --seed "
+                "and its saved scenarios"
+            )
         _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html)
         return
     examples = examples or 200
@@ -249,12 +257,13 @@ def _fuzz_agent(
         markup=False,
         highlight=False,
     )
-    table = Table(title="exercised (over all conversations)")
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    for label, count in stats.rows():
-        table.add_row(label, str(count))
-    console.print(table)
+    if stats.rows():  # none when the first conversation already failed: no empty table
+        table = Table(title="exercised (over all conversations)")
+        table.add_column("what")
+        table.add_column("count", justify="right")
+        for label, count in stats.rows():
+            table.add_row(label, str(count))
+        console.print(table)
     verdicts = Table(title="wire invariants")
     for column in ("invariant", "verdict"):
         verdicts.add_column(column)

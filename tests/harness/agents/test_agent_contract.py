@@ -47,6 +47,11 @@ async def needs_http_client(prompt, *, base_url, api_key, http_client):
     return await planted.async_agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
 
 
+def wrong_answer(prompt, *, base_url, api_key, http_client=None):
+    planted.agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+    return "5"
+
+
 strings = planted.make()
 strings.wire_deviations = ["W5"]
 
@@ -92,6 +97,19 @@ def test_an_agent_that_requires_http_client_is_served_in_process(tmp_path: Path)
     done = fuzz(tmp_path, "--agent", "agents:needs_http_client", "-n", "5")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "in process" in done.stdout and "no violation" in done.stdout
+
+
+def test_a_campaign_failing_at_its_first_conversation_prints_no_empty_table(tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text(AGENTS)
+    done = fuzz(tmp_path, "--agent", "agents:wrong_answer", "--save-dir", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "VIOLATION W4" in done.stdout and "exercised" not in done.stdout, done.stdout
+
+
+def test_a_database_given_to_a_wire_campaign_is_a_usage_error_not_ignored(tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text(AGENTS)
+    done = fuzz(tmp_path, "--agent", "agents:wrong_answer", "--database", str(tmp_path / "db"))
+    assert done.returncode == 2 and "--database is for our loop's campaigns" in done.stderr, done.stderr
 
 
 def test_each_declared_deviation_says_whether_the_campaign_needed_it(tmp_path: Path) -> None:
