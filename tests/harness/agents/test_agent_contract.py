@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,24 @@ def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pyt
     pytester.makepyfile(test_never_reaches=NEVER_REACHES)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile", "harness-ci")
     result.assert_outcomes(failed=2)
+
+
+@pytest.mark.parametrize(
+    "agent", [planted.agent, planted.async_agent, planted.loopback_agent], ids=lambda a: a.__name__
+)
+def test_every_reply_is_drawn_on_the_tests_own_thread(agent: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis draws belong to the thread running the test: the agent's requests (a worker
+    thread, the shared event loop, the loopback server's threads) are handed to it for each draw."""
+    from harness.agents import _campaign
+
+    threads: set[str] = set()
+    draw = _campaign._Drawn.__call__
+
+    def spy(self: object, number: int, request: object) -> object:
+        threads.add(threading.current_thread().name)
+        return draw(self, number, request)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_campaign._Drawn, "__call__", spy)
+    result = run_agent_campaign(agent, 8, save=False)  # type: ignore[arg-type]
+    assert result.ok and result.stats.requests >= 8
+    assert threads == {threading.current_thread().name}
