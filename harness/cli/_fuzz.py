@@ -225,6 +225,7 @@ def _fuzz_agent(
     if not callable(agent):
         raise click.UsageError(f"--agent {path}: {type(agent).__name__} is not callable")
     _check_agent(path, agent)
+    _check_save_dir(save_dir)
     html_ready(html)
     console = Console()
     examples = examples or DEFAULT_EXAMPLES
@@ -335,3 +336,26 @@ def _check_agent(path: str, agent: Any) -> None:
         declared_deviations(getattr(agent, "wire_deviations", None))
     except TypeError as exc:
         raise click.UsageError(f"--agent {path}: {exc}") from None
+
+
+def _check_save_dir(save_dir: Path | None) -> None:
+    """Refuse a scenario directory that cannot be written before the campaign, not after it: a
+    failure found and shrunk, then lost to a save that cannot happen, is the worst way to fail.
+    Nothing is created here (a clean campaign leaves no directory behind)."""
+    import os
+
+    from harness.checking._regressions import scenario_dir
+
+    target = scenario_dir(save_dir)
+    said = (
+        "--save-dir"
+        if save_dir is not None
+        else "the scenario directory ($HARNESS_SCENARIO_DIR or cassettes/scenarios)"
+    )
+    existing = target
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise click.UsageError(f"{said} {target}: {existing} is a file, so the scenario cannot be saved under it")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise click.UsageError(f"{said} {target}: {existing} is not writable, so a scenario cannot be saved there")

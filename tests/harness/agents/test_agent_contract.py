@@ -230,3 +230,14 @@ def test_every_reply_is_drawn_on_the_tests_own_thread(agent: object, monkeypatch
     result = run_agent_campaign(agent, 8, save=False)  # type: ignore[arg-type]
     assert result.ok and result.stats.requests >= 8
     assert threads == {threading.current_thread().name}
+
+
+def test_a_scenario_directory_that_cannot_be_written_is_refused_before_the_campaign(tmp_path: Path) -> None:
+    # Before: the campaign ran, found and shrank the failure, then lost it to an internal error
+    # (NotADirectoryError) when saving it.
+    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "a-file").write_text("")
+    done = fuzz(tmp_path, "--agent", "agents:wrong_answer", "--save-dir", str(tmp_path / "a-file" / "sub"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "a-file is a file, so the scenario cannot be saved under it" in done.stderr
+    assert "conversations" not in done.stdout
