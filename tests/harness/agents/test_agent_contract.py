@@ -11,9 +11,10 @@ import subprocess
 import threading
 from pathlib import Path
 
+import openai
 import pytest
 
-from harness.agents import Deviation, run_agent_campaign
+from harness.agents import Deviation, replay_agent, run_agent_campaign
 from tests.harness.agents import planted
 from tests.harness.support import console_script
 
@@ -241,3 +242,39 @@ def test_a_scenario_directory_that_cannot_be_written_is_refused_before_the_campa
     assert done.returncode == 2, done.stdout + done.stderr
     assert "a-file is a file, so the scenario cannot be saved under it" in done.stderr
     assert "conversations" not in done.stdout
+
+
+def forgets_calls(prompt: str, *, base_url: str, api_key: str, http_client: object = None) -> str:
+    """Asks again with only the prompt whenever the model calls a tool: no result, no history."""
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    for _ in range(4):
+        message = (
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": prompt}], tools=planted.TOOLS
+            )
+            .choices[0]
+            .message
+        )
+        if not message.tool_calls:
+            return message.content or ""
+    raise RuntimeError("no answer")
+
+
+def test_a_deviation_for_invalid_arguments_covers_what_follows_a_call_failing_its_schema(tmp_path: Path) -> None:
+    # Before: a call whose arguments fail its tool's schema was judged a "valid call", so a
+    # deviation declared for "invalid arguments" (a kind the vocabulary draws) never applied.
+    scenario = tmp_path / "invalid.yaml"
+    scenario.write_text(
+        "name: invalid arguments\nprompts: ['What is 2 + 3?']\n"
+        "turns:\n  - calls: [{name: add, args: {a: two, b: 3}, id: call_1}]\n  - Done.\n"
+    )
+    why = "a call its schema refuses is dropped, and the model asked again"
+    declared = [Deviation(w, why, kinds=("invalid arguments",)) for w in ("W1", "W2")]
+    run, judgement = replay_agent(forgets_calls, scenario, deviations=declared)
+    assert run.returned == "Done." and judgement.ok, [str(v) for v in judgement.violations]
+    assert {v.invariant for v, _ in judgement.declared} == {"W1", "W2"}
+    # the same agent after a call that fits the schema is not covered
+    scenario.write_text(scenario.read_text().replace("a: two", "a: 2"))
+    _, valid = replay_agent(forgets_calls, scenario, deviations=declared)
+    assert {v.invariant for v in valid.violations} == {"W1", "W2"}
+    assert all(v.kinds == ("valid call",) for v in valid.violations)
