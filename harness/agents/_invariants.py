@@ -15,13 +15,14 @@ is checked as declared: the same invariant broken after any other reply still fa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents._conversation import Exchange, Run
-from harness.agents._replies import kind_of, retry_after, status_of
+from harness.agents._conversation import Exchange, Run, as_recorded
+from harness.agents._replies import KINDS, kind_of, retry_after, status_of
 from harness.recording._transcript import Call, Said
 from harness.scenarios._parts import ModelTurn
 
@@ -47,10 +48,14 @@ class Violation:
     message: str
     kinds: tuple[str, ...] = ()
     """The kinds of reply that led to it (what a :class:`Deviation` is matched against)."""
+    measured: str = ""
+    """What a clock measured (how soon a retry came), shown with the message but kept out of it:
+    the message goes into the saved scenario, whose name is a digest of its text, so the same
+    seed must give the same message, whatever the machine's timing that time."""
 
     def __str__(self) -> str:
         where = f"request {self.request}" if self.request else "the end of the run"
-        return f"{self.invariant} at {where}: {self.message}"
+        return f"{self.invariant} at {where}: {self.message}" + (f" ({self.measured})" if self.measured else "")
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,17 @@ class Deviation:
     def __post_init__(self) -> None:
         if self.invariant not in INVARIANTS:
             raise ValueError(f"Deviation: unknown invariant {self.invariant!r} (one of {', '.join(INVARIANTS)})")
-        if not self.reason.strip():
+        if not isinstance(self.reason, str) or not self.reason.strip():
             raise ValueError("Deviation: say why the framework does this (reason)")
+        # a kind misspelt, or one kind given as a bare string, would match nothing: the deviation
+        # would silently never apply, and the campaign fail on what it was meant to declare
+        if isinstance(self.kinds, str):
+            raise ValueError(f"Deviation: kinds is a tuple of reply kinds: kinds=({self.kinds!r},)")
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown:
+            raise ValueError(
+                f"Deviation: unknown reply kind(s) {', '.join(map(repr, unknown))} (one of {', '.join(KINDS)})"
+            )
 
     def covers(self, violation: Violation) -> bool:
         if violation.invariant != self.invariant:
@@ -86,15 +100,37 @@ class Judgement:
         return not self.violations
 
 
+def declared_deviations(declared: object) -> tuple[Deviation, ...]:
+    """An agent's ``wire_deviations`` (or a ``deviations=`` argument) as a tuple, or a ``TypeError``
+    saying what is wrong with it: anything but :class:`Deviation` values would fail deep inside the
+    first judgement that needs them, long after the campaign started."""
+    if declared is None:
+        return ()
+    if isinstance(declared, Deviation):
+        raise TypeError("wire_deviations is a list of Deviation values: [Deviation(...)], not one Deviation")
+    if isinstance(declared, (str, bytes)) or not isinstance(declared, Iterable):
+        raise TypeError(f"wire_deviations is a list of Deviation values, not {type(declared).__name__}")
+    values = tuple(declared)
+    wrong = [v for v in values if not isinstance(v, Deviation)]
+    if wrong:
+        raise TypeError(
+            f"wire_deviations holds {wrong[0]!r} ({type(wrong[0]).__name__}): each one is "
+            "Deviation(invariant, reason, kinds=(...)) from harness.agents"
+        )
+    return values
+
+
 def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
     """Every invariant over one run; violations a deviation covers are set apart as declared."""
+    deviations = declared_deviations(deviations)
     histories = _histories(run.exchanges)
+    kinds = _Kinds(run)
     found = [
-        *_w1(run.exchanges, histories),
-        *_w2(run.exchanges, histories),
-        *_w3(run),
-        *_w4_w5(run),
-        *_w6(run.exchanges),
+        *_w1(run.exchanges, histories, kinds),
+        *_w2(run.exchanges, histories, kinds),
+        *_w3(run, kinds),
+        *_w4_w5(run, kinds),
+        *_w6(run.exchanges, kinds),
     ]
     failing, declared = [], []
     for violation in found:
@@ -168,8 +204,62 @@ def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
     return out
 
 
-def _kinds(*replies: ModelTurn | None) -> tuple[str, ...]:
-    return tuple(kind_of(r) for r in replies if r is not None)
+class _Kinds:
+    """The kinds of the replies that led to a violation, what a :class:`Deviation` is matched on.
+
+    A call whose arguments fail its tool's schema looks like a valid call on its own
+    (``kind_of`` has no menu to check it against); here the menu of the run's first request
+    tells them apart, so ``Deviation(..., kinds=("invalid arguments",))`` can apply. Read only
+    when a violation is found: a clean run pays nothing for it."""
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._schemas: dict[str, Any] | None = None
+
+    def __call__(self, *replies: ModelTurn | None) -> tuple[str, ...]:
+        return tuple(self._kind(r) for r in replies if r is not None)
+
+    def _kind(self, reply: ModelTurn) -> str:
+        kind = kind_of(reply)
+        if kind != "valid call" or reply.calls[0].raw is not None:
+            return kind
+        call = reply.calls[0]
+        schema = self._menu().get(call.name)
+        if schema is not None and not _fits(dict(call.args), schema):
+            return "invalid arguments"
+        return kind
+
+    def _menu(self) -> dict[str, Any]:
+        if self._schemas is None:
+            first = self._run.exchanges[0].request if self._run.exchanges else None
+            tools = as_recorded(first).tools if first is not None else ()
+            self._schemas = {spec.name: spec.parameters for spec in tools}
+        return self._schemas
+
+
+def reply_kinds(run: Run) -> tuple[str, ...]:
+    """The kind of each reply the run was served, arguments that fail their schema told apart
+    from a valid call (what a campaign's table of what it exercised should count)."""
+    return _Kinds(run)(*run.replies)
+
+
+def _fits(arguments: dict[str, Any], schema: Any) -> bool:
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+    except (TypeError, ValueError):  # a schema the validator cannot read: no way to call it invalid
+        return True
+    return bool(validator.is_valid(arguments))
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    import jsonschema
+
+    schema = json.loads(schema_text)
+    try:
+        return jsonschema.validators.validator_for(schema)(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _show(said: Said) -> str:
@@ -205,7 +295,7 @@ def _same(a: Said, b: Said, ids_optional: bool = False) -> bool:
 # -- the invariants ----------------------------------------------------------------------------------
 
 
-def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) -> Iterable[Violation]:
+def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], kinds: _Kinds) -> Iterable[Violation]:
     for index, exchange in enumerate(exchanges[:-1]):
         reply = carried(exchange)
         if reply is None or not exchange.delivered or not reply.calls:
@@ -227,11 +317,11 @@ def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
                     exchange.number + 1,
                     f"reply {exchange.number} called {shown}; request {exchange.number + 1} carries "
                     f"{count} result(s) for it",
-                    _kinds(reply),
+                    kinds(reply),
                 )
 
 
-def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) -> Iterable[Violation]:
+def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], kinds: _Kinds) -> Iterable[Violation]:
     for index in range(1, len(exchanges)):
         previous, exchange = exchanges[index - 1], exchanges[index]
         expected = histories[index - 1]
@@ -246,7 +336,7 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
                     exchange.number,
                     f"it carries {len(actual)} message(s); request {previous.number} and its reply had "
                     f"{len(expected)}, the first one missing: {_show(said)}",
-                    _kinds(previous.reply),
+                    kinds(previous.reply),
                 )
                 break
             if not _same(actual[position], said, exchange.request.route.provider == "gemini"):
@@ -255,13 +345,12 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]]) ->
                     exchange.number,
                     f"message {position + 1} was {_show(said)} (request {previous.number} and its reply), "
                     f"now {_show(actual[position])}",
-                    _kinds(previous.reply),
+                    kinds(previous.reply),
                 )
                 break
 
 
-def _w3(run: Run) -> Iterable[Violation]:
-    kinds = _kinds(*run.replies)
+def _w3(run: Run, kinds: _Kinds) -> Iterable[Violation]:
     beyond = next((e for e in run.exchanges if e.reply is None), None)
     if beyond is not None:
         yield Violation(
@@ -269,14 +358,15 @@ def _w3(run: Run) -> Iterable[Violation]:
             beyond.number,
             f"the run sent request {beyond.number}, beyond its bound of {run.request_bound} requests "
             f"(the last reply served was {kind_of(run.replies[-1]) if run.replies else 'none'})",
-            kinds,
+            kinds(*run.replies),
         )
     if run.timed_out:
         yield Violation(
             "W3",
             0,
-            f"the run had not ended {run.time_bound:g}s after it started ({len(run.exchanges)} request(s) sent)",
-            kinds,
+            f"the run had not ended {run.time_bound:g}s after it started",
+            kinds(*run.replies),
+            measured=f"{len(run.exchanges)} request(s) sent by then",
         )
 
 
@@ -301,7 +391,7 @@ def _failure(exchange: Exchange) -> str:
     return "a stream cut before its stop reason"
 
 
-def _w4_w5(run: Run) -> Iterable[Violation]:
+def _w4_w5(run: Run, kinds: _Kinds) -> Iterable[Violation]:
     if run.returned is None or run.raised is not None or run.timed_out:
         return
     if not run.exchanges:
@@ -315,7 +405,7 @@ def _w4_w5(run: Run) -> Iterable[Violation]:
             "W5",
             last.number,
             f"the reply was {_failure(last)}, and the run returned {_clip(run.returned)!r} as its answer",
-            _kinds(last.reply),
+            kinds(last.reply),
         )
         return
     said = last.reply.text or ""
@@ -324,11 +414,11 @@ def _w4_w5(run: Run) -> Iterable[Violation]:
             "W4",
             last.number,
             f"the run returned {_clip(run.returned)!r}; the last reply said {_clip(said)!r}",
-            _kinds(last.reply),
+            kinds(last.reply),
         )
 
 
-def _w6(exchanges: Sequence[Exchange]) -> Iterable[Violation]:
+def _w6(exchanges: Sequence[Exchange], kinds: _Kinds) -> Iterable[Violation]:
     for index, exchange in enumerate(exchanges[:-1]):
         reply = exchange.reply
         if reply is None or reply.kind != "error" or status_of(reply) not in RETRY_AFTER_STATUSES:
@@ -342,7 +432,8 @@ def _w6(exchanges: Sequence[Exchange]) -> Iterable[Violation]:
             yield Violation(
                 "W6",
                 following.number,
-                f"it came {gap:.3f}s after request {exchange.number}'s HTTP {status_of(reply)} "
-                f"with Retry-After: {wait:g}",
-                _kinds(reply),
+                f"it came before the Retry-After: {wait:g} of request {exchange.number}'s HTTP "
+                f"{status_of(reply)} had passed",
+                kinds(reply),
+                measured=f"{gap:.3f}s after it",
             )

@@ -82,6 +82,14 @@ def fuzz_command(
     if agent_path is not None:
         if tools_module is not None:
             raise click.UsageError("--agent and --tools fuzz different things: give one of them")
+        given = click.get_current_context().get_parameter_source
+        if any(given(name) is click.core.ParameterSource.COMMANDLINE for name in ("database_url", "database_readonly")):
+            # a wire campaign keeps no example database (its seed is the campaign): say so, not ignore
+            # it (the environment's HARNESS_EXAMPLE_DB, meant for the loop's campaigns, is let be)
+            raise click.UsageError(
+                "--database is for our loop's campaigns: a wire campaign (--agent) is replayed by its --seed "
+                "and its saved scenarios"
+            )
         _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html)
         return
     examples = examples or 200
@@ -216,6 +224,8 @@ def _fuzz_agent(
         raise click.UsageError(f"--agent {path}: {exc}") from None
     if not callable(agent):
         raise click.UsageError(f"--agent {path}: {type(agent).__name__} is not callable")
+    _check_agent(path, agent)
+    _check_save_dir(save_dir)
     html_ready(html)
     console = Console()
     examples = examples or DEFAULT_EXAMPLES
@@ -248,12 +258,13 @@ def _fuzz_agent(
         markup=False,
         highlight=False,
     )
-    table = Table(title="exercised (over all conversations)")
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    for label, count in stats.rows():
-        table.add_row(label, str(count))
-    console.print(table)
+    if stats.rows():  # none when the first conversation already failed: no empty table
+        table = Table(title="exercised (over all conversations)")
+        table.add_column("what")
+        table.add_column("count", justify="right")
+        for label, count in stats.rows():
+            table.add_row(label, str(count))
+        console.print(table)
     verdicts = Table(title="wire invariants")
     for column in ("invariant", "verdict"):
         verdicts.add_column(column)
@@ -265,8 +276,11 @@ def _fuzz_agent(
         verdicts.add_row(f"{name} {text}", verdict)
     console.print(verdicts)
     for deviation in deviations_of(agent):
+        # a declaration nothing needed in this campaign is said as such: it may be stale
+        met = stats.declared[deviation.invariant]
         console.print(
-            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason}",
+            f"declared: {deviation.invariant} after {', '.join(deviation.kinds) or 'any reply'}: {deviation.reason} "
+            + (f"(covered {met} violation(s))" if met else f"(not met in {stats.conversations} conversations)"),
             markup=False,
             highlight=False,
         )
@@ -295,3 +309,53 @@ def _fuzz_agent(
     if failure.path is not None:
         console.print(f"saved as {failure.path} (serve it: harness emulate --script {failure.path})")
     raise SystemExit(1)
+
+
+def _check_agent(path: str, agent: Any) -> None:
+    """Refuse, as a usage error, an agent no run could call or a declaration no judgement could use:
+    otherwise every run would raise the same ``TypeError`` and the campaign test nothing."""
+    import inspect
+
+    from harness.agents._invariants import declared_deviations
+
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError):  # a builtin or extension callable: its runs will tell
+        signature = None
+    if signature is not None:
+        try:
+            # http_client is given to an agent that names it (served in process), so it may be required
+            given = {"http_client": None} if "http_client" in signature.parameters else {}
+            signature.bind("prompt", base_url="", api_key="", **given)
+        except TypeError as exc:
+            raise click.UsageError(
+                f"--agent {path}: it cannot be called as agent(prompt, *, base_url, api_key) ({exc}); "
+                "write it as def run(prompt: str, *, base_url: str, api_key: str) -> str (docs/wire-campaigns.md)"
+            ) from None
+    try:
+        declared_deviations(getattr(agent, "wire_deviations", None))
+    except TypeError as exc:
+        raise click.UsageError(f"--agent {path}: {exc}") from None
+
+
+def _check_save_dir(save_dir: Path | None) -> None:
+    """Refuse a scenario directory that cannot be written before the campaign, not after it: a
+    failure found and shrunk, then lost to a save that cannot happen, is the worst way to fail.
+    Nothing is created here (a clean campaign leaves no directory behind)."""
+    import os
+
+    from harness.checking._regressions import scenario_dir
+
+    target = scenario_dir(save_dir)
+    said = (
+        "--save-dir"
+        if save_dir is not None
+        else "the scenario directory ($HARNESS_SCENARIO_DIR or cassettes/scenarios)"
+    )
+    existing = target
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise click.UsageError(f"{said} {target}: {existing} is a file, so the scenario cannot be saved under it")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise click.UsageError(f"{said} {target}: {existing} is not writable, so a scenario cannot be saved there")
