@@ -233,7 +233,8 @@ def wire_timeline(
 
 def _said(violation: ViolationLike) -> str:
     where = f"request {violation.request}" if violation.request else "the end of the run"
-    return f"{violation.invariant} at {where}: {violation.message}"
+    measured = getattr(violation, "measured", "")  # what a clock measured: shown, never in the saved file
+    return f"{violation.invariant} at {where}: {violation.message}" + (f" ({measured})" if measured else "")
 
 
 def _wire(request: Any) -> str:

@@ -63,6 +63,15 @@ def test_a_violation_is_shown_on_the_request_it_concerns_with_the_scenario_that_
     assert "What the wire invariants said: 1 problem(s)" in oracle and "W1 at request 2" in oracle
 
 
+def test_what_a_clock_measured_is_shown_on_the_page_though_the_saved_file_leaves_it_out(tmp_path: Path) -> None:
+    result = wire_campaign("retry_without_wait", str(tmp_path))
+    violation = result.failure.violation
+    assert violation.invariant == "W6" and violation.measured  # how soon the retry came
+    saved = result.failure.path.read_text(encoding="utf-8").splitlines()
+    assert not any(violation.measured in line for line in saved if not line.startswith("#"))  # the body: same per seed
+    assert violation.measured in parse(_page(result)).find("harness-timeline").find("oracle").text()
+
+
 def test_a_clean_campaign_says_every_invariant_held(tmp_path: Path) -> None:
     document = parse(_page(wire_campaign("", str(tmp_path), examples=15)))
     assert document.find("summary", tag="p").text().startswith("no violation")
