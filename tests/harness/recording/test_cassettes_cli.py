@@ -646,3 +646,35 @@ def test_lint_reports_a_streamed_reply_cut_inside_its_last_event(project: Path) 
         f"cassettes/test_app/test_answer.yaml: interaction 0: the streamed reply ends inside an event (its last"
         f" {len(cut)} bytes are no whole event), so a replay reads a shorter reply and no error: re-record the test",
     )
+
+
+MALFORMED = [  # shapes vcrpy cannot replay, which the recorded fixture and the vcr marker refuse at setup
+    ("request", "headers", [["content-type", "application/json"]], "interactions[0].request.headers is a list"),
+    ("response", "headers", [["content-type", "application/json"]], "interactions[0].response.headers is a list"),
+    ("response", "body", "3.", "interactions[0].response.body has no string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("side", "key", "value", "reason"), MALFORMED, ids=["request-headers", "response-headers", "body"]
+)
+def test_lint_and_show_refuse_an_interaction_pytest_would_refuse_naming_it(
+    tmp_path: Path, side: str, key: str, value: Any, reason: str
+) -> None:
+    """lint passes only what replays: a shape the replay refuses (headers as a list, a body without
+    its string) is a finding with the path in it, and show cannot read it either (exit 2)."""
+    bad = clean()
+    bad[side][key] = value
+    path = write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", bad)
+    lint = subprocess.run(
+        [console_script(), "cassettes", "lint", "--no-usage", str(tmp_path / "cassettes")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert lint.returncode == 1, lint.stdout + lint.stderr
+    assert f"test_app/test_answer.yaml: {reason}" in lint.stdout, lint.stdout
+    show = subprocess.run(
+        [console_script(), "cassettes", "show", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert show.returncode == 2 and reason in show.stderr and "Traceback" not in show.stderr, show.stderr
