@@ -402,7 +402,7 @@ def test_agent(recorded):
 """
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "bedrock"])
 def test_a_changed_tool_schema_is_one_failure_naming_the_tool_and_the_path(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sentinel_env: dict[str, str], provider: str
 ) -> None:
