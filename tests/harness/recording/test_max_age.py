@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.recording import _age as age
 from harness.recording import _cassettes as cassettes
 
 pytest_plugins = ["pytester"]
@@ -74,12 +75,12 @@ def _project(pytester: pytest.Pytester, kind: str, options: str) -> Path:
 
 
 def _date(cassette: Path) -> datetime | None:
-    return cassettes.recorded_at(yaml.safe_load(cassette.read_text(encoding="utf-8")))
+    return age.recorded_at(yaml.safe_load(cassette.read_text(encoding="utf-8")))
 
 
 def _age_by(cassette: Path, days: int) -> None:
     data = yaml.safe_load(cassette.read_text(encoding="utf-8"))
-    data["recorded_at"] = cassettes.date_text(datetime.now(UTC) - timedelta(days=days))
+    data["recorded_at"] = age.date_text(datetime.now(UTC) - timedelta(days=days))
     cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
@@ -204,4 +205,4 @@ def test_a_bad_max_age_is_one_line_saying_what_is_accepted(
     [("30d", 30 * 86400), ("1w2d", 9 * 86400), ("12h", 43200), (90, 90), (timedelta(hours=1), 3600)],
 )
 def test_max_age_reads_units_seconds_and_timedeltas(value: object, seconds: int) -> None:
-    assert cassettes.parse_max_age(value) == timedelta(seconds=seconds)
+    assert age.parse_max_age(value) == timedelta(seconds=seconds)
