@@ -594,24 +594,44 @@ from openprogram import runtime
 
 def test_proxy(recorded):
     with Emulator(turn.text("via the proxy")) as emulator:
-        if recorded.records:  # the project's proxy, as OPENAI_BASE_URL names it to every client
-            os.environ["OPENAI_BASE_URL"] = emulator.base_url + "/v1"
+        if recorded.records:  # the project's proxy, as {variable} names it to every client
+            os.environ[{variable!r}] = emulator.base_url + {suffix!r}
         try:
-            assert runtime.exec("hi", provider=recorded("openai", model="m-1"), tools=[]) == "via the proxy"
+            backend = recorded({provider!r}, model="m-1", stream={stream!r})
+            assert runtime.exec("hi", provider=backend, tools=[]) == "via the proxy"
         finally:
-            os.environ.pop("OPENAI_BASE_URL", None)
+            os.environ.pop({variable!r}, None)
 """
 
+BASE_URL_VARIABLES = [  # provider, its variable, what follows the server's root in it, the provider's host
+    ("openai", "OPENAI_BASE_URL", "/v1", "https://api.openai.com/v1/chat/completions"),
+    ("anthropic", "ANTHROPIC_BASE_URL", "", "https://api.anthropic.com/v1/messages"),
+    ("gemini", "GOOGLE_GEMINI_BASE_URL", "", "https://generativelanguage.googleapis.com/v1beta/models/m-1:"),
+]
 
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("provider", "variable", "suffix", "uri"), BASE_URL_VARIABLES, ids=["openai", "anthropic", "gemini"]
+)
 def test_recording_honours_the_providers_base_url_variable_as_live_backend_does(
-    pytester: pytest.Pytester, sentinel_env: dict[str, str]
+    pytester: pytest.Pytester,
+    sentinel_env: dict[str, str],
+    provider: str,
+    variable: str,
+    suffix: str,
+    uri: str,
+    stream: bool,
 ) -> None:
-    pytester.makepyfile(test_proxy=BASE_URL_TEST)
+    # google-genai reads GOOGLE_GEMINI_BASE_URL itself: the cassette named the proxy, and no replay matched it
+    pytester.makepyfile(
+        test_proxy=BASE_URL_TEST.format(provider=provider, variable=variable, suffix=suffix, stream=stream)
+    )
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     cassette = pytester.path / "cassettes" / "test_proxy" / "test_proxy.yaml"
     [interaction] = cassettes.load(cassette)
-    assert interaction.request.uri == "https://api.openai.com/v1/chat/completions"  # replays anywhere
-    assert sentinel_env["OPENAI_API_KEY"] not in cassette.read_text(encoding="utf-8")
+    assert interaction.request.uri.startswith(uri)  # replays anywhere
+    assert all(value not in cassette.read_text(encoding="utf-8") for value in sentinel_env.values())
     _run(pytester, "--block-network").assert_outcomes(passed=1)
 
 
