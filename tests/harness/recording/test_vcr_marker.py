@@ -36,6 +36,24 @@ async def ask(base_url):
     await client.close()
     return "".join(parts)
 """,
+    "responses": """
+async def ask(base_url):
+    import openai
+    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0)
+    stream = await client.responses.create(model="m", input="hi", stream=True)
+    parts = [event.delta async for event in stream if event.type == "response.output_text.delta"]
+    await client.close()
+    return "".join(parts)
+""",
+    "gemini": """
+async def ask(base_url):  # google-genai's async client: httpx's async stream under vcrpy's stub
+    from google import genai
+    client = genai.Client(api_key="k", http_options={"base_url": base_url, "retry_options": {"attempts": 1}})
+    stream = await client.aio.models.generate_content_stream(model="m", contents="hi")
+    parts = [chunk.text or "" async for chunk in stream]
+    await client.aio.aclose()
+    return "".join(parts)
+""",
     "bedrock": """
 async def ask(base_url):  # boto3: vcrpy's botocore stub, not its httpx one
     import boto3
@@ -81,7 +99,8 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def _cut_last_event(cassette: Path) -> None:
-    """The stream ends inside its last event (OpenAI: the usage chunk; Anthropic: message_stop; Bedrock: metadata)."""
+    """The stream ends inside its last event (OpenAI chat: the usage chunk; Responses: response.completed;
+    Anthropic: message_stop; Gemini: the chunk with usageMetadata; Bedrock: metadata)."""
     data = yaml.load(cassette.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
     body = data["interactions"][-1]["response"]["body"]
     if isinstance(body["string"], bytes):  # an AWS event stream: its last message (metadata) loses its end
