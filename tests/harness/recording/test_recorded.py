@@ -574,7 +574,16 @@ def _cut_last_event(cassette: Path) -> None:
     cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
-@pytest.mark.parametrize(("provider", "endpoint"), [("openai", "chat.completions"), ("bedrock", "converse-stream")])
+@pytest.mark.parametrize(
+    ("provider", "endpoint"),
+    [
+        ("openai", "chat.completions"),
+        ("openai", "responses"),
+        ("anthropic", "messages"),
+        ("gemini", "streamGenerateContent"),
+        ("bedrock", "converse-stream"),
+    ],
+)
 def test_a_stream_cut_inside_its_last_event_replays_as_a_failure_not_a_short_success(
     pytester: pytest.Pytester, sentinel_env: dict[str, str], provider: str, endpoint: str
 ) -> None:
