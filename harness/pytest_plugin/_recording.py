@@ -25,7 +25,12 @@ _RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call r
 _REFUSED = pytest.StashKey[list[Exception]]()  # what a vcr-marker cassette refused to replay
 
 
-_SAID_ONCE = ("CassetteCorruptError", "CassetteExpiredError", "VcrOptionError")  # the message is the report
+_SAID_ONCE = (  # the message is the report (a traceback of vcrpy's save would print the cassette's bodies)
+    "CassetteCorruptError",
+    "CassetteExpiredError",
+    "CredentialLeakError",
+    "VcrOptionError",
+)
 
 
 class VcrOptionError(Exception):

@@ -249,3 +249,33 @@ def test_a_passphrase_split_across_geminis_sse_events_is_refused_by_the_recorder
     ) in output
     assert PASSPHRASE not in output
     assert cassette.read_bytes() == stored
+
+
+MARKED_ECHO = f"""
+import openai, pytest
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+def test_marked():
+    with Emulator({TEXT}) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        stream = client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "hi"}}], stream=True)
+        list(stream)
+"""
+
+
+def test_under_the_plain_vcr_marker_a_split_key_is_refused_in_one_message_not_a_traceback(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the traceback of vcrpy's save printed the persister's arguments: the cassette's own bodies
+    pytester.makepyfile(test_marked=MARKED_ECHO)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rN", "--record-mode=once")
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    assert output.count("not written, it would hold a credential from the environment") == 1, output
+    assert "the value of MY_SERVICE_TOKEN in interactions[0].response.body.string: choices[0].delta.content" in output
+    assert "cassette_dict" not in output and "CredentialLeakError" not in output  # the message, not vcrpy's frames
+    assert "SENTINEL-" not in output  # not one piece of the key either
+    assert not (pytester.path / "cassettes" / "test_marked" / "test_marked.yaml").exists()
