@@ -147,6 +147,9 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
         if scrub.scrub_arns(request.uri) != request.uri:
             yield f"{where}: the request URI holds an AWS account id (in an ARN)"
         for side, part in (("request", request), ("response", interaction.response)):
+            if scrub.scrub_arns_in(part.body.data) != part.body.data:
+                yield f"{where}: the {side} body holds an AWS account id (in an ARN)"
+        for side, part in (("request", request), ("response", interaction.response)):
             reason = _encoding_problem(part.headers, part.body.stored)
             if reason is not None:
                 yield f"{where}: the {side} {reason}"

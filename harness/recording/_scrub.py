@@ -162,11 +162,20 @@ def _scrub_arn_bytes(data: bytes) -> bytes:
 
 
 def scrub_request(request: Any) -> Any:
-    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
+    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed.
+
+    vcrpy runs it on each request it is asked to match as well as on each it records, so the ARN a
+    body names (a Converse request's ``guardrailConfig``) is zeroed on both sides and still matches.
+    """
     for name in list(request.headers):
         if is_credential_header(name):
             del request.headers[name]
     request.uri = scrub_uri(request.uri)
+    body = getattr(request, "body", None)
+    if isinstance(body, str | bytes | bytearray):
+        scrubbed = scrub_arns_in(body)
+        if scrubbed is not body and scrubbed != body:
+            request.body = scrubbed
     return request
 
 
