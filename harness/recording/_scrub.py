@@ -384,7 +384,7 @@ def find_hidden_credentials(
 
     A binary body (an AWS event stream) is written base64-encoded, and a streamed reply can carry
     a key in pieces, one per delta (``"sk-t"``, ``"est-SENT"``, ...), so no line of the file holds
-    it. Here binary bodies are searched as bytes and, per streamed reply, the string fields of its
+    it. Here binary bodies are searched as bytes (gzip undone) and, per streamed reply, the string fields of its
     events (SSE ``data:`` JSON, event-stream payloads) are joined field by field in event order.
     """
     needles = _needles(environ, extra)
@@ -402,8 +402,9 @@ def find_hidden_credentials(
             body = part.get("body")
             stored = body.get("string") if isinstance(body, Mapping) else body
             where = f"interactions[{index}].{side}.body" + (".string" if isinstance(body, Mapping) else "")
-            if isinstance(stored, bytes | bytearray):
-                _walk(bytes(stored), f"{where} (binary)", needles, findings)
+            if isinstance(stored, bytes | bytearray):  # gzip undone: a body kept compressed hides its text
+                stored = cassettes.Body.of(bytes(stored)).data
+                _walk(stored, f"{where} (binary)", needles, findings)
             if side == "response" and isinstance(stored, str | bytes | bytearray):
                 findings.extend(_split_findings(stored, _content_type(part.get("headers")), where, needles))
     return findings
