@@ -157,3 +157,33 @@ def test_an_unknown_vcr_config_option_of_a_plain_vcr_test_names_the_closest(pyte
     )
     assert output.count(expected) == 1, output
     assert "VcrOptionError" not in output and "raise" not in output  # the line, not a traceback
+
+
+EMPTY_FILE = """
+import openai, pytest
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+def test_plain():
+    with Emulator(turn.text("recorded at last")) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "recorded at last"
+"""
+
+
+def test_an_empty_cassette_file_is_no_recording_yet_under_the_plain_vcr_marker(pytester: pytest.Pytester) -> None:
+    # an editor or a killed `touch` leaves it; pytest-recording's loader failed on it with a bare
+    # TypeError ('NoneType' object is not subscriptable); the recorded fixture reads it as absent
+    pytester.makepyfile(test_plain=EMPTY_FILE)
+    cassette = pytester.path / "cassettes" / "test_plain" / "test_plain.yaml"
+    cassette.parent.mkdir(parents=True)
+    cassette.write_text("\n", encoding="utf-8")
+    replay = _run(pytester, "--record-mode=none")
+    replay.assert_outcomes(failed=1)
+    assert "TypeError" not in replay.stdout.str()
+    assert "record_mode 'none' doesn't record new ones" in replay.stdout.str()
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    assert "recorded at last" in cassette.read_text(encoding="utf-8")
+    _run(pytester, "--record-mode=none").assert_outcomes(passed=1)
