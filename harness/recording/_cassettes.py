@@ -540,6 +540,9 @@ def shape_problem(index: int, interaction: Any) -> str | None:
     for key in ("method", "uri"):
         if not isinstance(request.get(key), str):
             return f"{where}.request has no {key}"
+    for key in ("body", "headers"):  # vcrpy's Request takes both (null and {} are enough)
+        if key not in request:
+            return f"{where}.request has no {key} (vcrpy writes {key}: null or {{}} when there is none)"
     if "status_code" in response:  # the form vcrpy's httpx stub once wrote, which it still replays
         return None
     status = response.get("status")

@@ -652,11 +652,14 @@ MALFORMED = [  # shapes vcrpy cannot replay, which the recorded fixture and the 
     ("request", "headers", [["content-type", "application/json"]], "interactions[0].request.headers is a list"),
     ("response", "headers", [["content-type", "application/json"]], "interactions[0].response.headers is a list"),
     ("response", "body", "3.", "interactions[0].response.body has no string"),
+    ("request", "body", None, "interactions[0].request has no body"),  # vcrpy failed: Request.__init__() missing
 ]
 
 
 @pytest.mark.parametrize(
-    ("side", "key", "value", "reason"), MALFORMED, ids=["request-headers", "response-headers", "body"]
+    ("side", "key", "value", "reason"),
+    MALFORMED,
+    ids=["request-headers", "response-headers", "body", "no-request-body"],
 )
 def test_lint_and_show_refuse_an_interaction_pytest_would_refuse_naming_it(
     tmp_path: Path, side: str, key: str, value: Any, reason: str
@@ -665,6 +668,8 @@ def test_lint_and_show_refuse_an_interaction_pytest_would_refuse_naming_it(
     its string) is a finding with the path in it, and show cannot read it either (exit 2)."""
     bad = clean()
     bad[side][key] = value
+    if value is None:
+        del bad[side][key]
     path = write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", bad)
     lint = subprocess.run(
         [console_script(), "cassettes", "lint", "--no-usage", str(tmp_path / "cassettes")],

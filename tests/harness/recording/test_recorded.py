@@ -463,8 +463,9 @@ def _shaped(**changes: dict) -> str:
             "interactions[0].request.headers is a list; vcrpy stores headers as a mapping of name to values",
         ),
         (_shaped(response={"status": None}), "interactions[0].response has no status code"),
+        (_shaped(request={"body": None}), "interactions[0].request has no body"),
     ],
-    ids=["yaml", "headers-list", "no-status"],
+    ids=["yaml", "headers-list", "no-status", "no-request-body"],
 )
 def test_a_broken_cassette_says_its_path_and_reason_once(pytester: pytest.Pytester, text: str, reason: str) -> None:
     pytester.makepyfile(test_c=CORRUPT_PROJECT)
