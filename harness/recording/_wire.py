@@ -181,6 +181,8 @@ class AtomicPersister:
         from vcr.persisters.filesystem import CassetteNotFoundError
 
         path = Path(cassette_path)
+        if path.is_dir():  # found now, not by os.replace after a whole recording
+            raise CassetteCorruptError(path, "a directory, not a cassette file; move it away")
         if path.is_file():
             try:
                 text = path.read_text(encoding="utf-8")

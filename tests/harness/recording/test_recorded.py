@@ -483,6 +483,22 @@ def test_a_broken_cassette_says_its_path_and_reason_once(pytester: pytest.Pytest
     assert (folder / "test_rec.yaml").read_text(encoding="utf-8") == text
 
 
+@pytest.mark.parametrize("mode", ["none", "once"])
+def test_a_directory_where_the_cassette_goes_is_one_error_at_setup(pytester: pytest.Pytester, mode: str) -> None:
+    # the recorded fixture called it "no interactions; record it", then failed at teardown with
+    # IsADirectoryError from os.replace after the whole test had run against the provider
+    pytester.makepyfile(test_c=CORRUPT_PROJECT)
+    folder = pytester.path / "cassettes" / "test_c"
+    for name in ("test_rec", "test_marked"):
+        (folder / f"{name}.yaml").mkdir(parents=True)
+    result = _run(pytester, f"--record-mode={mode}")
+    result.assert_outcomes(errors=2)
+    output = result.stdout.str()
+    for name in ("test_rec", "test_marked"):
+        assert output.count(f"{folder / name}.yaml: a directory, not a cassette file; move it away") == 1, output
+    assert "IsADirectoryError" not in output and "Traceback" not in output
+
+
 TYPO_PROJECT = """
 import pytest
 
