@@ -365,15 +365,33 @@ def test_a_streamed_reply_under_the_plain_vcr_marker_replays_event_by_event(
     assert len(cassettes.load(cassette)) == 1  # replayed from the cassette, nothing recorded again
 
 
+KEYS_ENV_CASES = [
+    ("openai", "chat.completions", False),
+    ("openai", "responses", True),
+    ("anthropic", "messages", True),
+    ("gemini", "streamGenerateContent", True),
+    ("bedrock", "converse-stream", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "endpoint", "stream"), KEYS_ENV_CASES, ids=[c[0] + "-" + c[1] for c in KEYS_ENV_CASES]
+)
 def test_keys_env_records_with_the_environments_key_and_replays_without_one(
-    pytester: pytest.Pytester, sentinel_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    sentinel_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    endpoint: str,
+    stream: bool,
 ) -> None:
-    _project(pytester, "openai", "chat.completions", False)  # the agent asks recorded(..., keys="env")
+    _project(pytester, provider, endpoint, stream)  # the agent asks recorded(..., keys="env")
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
-    monkeypatch.delenv("OPENAI_API_KEY")  # CI: no key anywhere
+    for name in sentinel_env:  # CI: no key anywhere
+        monkeypatch.delenv(name)
     replayed = _run(pytester, "--block-network")
     replayed.assert_outcomes(passed=1)
-    assert "needs OPENAI_API_KEY" not in replayed.stdout.str()
+    assert "needs" not in replayed.stdout.str()
 
 
 SCHEMA_AGENT = """
