@@ -76,6 +76,14 @@ def option_problem(options: dict[str, Any], where: str) -> str | None:
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
+    from vcr.record_mode import RecordMode
+
+    from harness.recording._recorded import RECORD_MODES
+
+    modes = dict.fromkeys([*RECORD_MODES, *(str(mode.value) for mode in RecordMode)])  # vcrpy's own too
+    mode = options.get("record_mode", "none")
+    if str(getattr(mode, "value", mode)) not in modes:  # a RecordMode, or its value
+        return f"{where}: record_mode {mode!r} is not one of {', '.join(modes)}"
     try:
         AgeLimit.from_options(options, may_record=False)
     except ValueError as exc:

@@ -562,6 +562,26 @@ def test_an_unknown_option_is_an_error_naming_the_closest(
     assert f"{message}; did you mean {closest[typo]!r}?" in result.stdout.str()
 
 
+PLAIN_MODE = """
+import pytest
+
+@pytest.mark.vcr(record_mode={mode!r})
+def test_plain():
+    pass
+"""
+
+
+@pytest.mark.parametrize("mode", ["sometimes", "rewrit"])
+def test_a_bad_record_mode_on_the_vcr_marker_is_one_line_naming_the_modes(pytester: pytest.Pytester, mode: str) -> None:
+    # vcrpy raised its ValueError from VCR() with a traceback, and its list lacks pytest-recording's rewrite
+    pytester.makepyfile(test_plain=PLAIN_MODE.format(mode=mode))
+    result = _run(pytester)
+    result.assert_outcomes(errors=1)
+    expected = f"@pytest.mark.vcr: record_mode {mode!r} is not one of none, once, new_episodes, all, rewrite"
+    assert result.stdout.str().count(expected) == 1, result.stdout.str()
+    assert "ValueError" not in result.stdout.str()
+
+
 def test_every_accepted_option_is_documented() -> None:
     from harness.pytest_plugin._recording import known_options
 
