@@ -457,6 +457,26 @@ def test_lint_without_a_folder_finds_pytest_recordings_tests_cassettes(
     assert code == 2 and "no cassettes/ nor tests/cassettes/ here" in lines[-1]
 
 
+def test_bare_lint_reads_pytest_recordings_flat_layout_with_no_tests_folder(tmp_path: Path) -> None:
+    # test modules at the project's root, their cassettes/ beside them: "--tests tests: no such directory"
+    (tmp_path / "test_app.py").write_text("def test_answer(recorded):\n    pass\n", encoding="utf-8")
+    write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", clean())
+
+    def bare(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [console_script(), "cassettes", "lint", *args]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    done = bare()
+    assert (done.returncode, done.stdout.strip()) == (0, "1 cassette, no findings"), done.stdout + done.stderr
+    write(tmp_path / "cassettes" / "test_app" / "test_gone.yaml", clean())
+    done = bare()
+    assert (
+        done.returncode == 1 and "test_gone.yaml: orphaned: test_app.py has no test function test_gone" in done.stdout
+    )
+    named = bare("--tests", "tests")  # a folder the user names must exist
+    assert named.returncode == 2 and "--tests tests: no such directory" in named.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # cassettes recorded under the plain vcr marker: the emulator's 127.0.0.1:PORT, not a provider host
 # ---------------------------------------------------------------------------------------------
