@@ -703,3 +703,19 @@ def test_lint_and_show_refuse_an_interaction_pytest_would_refuse_naming_it(
         [console_script(), "cassettes", "show", str(path)], capture_output=True, text=True, timeout=120
     )
     assert show.returncode == 2 and reason in show.stderr and "Traceback" not in show.stderr, show.stderr
+
+
+def test_lint_reads_cassettes_written_with_vcrpys_json_serializer(project: Path) -> None:
+    # vcr_config's serializer: "json" makes pytest-recording write <test>.json; lint counted 0 cassettes
+    leaky = clean()
+    leaky["request"]["headers"] = {"Authorization": ["Bearer x"]}
+    path = project / "cassettes" / "test_app" / "test_answer.json"
+    (project / "cassettes" / "test_app" / "test_answer.yaml").unlink()
+    path.write_text(json.dumps({"interactions": [leaky], "version": 1}, indent=4), encoding="utf-8")
+    status, lines = lint_lines()
+    assert status == 1
+    assert lines == [
+        "cassettes/test_app/test_answer.json: interaction 0: request header 'authorization' carries a credential"
+        " or an identity",
+        "1 finding(s) in 2 cassettes",
+    ]
