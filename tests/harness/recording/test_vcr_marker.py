@@ -187,3 +187,37 @@ def test_an_empty_cassette_file_is_no_recording_yet_under_the_plain_vcr_marker(p
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     assert "recorded at last" in cassette.read_text(encoding="utf-8")
     _run(pytester, "--record-mode=none").assert_outcomes(passed=1)
+
+
+SWALLOWED = """
+import os, pytest
+import openai
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+def test_swallowed():
+    with Emulator(turn.text("ok")) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        try:  # code under test that turns every client error into a fallback
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": os.environ["ASK"]}])
+        except Exception:
+            pass
+"""
+
+
+def test_a_request_the_cassette_cannot_answer_fails_once_even_when_the_code_swallows_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as under the recorded fixture: vcrpy raised its CannotOverwriteExistingCassetteException into
+    # the code under test, which caught it, and the test passed with nothing replayed
+    pytester.makepyfile(test_swallowed=SWALLOWED)
+    monkeypatch.setenv("ASK", "hi")
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    monkeypatch.setenv("ASK", "changed")
+    result = _run(pytester, "--record-mode=none")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert output.count("Can't play back this request: no recorded interaction matches it") == 1, output
+    assert 'sent "changed", recorded "hi"' in output
+    assert "Traceback" not in output and "raise CannotOverwrite" not in output  # the message, once
