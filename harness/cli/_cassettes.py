@@ -111,7 +111,10 @@ def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool, max_ag
     if not directory.is_dir():
         raise click.UsageError(f"{directory}: no such directory")
     if not no_usage and not tests_dir.is_dir():
-        raise click.UsageError(f"--tests {tests_dir}: no such directory (or pass --no-usage)")
+        source = click.get_current_context().get_parameter_source("tests_dir")
+        if source is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError(f"--tests {tests_dir}: no such directory (or pass --no-usage)")
+        tests_dir = directory.parent  # pytest-recording's flat layout: test modules beside their cassettes/
     findings, checked = lint(directory, None if no_usage else tests_dir, max_age=limit)
     for finding in findings:
         click.echo(str(finding))

@@ -25,7 +25,12 @@ _RECORDED = pytest.StashKey[Any]()  # the test's RecordedFixture, for its call r
 _REFUSED = pytest.StashKey[list[Exception]]()  # what a vcr-marker cassette refused to replay
 
 
-_SAID_ONCE = ("CassetteCorruptError", "CassetteExpiredError", "VcrOptionError")  # the message is the report
+_SAID_ONCE = (  # the message is the report (a traceback of vcrpy's save would print the cassette's bodies)
+    "CassetteCorruptError",
+    "CassetteExpiredError",
+    "CredentialLeakError",
+    "VcrOptionError",
+)
 
 
 class VcrOptionError(Exception):
@@ -71,6 +76,14 @@ def option_problem(options: dict[str, Any], where: str) -> str | None:
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"{where}: unknown option {name!r}{hint} (every option: docs/record-replay.md, section Options)"
+    from vcr.record_mode import RecordMode
+
+    from harness.recording._recorded import RECORD_MODES
+
+    modes = dict.fromkeys([*RECORD_MODES, *(str(mode.value) for mode in RecordMode)])  # vcrpy's own too
+    mode = options.get("record_mode", "none")
+    if str(getattr(mode, "value", mode)) not in modes:  # a RecordMode, or its value
+        return f"{where}: record_mode {mode!r} is not one of {', '.join(modes)}"
     try:
         AgeLimit.from_options(options, may_record=False)
     except ValueError as exc:
@@ -142,10 +155,11 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     guard_cassettes(vcr, persister, refused)
 
 
-def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[AssertionError], None]) -> None:
+def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], None]) -> None:
     """Give every cassette of a plain ``vcr`` marker's ``vcr`` the checks the ``recorded`` fixture makes.
 
-    A stream cut inside its last event is refused when replayed. Under the plain marker each HTTP
+    A stream cut inside its last event is refused when replayed, and a request the cassette cannot
+    answer fails the test in vcrpy's words even if the code catches it. Under the plain marker each HTTP
     library has its own vcrpy stub, and all of them ask ``Cassette.play_response``; vcrpy's
     ``after_load_interaction`` hook hands over the cassette as it loads, so its ``play_response``
     is checked there, once, for every stub alike. The hook is added to whatever hooks the project
@@ -179,6 +193,19 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[AssertionError]
                 return played
 
             cassette.play_response = play_response
+        if "can_play_response_for" not in vars(cassette):
+            can_play = cassette.can_play_response_for
+
+            def can_play_response_for(vcr_request: Any) -> bool:
+                playable = can_play(vcr_request)
+                if not playable and cassette.write_protected and cassette.filter_request(vcr_request):
+                    # every vcrpy stub raises this next; the report says it even if the code catches it
+                    from vcr.errors import CannotOverwriteExistingCassetteException
+
+                    refused(CannotOverwriteExistingCassetteException(cassette=cassette, failed_request=vcr_request))
+                return playable
+
+            cassette.can_play_response_for = can_play_response_for
         return request, response
 
     def guarded(path: Any = None, **kwargs: Any) -> Any:

@@ -499,6 +499,9 @@ def load(path: str | Path) -> Cassette:
     recorded = data.get("interactions") if isinstance(data, dict) else None
     if not recorded or not isinstance(recorded, list):
         raise CassetteError(path, "not a vcrpy cassette (no interactions)")
+    problem = next(filter(None, (shape_problem(i, item) for i, item in enumerate(recorded))), None)
+    if problem is not None:  # what a replay refuses, the tools refuse in the same words
+        raise CassetteError(path, problem)
     return Cassette(path, tuple(_interaction(path, index, item) for index, item in enumerate(recorded)))
 
 
@@ -520,6 +523,43 @@ def yaml_reason(exc: BaseException) -> str:
         where = at(exc.context_mark)
         problem += f" ({exc.context}{' at ' + where if where else ''})"
     return problem
+
+
+def shape_problem(index: int, interaction: Any) -> str | None:
+    """Why interaction ``index`` is not in the shape vcrpy replays, or ``None``."""
+    where = f"interactions[{index}]"
+    if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
+        return f"interaction {index} has no request or response"
+    request, response = interaction["request"], interaction["response"]
+    for side, part in (("request", request), ("response", response)):
+        if not isinstance(part, dict):
+            return f"{where}.{side} is {_kind(part)}, not a mapping"
+        headers = part.get("headers")
+        if headers is not None and not isinstance(headers, dict):
+            return f"{where}.{side}.headers is {_kind(headers)}; vcrpy stores headers as a mapping of name to values"
+    for key in ("method", "uri"):
+        if not isinstance(request.get(key), str):
+            return f"{where}.request has no {key}"
+    for key in ("body", "headers"):  # vcrpy's Request takes both (null and {} are enough)
+        if key not in request:
+            return f"{where}.request has no {key} (vcrpy writes {key}: null or {{}} when there is none)"
+    if "status_code" in response:  # the form vcrpy's httpx stub once wrote, which it still replays
+        return None
+    status = response.get("status")
+    if not isinstance(status, dict) or not _is_status(status.get("code")):
+        return f"{where}.response has no status code (status: {{code: 200, message: OK}})"
+    body = response.get("body")
+    if not isinstance(body, dict) or "string" not in body:
+        return f"{where}.response.body has no string (body: {{string: ...}})"
+    return None
+
+
+def _kind(value: Any) -> str:
+    return "missing" if value is None else f"a {type(value).__name__}"
+
+
+def _is_status(code: Any) -> bool:
+    return isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599
 
 
 def _interaction(path: Path, index: int, recorded: Any) -> Interaction:

@@ -32,6 +32,9 @@ TEST_KEY: Final = "harness-test-key"
 TIMEOUT_SECONDS: Final = 30.0
 """The timeout of every client: fixed, so a hung emulator or provider fails a test instead of stalling it."""
 
+GEMINI_URL: Final = "https://generativelanguage.googleapis.com/"
+"""The Gemini Developer API's host, named to the SDK so no environment variable redirects a recorded client."""
+
 Keys = Literal["test", "env"]
 
 
@@ -161,6 +164,8 @@ def _gemini_kwargs(connection: Connection) -> dict[str, Any]:
     }
     if connection.base_url:
         http_options["base_url"] = connection.base_url + "/"
+    elif not connection.vertex:  # else google-genai reads GOOGLE_GEMINI_BASE_URL itself, and a cassette
+        http_options["base_url"] = GEMINI_URL  # recorded through a proxy would name the proxy, not the provider
     kwargs: dict[str, Any] = {"http_options": http_options}
     test = connection.keys == "test"
     if not connection.vertex:

@@ -27,6 +27,7 @@ remove. Each rule below reports one :class:`Finding` (file and reason, never a s
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -71,15 +72,26 @@ class Finding:
 
 
 def cassette_files(directory: Path) -> list[Path]:
-    """Every ``*.yaml`` / ``*.yml`` under ``directory``, sorted, :data:`SKIPPED_DIRS` left out."""
+    """Every ``*.yaml`` / ``*.yml`` under ``directory``, sorted, :data:`SKIPPED_DIRS` left out; and every
+    ``*.json`` holding ``interactions`` (vcrpy's json serializer: other JSON, an index, is no cassette)."""
     found = []
     for path in sorted(directory.rglob("*")):
-        if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+            continue
+        if path.suffix == ".json" and not _json_cassette(path):
             continue
         if path.relative_to(directory).parts[0] in SKIPPED_DIRS:
             continue
         found.append(path)
     return found
+
+
+def _json_cassette(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "interactions" in data
 
 
 def lint(
@@ -146,6 +158,9 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
                 yield f"{where}: the request URI has a {name}= query parameter (a credential)"
         if scrub.scrub_arns(request.uri) != request.uri:
             yield f"{where}: the request URI holds an AWS account id (in an ARN)"
+        for side, part in (("request", request), ("response", interaction.response)):
+            if scrub.scrub_arns_in(part.body.data) != part.body.data:
+                yield f"{where}: the {side} body holds an AWS account id (in an ARN)"
         for side, part in (("request", request), ("response", interaction.response)):
             reason = _encoding_problem(part.headers, part.body.stored)
             if reason is not None:

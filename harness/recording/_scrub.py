@@ -162,11 +162,20 @@ def _scrub_arn_bytes(data: bytes) -> bytes:
 
 
 def scrub_request(request: Any) -> Any:
-    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed."""
+    """A vcrpy ``before_record_request``: credential headers, ``key=`` and ARN account ids removed.
+
+    vcrpy runs it on each request it is asked to match as well as on each it records, so the ARN a
+    body names (a Converse request's ``guardrailConfig``) is zeroed on both sides and still matches.
+    """
     for name in list(request.headers):
         if is_credential_header(name):
             del request.headers[name]
     request.uri = scrub_uri(request.uri)
+    body = getattr(request, "body", None)
+    if isinstance(body, str | bytes | bytearray):
+        scrubbed = scrub_arns_in(body)
+        if scrubbed is not body and scrubbed != body:
+            request.body = scrubbed
     return request
 
 
@@ -375,7 +384,7 @@ def find_hidden_credentials(
 
     A binary body (an AWS event stream) is written base64-encoded, and a streamed reply can carry
     a key in pieces, one per delta (``"sk-t"``, ``"est-SENT"``, ...), so no line of the file holds
-    it. Here binary bodies are searched as bytes and, per streamed reply, the string fields of its
+    it. Here binary bodies are searched as bytes (gzip undone) and, per streamed reply, the string fields of its
     events (SSE ``data:`` JSON, event-stream payloads) are joined field by field in event order.
     """
     needles = _needles(environ, extra)
@@ -393,8 +402,9 @@ def find_hidden_credentials(
             body = part.get("body")
             stored = body.get("string") if isinstance(body, Mapping) else body
             where = f"interactions[{index}].{side}.body" + (".string" if isinstance(body, Mapping) else "")
-            if isinstance(stored, bytes | bytearray):
-                _walk(bytes(stored), f"{where} (binary)", needles, findings)
+            if isinstance(stored, bytes | bytearray):  # gzip undone: a body kept compressed hides its text
+                stored = cassettes.Body.of(bytes(stored)).data
+                _walk(stored, f"{where} (binary)", needles, findings)
             if side == "response" and isinstance(stored, str | bytes | bytearray):
                 findings.extend(_split_findings(stored, _content_type(part.get("headers")), where, needles))
     return findings

@@ -40,7 +40,7 @@ import yaml
 
 import harness.recording._vcr_compat as vcr_compat
 from harness.recording._age import RECORDED_AT, AgeLimit, date_text, recorded_at
-from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, yaml_reason
+from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, shape_problem, yaml_reason
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
@@ -181,6 +181,8 @@ class AtomicPersister:
         from vcr.persisters.filesystem import CassetteNotFoundError
 
         path = Path(cassette_path)
+        if path.is_dir():  # found now, not by os.replace after a whole recording
+            raise CassetteCorruptError(path, "a directory, not a cassette file; move it away")
         if path.is_file():
             try:
                 text = path.read_text(encoding="utf-8")
@@ -193,6 +195,8 @@ class AtomicPersister:
                 self._loaded[str(path)] = (recorded_at(data), [_same(item) for item in data["interactions"]])
                 if self.inner is None:
                     return _honest(loaded)  # parsed once: checked and converted from the same data
+            elif not getattr(self.inner, "extra_paths", None):  # pytest-recording's loader fails on it
+                raise CassetteNotFoundError()  # an empty file is no recording yet, as for the recorded fixture
         elif self.inner is None:
             raise CassetteNotFoundError()
         if self.inner is not None and hasattr(self.inner, "load_cassette"):
@@ -312,40 +316,6 @@ def _check_parses(path: Path, text: str, serializer: Any) -> tuple[Any, dict[str
         return deserialize(text, _Parsed(data)), data
     except Exception as exc:
         raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
-
-
-def shape_problem(index: int, interaction: Any) -> str | None:
-    """Why interaction ``index`` is not in the shape vcrpy replays, or ``None``."""
-    where = f"interactions[{index}]"
-    if not isinstance(interaction, dict) or not {"request", "response"} <= interaction.keys():
-        return f"interaction {index} has no request or response"
-    request, response = interaction["request"], interaction["response"]
-    for side, part in (("request", request), ("response", response)):
-        if not isinstance(part, dict):
-            return f"{where}.{side} is {_kind(part)}, not a mapping"
-        headers = part.get("headers")
-        if headers is not None and not isinstance(headers, dict):
-            return f"{where}.{side}.headers is {_kind(headers)}; vcrpy stores headers as a mapping of name to values"
-    for key in ("method", "uri"):
-        if not isinstance(request.get(key), str):
-            return f"{where}.request has no {key}"
-    if "status_code" in response:  # the form vcrpy's httpx stub once wrote, which it still replays
-        return None
-    status = response.get("status")
-    if not isinstance(status, dict) or not _is_status(status.get("code")):
-        return f"{where}.response has no status code (status: {{code: 200, message: OK}})"
-    body = response.get("body")
-    if not isinstance(body, dict) or "string" not in body:
-        return f"{where}.response.body has no string (body: {{string: ...}})"
-    return None
-
-
-def _kind(value: Any) -> str:
-    return "missing" if value is None else f"a {type(value).__name__}"
-
-
-def _is_status(code: Any) -> bool:
-    return isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599
 
 
 _WRITE_LOCK = threading.Lock()

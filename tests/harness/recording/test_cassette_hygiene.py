@@ -321,3 +321,50 @@ def test_long_parametrized_ids_get_names_that_fit_and_stay_apart(pytester: pytes
     again = sorted(path.name for path in (pytester.path / "cassettes" / "test_long").iterdir())
     assert again == names
     _run(pytester, "--record-mode=none").assert_outcomes(passed=4)  # the same names are found again
+
+
+# -- recording in parallel (pytest-xdist) ----------------------------------------------------------
+
+PARALLEL_PROJECT = """
+import pytest
+from harness.emulator import Emulator
+from harness.script import turn
+from openprogram import runtime
+
+@pytest.mark.parametrize("n", range(6))
+def test_recorded(recorded, n):
+    with Emulator(turn.text(f"fixture {n}"), turn.text("again")) as emulator:
+        upstream = emulator.base_url if recorded.records else None
+        backend = recorded("openai", model="m-1", stream=n % 2 == 1, upstream=upstream)
+        assert [runtime.exec(f"ask {n}", provider=backend, tools=[]) for _ in range(2)] == [f"fixture {n}", "again"]
+
+@pytest.mark.vcr
+@pytest.mark.parametrize("n", range(6))
+def test_marked(n):
+    import openai
+    with Emulator(turn.text(f"marker {n}")) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"ask {n}"}])
+        assert reply.choices[0].message.content == f"marker {n}"
+"""
+
+
+def test_recording_and_replaying_under_xdist_writes_each_cassette_whole_once(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_parallel=PARALLEL_PROJECT)
+    # in fresh processes, as a user's `pytest -n 2` starts its workers
+    recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-n", "2", "--record-mode=once")
+    recorded.assert_outcomes(passed=12)
+    folder = pytester.path / "cassettes" / "test_parallel"
+    files = sorted(path.name for path in folder.iterdir())
+    assert files == sorted(
+        [f"test_recorded[{n}].yaml" for n in range(6)] + [f"test_marked[{n}].yaml" for n in range(6)]
+    )
+    for n in range(6):  # each its own test's interactions, none lost or borrowed from another worker
+        assert [
+            i.request.body.json["messages"][0]["content"] for i in cassettes.load(folder / f"test_recorded[{n}].yaml")
+        ] == [f"ask {n}"] * 2
+        [marked] = cassettes.load(folder / f"test_marked[{n}].yaml")
+        assert f"marker {n}" in marked.response.body.text
+    replayed = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-n", "2", "--block-network")
+    replayed.assert_outcomes(passed=12)

@@ -280,12 +280,14 @@ def test_yaml_that_is_not_a_vcrpy_cassette_says_so(tmp_path: Path, content: str)
     assert _load_error(path).reason == "not a vcrpy cassette (no interactions)"
 
 
-def test_an_interaction_without_request_or_status_is_named_by_index(tmp_path: Path) -> None:
+def test_an_interaction_without_request_or_status_is_named_by_index_as_a_replay_names_it(tmp_path: Path) -> None:
     good = _interaction("https://api.openai.com/v1/chat/completions")
     no_uri = {**good, "request": {"method": "POST"}}
-    assert _load_error(_write(tmp_path / "a.yaml", good, no_uri)).reason == "interaction 1 has no request method/uri"
+    assert _load_error(_write(tmp_path / "a.yaml", good, no_uri)).reason == "interactions[1].request has no uri"
     no_status = {**good, "response": {"body": {"string": ""}}}
-    assert _load_error(_write(tmp_path / "b.yaml", no_status)).reason == "interaction 0 has no response status code"
+    assert _load_error(_write(tmp_path / "b.yaml", no_status)).reason == (
+        "interactions[0].response has no status code (status: {code: 200, message: OK})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -457,6 +457,26 @@ def test_lint_without_a_folder_finds_pytest_recordings_tests_cassettes(
     assert code == 2 and "no cassettes/ nor tests/cassettes/ here" in lines[-1]
 
 
+def test_bare_lint_reads_pytest_recordings_flat_layout_with_no_tests_folder(tmp_path: Path) -> None:
+    # test modules at the project's root, their cassettes/ beside them: "--tests tests: no such directory"
+    (tmp_path / "test_app.py").write_text("def test_answer(recorded):\n    pass\n", encoding="utf-8")
+    write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", clean())
+
+    def bare(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [console_script(), "cassettes", "lint", *args]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    done = bare()
+    assert (done.returncode, done.stdout.strip()) == (0, "1 cassette, no findings"), done.stdout + done.stderr
+    write(tmp_path / "cassettes" / "test_app" / "test_gone.yaml", clean())
+    done = bare()
+    assert (
+        done.returncode == 1 and "test_gone.yaml: orphaned: test_app.py has no test function test_gone" in done.stdout
+    )
+    named = bare("--tests", "tests")  # a folder the user names must exist
+    assert named.returncode == 2 and "--tests tests: no such directory" in named.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # cassettes recorded under the plain vcr marker: the emulator's 127.0.0.1:PORT, not a provider host
 # ---------------------------------------------------------------------------------------------
@@ -646,3 +666,56 @@ def test_lint_reports_a_streamed_reply_cut_inside_its_last_event(project: Path) 
         f"cassettes/test_app/test_answer.yaml: interaction 0: the streamed reply ends inside an event (its last"
         f" {len(cut)} bytes are no whole event), so a replay reads a shorter reply and no error: re-record the test",
     )
+
+
+MALFORMED = [  # shapes vcrpy cannot replay, which the recorded fixture and the vcr marker refuse at setup
+    ("request", "headers", [["content-type", "application/json"]], "interactions[0].request.headers is a list"),
+    ("response", "headers", [["content-type", "application/json"]], "interactions[0].response.headers is a list"),
+    ("response", "body", "3.", "interactions[0].response.body has no string"),
+    ("request", "body", None, "interactions[0].request has no body"),  # vcrpy failed: Request.__init__() missing
+]
+
+
+@pytest.mark.parametrize(
+    ("side", "key", "value", "reason"),
+    MALFORMED,
+    ids=["request-headers", "response-headers", "body", "no-request-body"],
+)
+def test_lint_and_show_refuse_an_interaction_pytest_would_refuse_naming_it(
+    tmp_path: Path, side: str, key: str, value: Any, reason: str
+) -> None:
+    """lint passes only what replays: a shape the replay refuses (headers as a list, a body without
+    its string) is a finding with the path in it, and show cannot read it either (exit 2)."""
+    bad = clean()
+    bad[side][key] = value
+    if value is None:
+        del bad[side][key]
+    path = write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", bad)
+    lint = subprocess.run(
+        [console_script(), "cassettes", "lint", "--no-usage", str(tmp_path / "cassettes")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert lint.returncode == 1, lint.stdout + lint.stderr
+    assert f"test_app/test_answer.yaml: {reason}" in lint.stdout, lint.stdout
+    show = subprocess.run(
+        [console_script(), "cassettes", "show", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert show.returncode == 2 and reason in show.stderr and "Traceback" not in show.stderr, show.stderr
+
+
+def test_lint_reads_cassettes_written_with_vcrpys_json_serializer(project: Path) -> None:
+    # vcr_config's serializer: "json" makes pytest-recording write <test>.json; lint counted 0 cassettes
+    leaky = clean()
+    leaky["request"]["headers"] = {"Authorization": ["Bearer x"]}
+    path = project / "cassettes" / "test_app" / "test_answer.json"
+    (project / "cassettes" / "test_app" / "test_answer.yaml").unlink()
+    path.write_text(json.dumps({"interactions": [leaky], "version": 1}, indent=4), encoding="utf-8")
+    status, lines = lint_lines()
+    assert status == 1
+    assert lines == [
+        "cassettes/test_app/test_answer.json: interaction 0: request header 'authorization' carries a credential"
+        " or an identity",
+        "1 finding(s) in 2 cassettes",
+    ]

@@ -66,8 +66,8 @@ def test_conversation(recorded, upstream, provider):
 
 @pytest.mark.parametrize(
     ("provider", "stream"),
-    [("openai", True), ("anthropic", False), ("bedrock", True)],
-    ids=["openai", "anthropic", "bedrock"],
+    [("openai", True), ("anthropic", False), ("gemini", True), ("bedrock", True)],
+    ids=["openai", "anthropic", "gemini", "bedrock"],
 )
 def test_new_episodes_against_the_emulator_gets_the_turn_after_the_replayed_ones(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, provider: str, stream: bool

@@ -365,15 +365,33 @@ def test_a_streamed_reply_under_the_plain_vcr_marker_replays_event_by_event(
     assert len(cassettes.load(cassette)) == 1  # replayed from the cassette, nothing recorded again
 
 
+KEYS_ENV_CASES = [
+    ("openai", "chat.completions", False),
+    ("openai", "responses", True),
+    ("anthropic", "messages", True),
+    ("gemini", "streamGenerateContent", True),
+    ("bedrock", "converse-stream", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("provider", "endpoint", "stream"), KEYS_ENV_CASES, ids=[c[0] + "-" + c[1] for c in KEYS_ENV_CASES]
+)
 def test_keys_env_records_with_the_environments_key_and_replays_without_one(
-    pytester: pytest.Pytester, sentinel_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    sentinel_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    endpoint: str,
+    stream: bool,
 ) -> None:
-    _project(pytester, "openai", "chat.completions", False)  # the agent asks recorded(..., keys="env")
+    _project(pytester, provider, endpoint, stream)  # the agent asks recorded(..., keys="env")
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
-    monkeypatch.delenv("OPENAI_API_KEY")  # CI: no key anywhere
+    for name in sentinel_env:  # CI: no key anywhere
+        monkeypatch.delenv(name)
     replayed = _run(pytester, "--block-network")
     replayed.assert_outcomes(passed=1)
-    assert "needs OPENAI_API_KEY" not in replayed.stdout.str()
+    assert "needs" not in replayed.stdout.str()
 
 
 SCHEMA_AGENT = """
@@ -402,7 +420,7 @@ def test_agent(recorded):
 """
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "bedrock"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "bedrock"])
 def test_a_changed_tool_schema_is_one_failure_naming_the_tool_and_the_path(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sentinel_env: dict[str, str], provider: str
 ) -> None:
@@ -463,8 +481,9 @@ def _shaped(**changes: dict) -> str:
             "interactions[0].request.headers is a list; vcrpy stores headers as a mapping of name to values",
         ),
         (_shaped(response={"status": None}), "interactions[0].response has no status code"),
+        (_shaped(request={"body": None}), "interactions[0].request has no body"),
     ],
-    ids=["yaml", "headers-list", "no-status"],
+    ids=["yaml", "headers-list", "no-status", "no-request-body"],
 )
 def test_a_broken_cassette_says_its_path_and_reason_once(pytester: pytest.Pytester, text: str, reason: str) -> None:
     pytester.makepyfile(test_c=CORRUPT_PROJECT)
@@ -480,6 +499,22 @@ def test_a_broken_cassette_says_its_path_and_reason_once(pytester: pytest.Pytest
     for noise in ("<unicode string>", "During handling", "direct cause", "Traceback", "KeyError", "ValueError"):
         assert noise not in output
     assert (folder / "test_rec.yaml").read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize("mode", ["none", "once"])
+def test_a_directory_where_the_cassette_goes_is_one_error_at_setup(pytester: pytest.Pytester, mode: str) -> None:
+    # the recorded fixture called it "no interactions; record it", then failed at teardown with
+    # IsADirectoryError from os.replace after the whole test had run against the provider
+    pytester.makepyfile(test_c=CORRUPT_PROJECT)
+    folder = pytester.path / "cassettes" / "test_c"
+    for name in ("test_rec", "test_marked"):
+        (folder / f"{name}.yaml").mkdir(parents=True)
+    result = _run(pytester, f"--record-mode={mode}")
+    result.assert_outcomes(errors=2)
+    output = result.stdout.str()
+    for name in ("test_rec", "test_marked"):
+        assert output.count(f"{folder / name}.yaml: a directory, not a cassette file; move it away") == 1, output
+    assert "IsADirectoryError" not in output and "Traceback" not in output
 
 
 TYPO_PROJECT = """
@@ -525,6 +560,26 @@ def test_an_unknown_option_is_an_error_naming_the_closest(
     }
     typo = message.rsplit("'", 2)[1]
     assert f"{message}; did you mean {closest[typo]!r}?" in result.stdout.str()
+
+
+PLAIN_MODE = """
+import pytest
+
+@pytest.mark.vcr(record_mode={mode!r})
+def test_plain():
+    pass
+"""
+
+
+@pytest.mark.parametrize("mode", ["sometimes", "rewrit"])
+def test_a_bad_record_mode_on_the_vcr_marker_is_one_line_naming_the_modes(pytester: pytest.Pytester, mode: str) -> None:
+    # vcrpy raised its ValueError from VCR() with a traceback, and its list lacks pytest-recording's rewrite
+    pytester.makepyfile(test_plain=PLAIN_MODE.format(mode=mode))
+    result = _run(pytester)
+    result.assert_outcomes(errors=1)
+    expected = f"@pytest.mark.vcr: record_mode {mode!r} is not one of none, once, new_episodes, all, rewrite"
+    assert result.stdout.str().count(expected) == 1, result.stdout.str()
+    assert "ValueError" not in result.stdout.str()
 
 
 def test_every_accepted_option_is_documented() -> None:
@@ -574,7 +629,16 @@ def _cut_last_event(cassette: Path) -> None:
     cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
-@pytest.mark.parametrize(("provider", "endpoint"), [("openai", "chat.completions"), ("bedrock", "converse-stream")])
+@pytest.mark.parametrize(
+    ("provider", "endpoint"),
+    [
+        ("openai", "chat.completions"),
+        ("openai", "responses"),
+        ("anthropic", "messages"),
+        ("gemini", "streamGenerateContent"),
+        ("bedrock", "converse-stream"),
+    ],
+)
 def test_a_stream_cut_inside_its_last_event_replays_as_a_failure_not_a_short_success(
     pytester: pytest.Pytester, sentinel_env: dict[str, str], provider: str, endpoint: str
 ) -> None:
@@ -594,24 +658,44 @@ from openprogram import runtime
 
 def test_proxy(recorded):
     with Emulator(turn.text("via the proxy")) as emulator:
-        if recorded.records:  # the project's proxy, as OPENAI_BASE_URL names it to every client
-            os.environ["OPENAI_BASE_URL"] = emulator.base_url + "/v1"
+        if recorded.records:  # the project's proxy, as {variable} names it to every client
+            os.environ[{variable!r}] = emulator.base_url + {suffix!r}
         try:
-            assert runtime.exec("hi", provider=recorded("openai", model="m-1"), tools=[]) == "via the proxy"
+            backend = recorded({provider!r}, model="m-1", stream={stream!r})
+            assert runtime.exec("hi", provider=backend, tools=[]) == "via the proxy"
         finally:
-            os.environ.pop("OPENAI_BASE_URL", None)
+            os.environ.pop({variable!r}, None)
 """
 
+BASE_URL_VARIABLES = [  # provider, its variable, what follows the server's root in it, the provider's host
+    ("openai", "OPENAI_BASE_URL", "/v1", "https://api.openai.com/v1/chat/completions"),
+    ("anthropic", "ANTHROPIC_BASE_URL", "", "https://api.anthropic.com/v1/messages"),
+    ("gemini", "GOOGLE_GEMINI_BASE_URL", "", "https://generativelanguage.googleapis.com/v1beta/models/m-1:"),
+]
 
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("provider", "variable", "suffix", "uri"), BASE_URL_VARIABLES, ids=["openai", "anthropic", "gemini"]
+)
 def test_recording_honours_the_providers_base_url_variable_as_live_backend_does(
-    pytester: pytest.Pytester, sentinel_env: dict[str, str]
+    pytester: pytest.Pytester,
+    sentinel_env: dict[str, str],
+    provider: str,
+    variable: str,
+    suffix: str,
+    uri: str,
+    stream: bool,
 ) -> None:
-    pytester.makepyfile(test_proxy=BASE_URL_TEST)
+    # google-genai reads GOOGLE_GEMINI_BASE_URL itself: the cassette named the proxy, and no replay matched it
+    pytester.makepyfile(
+        test_proxy=BASE_URL_TEST.format(provider=provider, variable=variable, suffix=suffix, stream=stream)
+    )
     _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
     cassette = pytester.path / "cassettes" / "test_proxy" / "test_proxy.yaml"
     [interaction] = cassettes.load(cassette)
-    assert interaction.request.uri == "https://api.openai.com/v1/chat/completions"  # replays anywhere
-    assert sentinel_env["OPENAI_API_KEY"] not in cassette.read_text(encoding="utf-8")
+    assert interaction.request.uri.startswith(uri)  # replays anywhere
+    assert all(value not in cassette.read_text(encoding="utf-8") for value in sentinel_env.values())
     _run(pytester, "--block-network").assert_outcomes(passed=1)
 
 

@@ -172,3 +172,33 @@ def test_a_content_encoding_is_kept_only_when_the_stored_body_is_in_it(encoding:
     assert ("Content-Encoding" in response["headers"]) == kept
     if not kept:
         assert response["headers"]["Content-Length"] == [str(len(body))]
+
+
+@pytest.mark.parametrize("side", ["request", "response"])
+def test_the_recorder_refuses_a_key_inside_a_gzip_body(tmp_path, side: str) -> None:
+    """A body kept compressed (a client that gzips its requests, ``decode_compressed_response=False``)
+    is written as gzip bytes: the key is in no line of the file, nor in the bytes as stored."""
+    from vcr.request import Request
+
+    from harness.recording._wire import AtomicPersister, _ReadableYaml
+
+    packed = gzip.compress(json.dumps({"messages": [{"role": "user", "content": f"my key is {SECRET}"}]}).encode())
+    plain = b'{"ok": true}'
+    request = Request(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        packed if side == "request" else plain,
+        {"content-encoding": "gzip"} if side == "request" else {},
+    )
+    headers = {"content-type": ["application/json"], **({"content-encoding": ["gzip"]} if side == "response" else {})}
+    response = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": headers,
+        "body": {"string": packed if side == "response" else plain},
+    }
+    persister = AtomicPersister(environ={"MY_SERVICE_TOKEN": SECRET})
+    path = tmp_path / "test_gzip.yaml"
+    with pytest.raises(CredentialLeakError) as refused:
+        persister.save_cassette(str(path), {"requests": [request], "responses": [response]}, serializer=_ReadableYaml())
+    assert f"the value of MY_SERVICE_TOKEN in interactions[0].{side}.body" in str(refused.value)
+    assert not path.exists()

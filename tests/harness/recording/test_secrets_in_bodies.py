@@ -249,3 +249,78 @@ def test_a_passphrase_split_across_geminis_sse_events_is_refused_by_the_recorder
     ) in output
     assert PASSPHRASE not in output
     assert cassette.read_bytes() == stored
+
+
+MARKED_ECHO = f"""
+import openai, pytest
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+def test_marked():
+    with Emulator({TEXT}) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        stream = client.chat.completions.create(model="m", messages=[{{"role": "user", "content": "hi"}}], stream=True)
+        list(stream)
+"""
+
+
+def test_under_the_plain_vcr_marker_a_split_key_is_refused_in_one_message_not_a_traceback(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the traceback of vcrpy's save printed the persister's arguments: the cassette's own bodies
+    pytester.makepyfile(test_marked=MARKED_ECHO)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rN", "--record-mode=once")
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    assert output.count("not written, it would hold a credential from the environment") == 1, output
+    assert "the value of MY_SERVICE_TOKEN in interactions[0].response.body.string: choices[0].delta.content" in output
+    assert "cassette_dict" not in output and "CredentialLeakError" not in output  # the message, not vcrpy's frames
+    assert "SENTINEL-" not in output  # not one piece of the key either
+    assert not (pytester.path / "cassettes" / "test_marked" / "test_marked.yaml").exists()
+
+
+GUARDED = f"""
+import boto3, pytest
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+@pytest.mark.parametrize("stream", [False, True])
+def test_guarded(stream):
+    with Emulator(turn.text("ok")) as emulator:
+        client = boto3.client(
+            "bedrock-runtime", region_name="us-east-1", endpoint_url=emulator.base_url,
+            aws_access_key_id="k", aws_secret_access_key="k",
+        )
+        asked = dict(
+            modelId="m", messages=[{{"role": "user", "content": [{{"text": "hi"}}]}}],
+            guardrailConfig={{"guardrailIdentifier": "{ARN}", "guardrailVersion": "1"}},
+        )
+        if stream:
+            list(client.converse_stream(**asked)["stream"])
+        else:
+            client.converse(**asked)
+"""
+
+
+def test_an_account_id_in_a_bedrock_request_body_is_zeroed_and_still_matches(pytester: pytest.Pytester) -> None:
+    # the guardrail a Converse request names (boto3 under the plain vcr marker): the request body
+    # was stored as sent, and lint passed it
+    pytester.makepyfile(test_guarded=GUARDED)
+    pytester.runpytest("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=2)
+    folder = pytester.path / "cassettes" / "test_guarded"
+    for name in ("test_guarded[False].yaml", "test_guarded[True].yaml"):
+        [interaction] = cassettes.load(folder / name)
+        assert b"123456789012" not in (folder / name).read_bytes()
+        assert ARN.replace("123456789012", "0" * 12).encode() in interaction.request.body.data
+    pytester.runpytest("-p", "no:cacheprovider", "--block-network").assert_outcomes(
+        passed=2
+    )  # the sent id is zeroed too
+
+    kept = folder / "test_guarded[False].yaml"
+    kept.write_text(kept.read_text(encoding="utf-8").replace("000000000000", "123456789012"), encoding="utf-8")
+    result = CliRunner().invoke(main, ["cassettes", "lint", "--no-usage", str(pytester.path / "cassettes")])
+    assert result.exit_code == 1, result.output
+    assert "interaction 0: the request body holds an AWS account id (in an ARN)" in result.output

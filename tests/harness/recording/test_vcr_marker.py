@@ -36,6 +36,24 @@ async def ask(base_url):
     await client.close()
     return "".join(parts)
 """,
+    "responses": """
+async def ask(base_url):
+    import openai
+    client = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="k", max_retries=0)
+    stream = await client.responses.create(model="m", input="hi", stream=True)
+    parts = [event.delta async for event in stream if event.type == "response.output_text.delta"]
+    await client.close()
+    return "".join(parts)
+""",
+    "gemini": """
+async def ask(base_url):  # google-genai's async client: httpx's async stream under vcrpy's stub
+    from google import genai
+    client = genai.Client(api_key="k", http_options={"base_url": base_url, "retry_options": {"attempts": 1}})
+    stream = await client.aio.models.generate_content_stream(model="m", contents="hi")
+    parts = [chunk.text or "" async for chunk in stream]
+    await client.aio.aclose()
+    return "".join(parts)
+""",
     "bedrock": """
 async def ask(base_url):  # boto3: vcrpy's botocore stub, not its httpx one
     import boto3
@@ -81,7 +99,8 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def _cut_last_event(cassette: Path) -> None:
-    """The stream ends inside its last event (OpenAI: the usage chunk; Anthropic: message_stop; Bedrock: metadata)."""
+    """The stream ends inside its last event (OpenAI chat: the usage chunk; Responses: response.completed;
+    Anthropic: message_stop; Gemini: the chunk with usageMetadata; Bedrock: metadata)."""
     data = yaml.load(cassette.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
     body = data["interactions"][-1]["response"]["body"]
     if isinstance(body["string"], bytes):  # an AWS event stream: its last message (metadata) loses its end
@@ -138,3 +157,67 @@ def test_an_unknown_vcr_config_option_of_a_plain_vcr_test_names_the_closest(pyte
     )
     assert output.count(expected) == 1, output
     assert "VcrOptionError" not in output and "raise" not in output  # the line, not a traceback
+
+
+EMPTY_FILE = """
+import openai, pytest
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+def test_plain():
+    with Emulator(turn.text("recorded at last")) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "recorded at last"
+"""
+
+
+def test_an_empty_cassette_file_is_no_recording_yet_under_the_plain_vcr_marker(pytester: pytest.Pytester) -> None:
+    # an editor or a killed `touch` leaves it; pytest-recording's loader failed on it with a bare
+    # TypeError ('NoneType' object is not subscriptable); the recorded fixture reads it as absent
+    pytester.makepyfile(test_plain=EMPTY_FILE)
+    cassette = pytester.path / "cassettes" / "test_plain" / "test_plain.yaml"
+    cassette.parent.mkdir(parents=True)
+    cassette.write_text("\n", encoding="utf-8")
+    replay = _run(pytester, "--record-mode=none")
+    replay.assert_outcomes(failed=1)
+    assert "TypeError" not in replay.stdout.str()
+    assert "record_mode 'none' doesn't record new ones" in replay.stdout.str()
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    assert "recorded at last" in cassette.read_text(encoding="utf-8")
+    _run(pytester, "--record-mode=none").assert_outcomes(passed=1)
+
+
+SWALLOWED = """
+import os, pytest
+import openai
+from harness.emulator import Emulator
+from harness.script import turn
+
+@pytest.mark.vcr
+def test_swallowed():
+    with Emulator(turn.text("ok")) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        try:  # code under test that turns every client error into a fallback
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": os.environ["ASK"]}])
+        except Exception:
+            pass
+"""
+
+
+def test_a_request_the_cassette_cannot_answer_fails_once_even_when_the_code_swallows_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as under the recorded fixture: vcrpy raised its CannotOverwriteExistingCassetteException into
+    # the code under test, which caught it, and the test passed with nothing replayed
+    pytester.makepyfile(test_swallowed=SWALLOWED)
+    monkeypatch.setenv("ASK", "hi")
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    monkeypatch.setenv("ASK", "changed")
+    result = _run(pytester, "--record-mode=none")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert output.count("Can't play back this request: no recorded interaction matches it") == 1, output
+    assert 'sent "changed", recorded "hi"' in output
+    assert "Traceback" not in output and "raise CannotOverwrite" not in output  # the message, once
