@@ -84,3 +84,20 @@ def attempts(monkeypatch):
 '''
 """A user's ``conftest.py`` source giving the ``attempts`` fixture: "no connection was attempted"
 told apart from "the connection failed", since a backend must resolve its host to connect."""
+
+
+def run_in_process(pytester: Any, *args: str, **env: str) -> Any:
+    """A user's pytest session run in this process (``-rN``: no short summary repeating each
+    message), with ``env`` set for it alone and put back after."""
+    import os
+
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        return pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN", *args)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -6,36 +6,13 @@ that fit the file system.
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Iterator
-
 import pytest
 import yaml
 
 from harness.recording import _cassettes as cassettes
+from tests.harness.support import run_in_process
 
 pytest_plugins = ["pytester"]
-
-
-@pytest.fixture(autouse=True)
-def _keep_the_suite_offline_guard() -> Iterator[None]:
-    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
-    yield
-    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
-
-
-def _run(pytester: pytest.Pytester, *args: str, **env: str) -> pytest.RunResult:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        return pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN", *args)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 # -- identical requests, in the order recorded (vcrpy#842, #839) -----------------------------------
@@ -57,8 +34,8 @@ def test_same():
 
 def test_identical_requests_replay_in_the_order_recorded_under_the_vcr_marker(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_same=SAME_MARKED)
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
-    _run(pytester, "--record-mode=none").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=none").assert_outcomes(passed=1)
 
 
 # -- parallel tool results, in any order (cassetter#27, pytest-vcr#52) -----------------------------
@@ -113,9 +90,9 @@ def test_parallel_tool_results_match_in_any_order_but_not_with_other_content(
     pytester: pytest.Pytester, wire: str
 ) -> None:
     pytester.makepyfile(test_parallel=PARALLEL_TEST.format(ask=PARALLEL[wire]))
-    _run(pytester, "--record-mode=once", ORDER="ab").assert_outcomes(passed=1)
-    _run(pytester, "--record-mode=none", ORDER="ba").assert_outcomes(passed=1)
-    changed = _run(pytester, "--record-mode=none", ORDER="ba", VALUE="rainy")
+    run_in_process(pytester, "--record-mode=once", ORDER="ab").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=none", ORDER="ba").assert_outcomes(passed=1)
+    changed = run_in_process(pytester, "--record-mode=none", ORDER="ba", VALUE="rainy")
     changed.assert_outcomes(failed=1)  # a result that says something else is another request
 
 
@@ -164,13 +141,13 @@ def test_re_recording_twice_leaves_exactly_one_runs_interactions(
 ) -> None:
     pytester.makepyfile(test_conv=CONVERSATION if kind == "recorded" else CONVERSATION_MARKED)
     cassette = pytester.path / "cassettes" / "test_conv" / "test_conversation.yaml"
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=once").assert_outcomes(passed=1)
     once = [(i.request.path, i.request.body.text) for i in cassettes.load(cassette)]
     assert len(once) == 3
     for _ in range(2):
-        _run(pytester, f"--record-mode={mode}").assert_outcomes(passed=1)
+        run_in_process(pytester, f"--record-mode={mode}").assert_outcomes(passed=1)
         assert [(i.request.path, i.request.body.text) for i in cassettes.load(cassette)] == once
-    _run(pytester, "--record-mode=none").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=none").assert_outcomes(passed=1)
 
 
 # -- Content-Encoding consistent with the stored body (lmnr-python#326) ----------------------------
@@ -233,7 +210,7 @@ def test_marked(request, record_mode):
 def test_a_gzip_reply_is_stored_decoded_without_its_content_encoding_and_replays(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(GZIP_SERVER)
     pytester.makepyfile(test_gzip=GZIP_TESTS)
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=2)
+    run_in_process(pytester, "--record-mode=once").assert_outcomes(passed=2)
     for name in ("test_recorded", "test_marked"):
         cassette = pytester.path / "cassettes" / "test_gzip" / f"{name}.yaml"
         [interaction] = yaml.safe_load(cassette.read_text(encoding="utf-8"))["interactions"]
@@ -243,7 +220,7 @@ def test_a_gzip_reply_is_stored_decoded_without_its_content_encoding_and_replays
         assert '"content": "unzipped"' in response["body"]["string"], name
         length = headers.get("content-length")
         assert length is None or int(length[0]) == len(response["body"]["string"].encode()), name
-    _run(pytester, "--record-mode=none").assert_outcomes(passed=2)
+    run_in_process(pytester, "--record-mode=none").assert_outcomes(passed=2)
 
 
 DECODING_FILTER = """
@@ -272,16 +249,16 @@ def test_a_body_stored_decoded_never_keeps_a_gzip_content_encoding(pytester: pyt
     # recorded through a project filter that decodes the body and leaves the header
     pytester.makeconftest(GZIP_SERVER + DECODING_FILTER)
     pytester.makepyfile(test_gzip=GZIP_TESTS)
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=2)
+    run_in_process(pytester, "--record-mode=once").assert_outcomes(passed=2)
     assert _encodings(pytester) == {"test_recorded": [], "test_marked": []}
-    _run(pytester, "--record-mode=none").assert_outcomes(passed=2)
+    run_in_process(pytester, "--record-mode=none").assert_outcomes(passed=2)
     # a cassette written by another tool that way: it replays too (the header is not believed)
     for name in ("test_recorded", "test_marked"):
         cassette = pytester.path / "cassettes" / "test_gzip" / f"{name}.yaml"
         data = yaml.safe_load(cassette.read_text(encoding="utf-8"))
         data["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["gzip"]
         cassette.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    _run(pytester, "--record-mode=none").assert_outcomes(passed=2)
+    run_in_process(pytester, "--record-mode=none").assert_outcomes(passed=2)
 
 
 # -- cassette names that fit the file system (pytest-recording#172) --------------------------------
@@ -314,13 +291,13 @@ def test_marked(case, record_mode):
 def test_long_parametrized_ids_get_names_that_fit_and_stay_apart(pytester: pytest.Pytester) -> None:
     first, second = "x" * 300 + "-first", "x" * 300 + "-second"  # alike for their first 300 characters
     pytester.makepyfile(test_long=LONG_IDS.format(a=first, b=second))
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=4)
+    run_in_process(pytester, "--record-mode=once").assert_outcomes(passed=4)
     names = sorted(path.name for path in (pytester.path / "cassettes" / "test_long").iterdir())
     assert len(names) == 4 and all(len(name.encode()) <= 255 for name in names), names
     assert not [name for name in names if name.endswith(".tmp")]
     again = sorted(path.name for path in (pytester.path / "cassettes" / "test_long").iterdir())
     assert again == names
-    _run(pytester, "--record-mode=none").assert_outcomes(passed=4)  # the same names are found again
+    run_in_process(pytester, "--record-mode=none").assert_outcomes(passed=4)  # the same names are found again
 
 
 # -- recording in parallel (pytest-xdist) ----------------------------------------------------------

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -56,13 +54,6 @@ def test_agent():
 """
 
 PROJECTS = {"recorded": RECORDED, "vcr": MARKED}
-
-
-@pytest.fixture(autouse=True)
-def _keep_the_suite_offline_guard() -> Iterator[None]:
-    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
-    yield
-    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -4,35 +4,12 @@ what the cassette holds afterwards, and what the next replay gets.
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Iterator
-
 import pytest
 
 from harness.recording import _cassettes as cassettes
+from tests.harness.support import run_in_process
 
 pytest_plugins = ["pytester"]
-
-
-@pytest.fixture(autouse=True)
-def _keep_the_suite_offline_guard() -> Iterator[None]:
-    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
-    yield
-    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
-
-
-def _run(pytester: pytest.Pytester, *args: str, **env: str) -> pytest.RunResult:
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        return pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN", *args)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 CONVERSATION = """
@@ -75,9 +52,9 @@ def test_new_episodes_against_the_emulator_gets_the_turn_after_the_replayed_ones
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     pytester.makepyfile(test_conv=CONVERSATION.format(providers=repr(provider), stream=stream))
     cassette = pytester.path / "cassettes" / "test_conv" / f"test_conversation[{provider}].yaml"
-    _run(pytester, "--record-mode=once", CALLS="1").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=once", CALLS="1").assert_outcomes(passed=1)
     assert len(cassettes.load(cassette)) == 1
     # the test now asks three questions: the first replays, the next two get the script's turns 2 and 3
-    _run(pytester, "--record-mode=new_episodes", CALLS="3").assert_outcomes(passed=1)
+    run_in_process(pytester, "--record-mode=new_episodes", CALLS="3").assert_outcomes(passed=1)
     assert len(cassettes.load(cassette)) == 3
-    _run(pytester, "--block-network", CALLS="3").assert_outcomes(passed=1)
+    run_in_process(pytester, "--block-network", CALLS="3").assert_outcomes(passed=1)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -93,15 +91,6 @@ def _project(pytester: pytest.Pytester, provider: str, endpoint: str, stream: bo
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_agent=AGENT.format(provider=provider, endpoint=endpoint, stream=stream, answer=ANSWER))
     return pytester.path / "cassettes" / "test_agent" / "test_agent.yaml"
-
-
-@pytest.fixture(autouse=True)
-def _keep_the_suite_offline_guard() -> Iterator[None]:
-    # pytest-recording's --block-network, when it ends, puts back the socket functions it saw at
-    # import, which would undo the suite's own offline guard (root conftest): keep ours
-    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
-    yield
-    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
 
 
 def _run(

@@ -4,8 +4,6 @@ vcrpy's global patches, pytest-recording's record modes, the harness's checks pl
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,13 +82,6 @@ def test_streamed():
             text = "failed"
     print("TEXT", text)
 """
-
-
-@pytest.fixture(autouse=True)
-def _keep_the_suite_offline_guard() -> Iterator[None]:
-    saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
-    yield
-    socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
