@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import random
 import sys
@@ -34,7 +35,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
 from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
 from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
-from harness.agents._replies import FINAL, Tool, is_final, kind_of, replies
+from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
 from harness.emulator._wire import WireRequest
@@ -204,17 +205,28 @@ class _Drawn:
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
         if self.menu is None:  # the first request tells the wire and the menu
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            self.menu = tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools)
+            self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
         if self.final is not None:
             return self.final
         if self.drawn >= self.max_replies:
             self.final = FINAL
             return FINAL
-        reply = self.data.draw(replies(self.menu, self.next_id), label=f"reply to request {number}")
+        reply = numbered(self.data.draw(unnumbered(self.menu), label=f"reply to request {number}"), self.next_id)
         self.drawn += 1
         if is_final(reply):
             self.final = reply
         return reply
+
+
+_MENUS: dict[str, tuple[Tool, ...]] = {}
+
+
+def _menu(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
+    """The same menu as the same tuple every run, so the strategies drawn from it are built once."""
+    key = json.dumps([(tool.name, tool.schema) for tool in tools], sort_keys=True, default=repr)
+    if len(_MENUS) > 64:
+        _MENUS.clear()
+    return _MENUS.setdefault(key, tools)
 
 
 def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Scenario:
