@@ -190,8 +190,9 @@ def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
 class _Drawn:
     """The replies of one conversation, drawn as its requests arrive (on the test's thread)."""
 
-    def __init__(self, data: Any, max_replies: int) -> None:
+    def __init__(self, data: Any, max_replies: int, seen: _GoesOn | None = None) -> None:
         self.data, self.max_replies = data, max_replies
+        self.seen = seen
         self.menu: tuple[Tool, ...] | None = None
         self.prefix = "call_"
         self.count = 0
@@ -206,6 +207,11 @@ class _Drawn:
         if self.menu is None:  # the first request tells the wire and the menu
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
             self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
+            if self.seen is not None and self.seen.runs_past(self.data, self.menu, self.max_replies):
+                # thrown away now, not after the whole run: the same draws, up to the same StopTest,
+                # so Hypothesis learns what it would have learned from the run
+                for later in range(number, number + self.max_replies + 1):
+                    self.data.draw(unnumbered(self.menu), label=f"reply to request {later}")
         if self.final is not None:
             return self.final
         if self.drawn >= self.max_replies:
@@ -216,6 +222,58 @@ class _Drawn:
         if is_final(reply):
             self.final = reply
         return reply
+
+
+class _GoesOn:
+    """What this campaign's agent did after each kind of reply: sent another request, or not.
+
+    Hypothesis replays a fixed list of choices when it mutates an earlier conversation or shrinks
+    one, and throws the run away (``StopTest``) when the conversation asks for a reply past their
+    end: a whole run of the agent for nothing, about one run in six of a default campaign. The
+    replies those choices hold are known at the first request; when every one of them is of a kind
+    after which this agent has gone on, and never stopped, the run would ask for one more, and is
+    thrown away at once instead. A run that ended once is never thrown away this way again (its last
+    reply's kind has stopped it), so a failure Hypothesis replays is replayed, and the same seed
+    still makes the same campaign."""
+
+    def __init__(self) -> None:
+        self.went_on: Counter[str] = Counter()
+        self.stopped: Counter[str] = Counter()
+        self.thrown = 0
+
+    def learn(self, run: Run) -> None:
+        kinds = [kind_of(e.reply) for e in run.exchanges if e.reply is not None]
+        self.went_on.update(kinds[:-1])
+        self.stopped.update(kinds[-1:])
+
+    def runs_past(self, data: Any, menu: tuple[Tool, ...], max_replies: int) -> bool:
+        """Whether the run of ``data``'s fixed choices would ask for a reply past their end."""
+        try:
+            from hypothesis.errors import StopTest
+            from hypothesis.internal.conjecture.data import ConjectureData
+
+            fixed = data.conjecture_data
+            prefix = fixed.prefix
+            if fixed.max_choices is None or fixed.max_choices != len(prefix) or not prefix:
+                return False  # generating: past the fixed part, choices are drawn afresh
+            if not all(isinstance(choice, (bool, int, float, str, bytes)) for choice in prefix):
+                return False
+            scratch = ConjectureData.for_choices(prefix)
+        except (ImportError, AttributeError):  # pragma: no cover - a Hypothesis without these internals
+            return False
+        count = iter(range(1, 1 + 2 * max_replies))
+        planned = 0
+        try:
+            while planned < max_replies:
+                reply = numbered(scratch.draw(unnumbered(menu)), lambda: f"#{next(count)}")
+                planned += 1
+                kind = kind_of(reply)
+                if is_final(reply) or not self.went_on[kind] or self.stopped[kind]:
+                    return False
+        except StopTest:
+            self.thrown += planned > 0
+            return planned > 0
+        return False
 
 
 _MENUS: dict[str, tuple[Tool, ...]] = {}
@@ -427,17 +485,19 @@ def _checker(
     time_bound: float,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
     name = agent_name(agent)
+    seen = _GoesOn()
 
     def check(data: Any) -> tuple[Run, Judgement]:
         run = converse(
             agent,
             served.emulator,
-            _Drawn(data, max_replies),
+            _Drawn(data, max_replies, seen),
             prompt=prompt,
             base_url=served.base_url,
             request_bound=max_replies + 1 + REQUEST_SLACK,
             time_bound=time_bound,
         )
+        seen.learn(run)
         judgement = judge(run, deviations)
         if judgement.violations:
             raise WireViolationError(judgement, run, scenario_of(run, name, judgement))
