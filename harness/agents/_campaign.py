@@ -207,11 +207,8 @@ class _Drawn:
         if self.menu is None:  # the first request tells the wire and the menu
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
             self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
-            if self.seen is not None and self.seen.runs_past(self.data, self.menu, self.max_replies):
-                # thrown away now, not after the whole run: the same draws, up to the same StopTest,
-                # so Hypothesis learns what it would have learned from the run
-                for later in range(number, number + self.max_replies + 1):
-                    self.data.draw(unnumbered(self.menu), label=f"reply to request {later}")
+            if self.seen is not None:
+                self.seen.menu_is(self.menu)
         if self.final is not None:
             return self.final
         if self.drawn >= self.max_replies:
@@ -230,16 +227,35 @@ class _GoesOn:
     Hypothesis replays a fixed list of choices when it mutates an earlier conversation or shrinks
     one, and throws the run away (``StopTest``) when the conversation asks for a reply past their
     end: a whole run of the agent for nothing, about one run in six of a default campaign. The
-    replies those choices hold are known at the first request; when every one of them is of a kind
-    after which this agent has gone on, and never stopped, the run would ask for one more, and is
-    thrown away at once instead. A run that ended once is never thrown away this way again (its last
-    reply's kind has stopped it), so a failure Hypothesis replays is replayed, and the same seed
-    still makes the same campaign."""
+    replies those choices hold are known before the run starts (decoded with the menu every earlier
+    run's first request sent); when every one of them is of a kind after which this agent has gone
+    on, and never stopped, the run would ask for one more, and is thrown away before the agent
+    starts. A run that ended once is never thrown away this way again (its last reply's kind has
+    stopped it), so a failure Hypothesis replays is replayed, and the same seed still makes the
+    same campaign."""
 
     def __init__(self) -> None:
         self.went_on: Counter[str] = Counter()
         self.stopped: Counter[str] = Counter()
-        self.thrown = 0
+        self.menu: tuple[Tool, ...] | None = None
+        self.steady = True
+        """Every run's first request sent the same menu (it comes before any reply: a steady agent's does)."""
+
+    def menu_is(self, menu: tuple[Tool, ...]) -> None:
+        if self.menu is None:
+            self.menu = menu
+        elif menu is not self.menu:
+            self.steady = False
+
+    def skip(self, data: Any, max_replies: int) -> None:
+        """Throw the run away before the agent starts when it would ask for a reply past ``data``'s
+        fixed choices: the same draws the run would make, up to the same ``StopTest``, so
+        Hypothesis learns what it would have learned from the run."""
+        menu = self.menu
+        if menu is None or not self.steady or not self.runs_past(data, menu, max_replies):
+            return
+        for number in range(1, max_replies + 2):
+            data.draw(unnumbered(menu), label=f"reply to request {number}")
 
     def learn(self, run: Run) -> None:
         kinds = [kind_of(e.reply) for e in run.exchanges if e.reply is not None]
@@ -271,7 +287,6 @@ class _GoesOn:
                 if is_final(reply) or not self.went_on[kind] or self.stopped[kind]:
                     return False
         except StopTest:
-            self.thrown += planned > 0
             return planned > 0
         return False
 
@@ -488,6 +503,7 @@ def _checker(
     seen = _GoesOn()
 
     def check(data: Any) -> tuple[Run, Judgement]:
+        seen.skip(data, max_replies)
         run = converse(
             agent,
             served.emulator,
