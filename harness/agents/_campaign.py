@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import random
 import sys
@@ -34,7 +35,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
 from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
 from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
-from harness.agents._replies import FINAL, Tool, is_final, kind_of, replies
+from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
 from harness.emulator._wire import WireRequest
@@ -189,8 +190,9 @@ def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
 class _Drawn:
     """The replies of one conversation, drawn as its requests arrive (on the test's thread)."""
 
-    def __init__(self, data: Any, max_replies: int) -> None:
+    def __init__(self, data: Any, max_replies: int, seen: _GoesOn | None = None) -> None:
         self.data, self.max_replies = data, max_replies
+        self.seen = seen
         self.menu: tuple[Tool, ...] | None = None
         self.prefix = "call_"
         self.count = 0
@@ -204,17 +206,100 @@ class _Drawn:
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
         if self.menu is None:  # the first request tells the wire and the menu
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            self.menu = tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools)
+            self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
+            if self.seen is not None:
+                self.seen.menu_is(self.menu)
         if self.final is not None:
             return self.final
         if self.drawn >= self.max_replies:
             self.final = FINAL
             return FINAL
-        reply = self.data.draw(replies(self.menu, self.next_id), label=f"reply to request {number}")
+        reply = numbered(self.data.draw(unnumbered(self.menu), label=f"reply to request {number}"), self.next_id)
         self.drawn += 1
         if is_final(reply):
             self.final = reply
         return reply
+
+
+class _GoesOn:
+    """What this campaign's agent did after each kind of reply: sent another request, or not.
+
+    Hypothesis replays a fixed list of choices when it mutates an earlier conversation or shrinks
+    one, and throws the run away (``StopTest``) when the conversation asks for a reply past their
+    end: a whole run of the agent for nothing, about one run in six of a default campaign. The
+    replies those choices hold are known before the run starts (decoded with the menu every earlier
+    run's first request sent); when every one of them is of a kind after which this agent has gone
+    on, and never stopped, the run would ask for one more, and is thrown away before the agent
+    starts. A run that ended once is never thrown away this way again (its last reply's kind has
+    stopped it), so a failure Hypothesis replays is replayed, and the same seed still makes the
+    same campaign."""
+
+    def __init__(self) -> None:
+        self.went_on: Counter[str] = Counter()
+        self.stopped: Counter[str] = Counter()
+        self.menu: tuple[Tool, ...] | None = None
+        self.steady = True
+        """Every run's first request sent the same menu (it comes before any reply: a steady agent's does)."""
+
+    def menu_is(self, menu: tuple[Tool, ...]) -> None:
+        if self.menu is None:
+            self.menu = menu
+        elif menu is not self.menu:
+            self.steady = False
+
+    def skip(self, data: Any, max_replies: int) -> None:
+        """Throw the run away before the agent starts when it would ask for a reply past ``data``'s
+        fixed choices, as Hypothesis would have (``StopTest``), without drawing: were the guess
+        wrong (an agent that stops where it never stopped before), Hypothesis has recorded no draw
+        that the real run could later contradict."""
+        menu = self.menu
+        if menu is None or not self.steady or not self.runs_past(data, menu, max_replies):
+            return
+        data.conjecture_data.mark_overrun()
+
+    def learn(self, run: Run) -> None:
+        kinds = [kind_of(e.reply) for e in run.exchanges if e.reply is not None]
+        self.went_on.update(kinds[:-1])
+        self.stopped.update(kinds[-1:])
+
+    def runs_past(self, data: Any, menu: tuple[Tool, ...], max_replies: int) -> bool:
+        """Whether the run of ``data``'s fixed choices would ask for a reply past their end."""
+        try:
+            from hypothesis.errors import StopTest
+            from hypothesis.internal.conjecture.data import ConjectureData
+
+            fixed = data.conjecture_data
+            prefix = fixed.prefix
+            if fixed.max_choices is None or fixed.max_choices != len(prefix) or not prefix:
+                return False  # generating: past the fixed part, choices are drawn afresh
+            if not all(isinstance(choice, (bool, int, float, str, bytes)) for choice in prefix):
+                return False
+            scratch = ConjectureData.for_choices(prefix)
+        except (ImportError, AttributeError):  # pragma: no cover - a Hypothesis without these internals
+            return False
+        count = iter(range(1, 1 + 2 * max_replies))
+        planned = 0
+        try:
+            while planned < max_replies:
+                reply = numbered(scratch.draw(unnumbered(menu)), lambda: f"#{next(count)}")
+                planned += 1
+                kind = kind_of(reply)
+                if is_final(reply) or not self.went_on[kind] or self.stopped[kind]:
+                    return False
+        except StopTest:
+            return planned > 0
+        return False
+
+
+_MENUS: dict[str, tuple[Tool, ...]] = {}
+
+
+def _menu(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
+    """The same menu as the same tuple every run, so the strategies drawn from it are built once."""
+    key = json.dumps([(tool.name, tool.schema) for tool in tools], sort_keys=True, default=repr)
+    if len(_MENUS) > 64:
+        _MENUS.clear()
+    return _MENUS.setdefault(key, tools)
 
 
 def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Scenario:
@@ -415,17 +500,20 @@ def _checker(
     time_bound: float,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
     name = agent_name(agent)
+    seen = _GoesOn()
 
     def check(data: Any) -> tuple[Run, Judgement]:
+        seen.skip(data, max_replies)
         run = converse(
             agent,
             served.emulator,
-            _Drawn(data, max_replies),
+            _Drawn(data, max_replies, seen),
             prompt=prompt,
             base_url=served.base_url,
             request_bound=max_replies + 1 + REQUEST_SLACK,
             time_bound=time_bound,
         )
+        seen.learn(run)
         judgement = judge(run, deviations)
         if judgement.violations:
             raise WireViolationError(judgement, run, scenario_of(run, name, judgement))

@@ -18,6 +18,7 @@ answers" and a minimal failure keeps only the replies the failure needs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -138,50 +139,102 @@ def status_of(reply: ModelTurn) -> int | None:
 def replies(tools: Sequence[Tool], next_id: Callable[[], str]) -> st.SearchStrategy[ModelTurn]:
     """One reply to a request of an agent whose menu is ``tools``; ``next_id`` numbers the calls
     (each call of a conversation gets a fresh id, so a result names the one call it answers)."""
-    return _reply(tuple(tools), next_id)
+    return _reply(tuple(tools), _menu(tuple(tools)), next_id)
+
+
+def unnumbered(tools: tuple[Tool, ...]) -> st.SearchStrategy[ModelTurn]:
+    """:func:`replies` before its calls are numbered (:func:`numbered`): one strategy per menu, built
+    once, since a strategy made afresh for every reply is validated afresh too, which cost more
+    than drawing the reply (a campaign draws one for every request of every conversation)."""
+    key = tuple(id(tool) for tool in tools)
+    found = _BUILT.get(key)
+    if found is None or found[0] != tools:
+        if len(_BUILT) > 64:
+            _BUILT.clear()
+        found = _BUILT[key] = (tools, _reply(tools, _menu(tools), None))
+    return found[1]
+
+
+def _menu(tools: tuple[Tool, ...]) -> st.SearchStrategy[Tool]:
+    return st.sampled_from(tools) if tools else st.nothing()
+
+
+def numbered(reply: ModelTurn, next_id: Callable[[], str]) -> ModelTurn:
+    """The reply with its calls' placeholder ids replaced by the conversation's next ones, in order
+    (a duplicate keeps sharing its id)."""
+    if not reply.calls:
+        return reply
+    ids: dict[str, str] = {}
+    calls = tuple(
+        dataclasses.replace(call, id=ids[call.id] if call.id in ids else ids.setdefault(call.id, next_id()))
+        for call in reply.calls
+    )
+    return dataclasses.replace(reply, calls=calls)
+
+
+# Built once (a strategy is validated when first drawn): same strategies, same choices, so what a
+# seed generates does not change.
+_BUILT: dict[tuple[int, ...], tuple[tuple[Tool, ...], st.SearchStrategy[ModelTurn]]] = {}
+_FAILING = st.integers(0, 3)
+_KINDS = {True: st.sampled_from(FAILURE_KINDS), False: st.sampled_from(MODEL_KINDS)}
+_ANSWERS = st.sampled_from(ANSWERS)
+_RETRY_STATUSES = st.sampled_from(RETRY_STATUSES)
+_RETRY_AFTER = st.sampled_from(RETRY_AFTER)
+_IN_BAND_STATUSES = st.sampled_from(IN_BAND_STATUSES)
+_DAMAGE = st.sampled_from(("malformed_chunk", "bad_checksum"))
+_NOT_JSON = st.sampled_from(NOT_JSON)
+_FIRST, _SECOND = "#1", "#2"
+"""Placeholder ids, numbered after the draw by :func:`numbered`."""
 
 
 @st.composite
-def _reply(draw: st.DrawFn, tools: tuple[Tool, ...], next_id: Callable[[], str]) -> ModelTurn:
-    failing = draw(st.integers(0, 3), label="failure") == 3
-    kind = draw(st.sampled_from(FAILURE_KINDS if failing else MODEL_KINDS), label="kind")
-    answer = draw(st.sampled_from(ANSWERS), label="text")
+def _reply(
+    draw: st.DrawFn, tools: tuple[Tool, ...], menu: st.SearchStrategy[Tool], next_id: Callable[[], str] | None
+) -> ModelTurn:
+    """One reply; its call ids from ``next_id``, or placeholders for :func:`numbered` when ``None``."""
+    ids = iter((_FIRST, _SECOND)) if next_id is None else None
+
+    def new_id() -> str:
+        return next(ids) if ids is not None else next_id()  # type: ignore[misc]
+
+    failing = draw(_FAILING, label="failure") == 3
+    kind = draw(_KINDS[failing], label="kind")
+    answer = draw(_ANSWERS, label="text")
     if kind == "final answer":
         return ModelTurn(text=answer)
     if kind == "length cut-off":
         return ModelTurn(text="The answer is", stop="length")
     if kind == "error status":
-        status = draw(st.sampled_from(RETRY_STATUSES), label="status")
-        wait = draw(st.sampled_from(RETRY_AFTER), label="retry_after")
+        status = draw(_RETRY_STATUSES, label="status")
+        wait = draw(_RETRY_AFTER, label="retry_after")
         return ModelTurn(kind="error", message=f"emulated {status}", wire=(("status", status), ("retry_after", wait)))
     if kind == "cut stream":
         return ModelTurn(kind="hang_up", text=answer)
     if kind == "dropped connection":
         return ModelTurn(kind="raise", text=answer, message="connection dropped")
     if kind == "in-band error":
-        status = draw(st.sampled_from(IN_BAND_STATUSES), label="status")
+        status = draw(_IN_BAND_STATUSES, label="status")
         return ModelTurn(text=answer, wire=(("error_event", status),))
     if kind == "malformed chunk":
-        damage = draw(st.sampled_from(("malformed_chunk", "bad_checksum")), label="damage")
+        damage = draw(_DAMAGE, label="damage")
         return ModelTurn(text=answer, wire=((damage, True),))
     if kind == "cut inside an event":
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
     if kind == "unknown tool" or not tools:
-        return ModelTurn(calls=(Call(UNKNOWN_TOOL, {}, id=next_id()),))
-    tool = draw(st.sampled_from(tools), label="tool")
+        return ModelTurn(calls=(Call(UNKNOWN_TOOL, {}, id=new_id()),))
+    tool = draw(menu, label="tool")
     if kind == "invalid arguments":
-        return ModelTurn(calls=(Call(tool.name, _args(draw(invalid_arguments(tool.schema))), id=next_id()),))
+        return ModelTurn(calls=(Call(tool.name, _args(draw(invalid_arguments(tool.schema))), id=new_id()),))
     if kind == "non-JSON arguments":
-        return ModelTurn(calls=(Call(tool.name, raw=draw(st.sampled_from(NOT_JSON)), id=next_id()),))
-    first = Call(tool.name, _args(draw(arguments(tool.schema), label="arguments")), id=next_id())
+        return ModelTurn(calls=(Call(tool.name, raw=draw(_NOT_JSON), id=new_id()),))
+    first = Call(tool.name, _args(draw(arguments(tool.schema), label="arguments")), id=new_id())
     if kind == "valid call":
         return ModelTurn(calls=(first,))
     if kind == "text and a call":
         return ModelTurn(text="Let me check.", calls=(first,))
-    other = draw(st.sampled_from(tools), label="second tool")
+    other = draw(menu, label="second tool")
     second_args = _args(draw(arguments(other.schema), label="second arguments"))
-    shared = kind == "duplicate ids"
-    second = Call(other.name, second_args, id=first.id if shared else next_id())
+    second = Call(other.name, second_args, id=first.id if kind == "duplicate ids" else new_id())
     return ModelTurn(calls=(first, second))
 
 

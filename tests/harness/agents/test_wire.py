@@ -162,6 +162,21 @@ def test_a_seed_is_one_campaign() -> None:
     assert (other.kinds, other.requests) != (first.kinds, first.requests)
 
 
+def test_a_conversation_hypothesis_would_throw_away_is_not_run() -> None:
+    """Hypothesis replays fixed choices when it mutates or shrinks a conversation, and throws the
+    run away when the agent asks for a reply past them: the campaign sees that coming and does not
+    start the agent (each such run cost a whole real conversation, one in six of a campaign)."""
+    started = []
+
+    def counted(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
+        started.append(prompt)
+        return planted.agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+    result = run_agent_campaign(counted, 60, seed=21, save=False)
+    assert result.ok and result.stats.conversations == 60
+    assert len(started) - 60 <= 3, f"{len(started) - 60} runs of the agent thrown away"
+
+
 def test_history_kept_on_the_server_is_judged_through_previous_response_id(tmp_path: Path) -> None:
     kept = run_agent_campaign(planted.responses_agent, 30, save=False)
     assert kept.ok, kept.failure and str(kept.failure.violation)
