@@ -158,8 +158,12 @@ def test_zz_count():
 """
 
 
-def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(pytester: pytest.Pytester) -> None:
+def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_agent_on_the_wire=AGENT_TESTS)
+    # the user's project imports the planted loop from this checkout, as from a package it depends on
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--harness-profile", "harness-ci")
     result.assert_outcomes(passed=2, failed=1)
     # harness-ci's 50 derandomized examples, each at least one conversation of the agent (a run
