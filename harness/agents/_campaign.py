@@ -33,7 +33,15 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
-from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
+from harness.agents._conversation import (
+    Run,
+    WireEmulator,
+    as_recorded,
+    check_signature,
+    converse,
+    scripted,
+    takes_http_client,
+)
 from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
@@ -538,19 +546,36 @@ def agent_test(
     declared = deviations_of(agent) if deviations is None else tuple(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     name = agent_name(agent)
+    try:  # checked now, said when the test runs: one wrong agent must not stop a module's collection
+        check_signature(agent)
+        unusable: str | None = None
+    except TypeError as exc:
+        unusable = f"{name}: {exc}"
 
     def test() -> None:
+        if unusable is not None:
+            raise TypeError(unusable)
         for path in load_wire_regressions(regressions, name):
             run, judgement = replay_agent(agent, path, deviations=declared, time_bound=time_bound)
             if judgement.violations:
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path))
+        stats = AgentStats()
         with serving(agent) as served:
             check = _checker(agent, served, text, declared, max_replies, time_bound)
+
+            def example(data: Any) -> None:
+                stats.add(*check(data))
+
             current = settings()  # the profile active now, not at import
             campaign = settings(current, deadline=None, suppress_health_check=list(HealthCheck))(
-                given(st.data())(lambda data: check(data) and None)
+                given(st.data())(example)
             )
             campaign()
+        if not stats.requests:  # a campaign of runs that all failed before their first request tested nothing
+            raise AssertionError(
+                f"{name}: no run sent a request to the emulator (the first one raised {stats.first_error}): "
+                "does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?"
+            )
 
     test.__name__ = f"test_wire_{getattr(agent, '__name__', 'agent')}"
     test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."

@@ -200,16 +200,18 @@ test_wrong = agent_test(wrong)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent_test (harness/agents/_campaign.py, not this reviewer's to edit) passes a campaign in "
-    "which no run reached the emulator, and an agent of the wrong signature; harness fuzz --agent "
-    "refuses both (NOTHING TESTED, exit 1; usage error, exit 2)",
-)
 def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_never_reaches=NEVER_REACHES)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile", "harness-ci")
     result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_never_reaches:never: no run sent a request to the emulator (the first one raised "
+            "ValueError: no client configured)*base_url + '/v1'*",
+            "*test_never_reaches:wrong: it cannot be called as agent(prompt, *, base_url, api_key)*",
+        ],
+        consecutive=False,
+    )
 
 
 @pytest.mark.parametrize(
