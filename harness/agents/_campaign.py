@@ -42,7 +42,7 @@ from harness.agents._conversation import (
     scripted,
     takes_http_client,
 )
-from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
+from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, declared_deviations, judge
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
@@ -170,7 +170,8 @@ def agent_name(agent: Callable[..., Any]) -> str:
 
 
 def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
-    return tuple(getattr(agent, "wire_deviations", ()) or ())
+    """The agent's ``wire_deviations``, or a ``TypeError`` saying what is wrong with them."""
+    return declared_deviations(getattr(agent, "wire_deviations", None))
 
 
 class _Serving:
@@ -367,7 +368,7 @@ def replay_agent(
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_yaml(Path(scenario))
     turns = tuple(scenario.turns)
-    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     with serving(agent) as served:
         run = converse(
             agent,
@@ -398,7 +399,7 @@ def run_agent_campaign(
     violation to a scenario and save it (``save=False``: only report it)."""
     chosen = seed if seed is not None else random.randrange(2**32)
     name = agent_name(agent)
-    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     stats = AgentStats()
     failing: list[WireViolationError] = []
@@ -543,7 +544,7 @@ def agent_test(
     the active Hypothesis profile (``harness-ci`` in CI: the same examples every time).
 
     ``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite."""
-    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     name = agent_name(agent)
     try:  # checked now, said when the test runs: one wrong agent must not stop a module's collection

@@ -14,7 +14,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from harness.agents import Deviation, replay_agent, run_agent_campaign
+from harness.agents import Deviation, agent_test, replay_agent, run_agent_campaign
 from tests.harness.agents import planted
 from tests.harness.support import console_script
 
@@ -212,6 +212,15 @@ def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pyt
         ],
         consecutive=False,
     )
+
+
+def test_one_deviation_not_in_a_list_is_refused_saying_so_by_the_python_entries() -> None:
+    # Before: "'Deviation' object is not iterable", from deep inside the campaign.
+    one = planted.make()
+    one.wire_deviations = Deviation("W5", "a partial answer beats none")  # type: ignore[attr-defined]
+    for entry in (lambda: run_agent_campaign(one, 2, save=False), lambda: agent_test(one)):
+        with pytest.raises(TypeError, match=r"a list of Deviation values: \[Deviation\(...\)\], not one Deviation"):
+            entry()
 
 
 @pytest.mark.parametrize(
