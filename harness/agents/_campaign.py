@@ -42,7 +42,15 @@ from harness.agents._conversation import (
     scripted,
     takes_http_client,
 )
-from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, declared_deviations, judge
+from harness.agents._invariants import (
+    INVARIANTS,
+    Deviation,
+    Judgement,
+    Violation,
+    declared_deviations,
+    judge,
+    reply_kinds,
+)
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
@@ -94,7 +102,7 @@ class AgentStats:
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
         self.requests += len(run.exchanges)
-        self.kinds.update(kind_of(reply) for reply in run.replies)
+        self.kinds.update(reply_kinds(run))  # arguments that fail their schema told from a valid call
         self.endings[run.ended] += 1
         if run.exchanges:
             self.wires[wire_of(run.exchanges[0].request)] += 1

@@ -214,6 +214,15 @@ def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pyt
     )
 
 
+def test_the_exercised_table_tells_arguments_that_fail_the_schema_from_valid_calls(tmp_path: Path) -> None:
+    # Before: every call naming a listed tool was counted as a "valid call", whatever its arguments.
+    done = fuzz(tmp_path, "--agent", "tests.harness.agents.planted:agent", "--examples", "40")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = dict(re.findall(r"replies: ([a-z -]+?)\s*│\s*(\d+)", done.stdout))
+    assert int(rows.get("invalid arguments", 0)) > 0, done.stdout
+    assert int(rows.get("valid call", 0)) > 0, done.stdout
+
+
 def test_one_deviation_not_in_a_list_is_refused_saying_so_by_the_python_entries() -> None:
     # Before: "'Deviation' object is not iterable", from deep inside the campaign.
     one = planted.make()
