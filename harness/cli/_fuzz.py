@@ -245,6 +245,7 @@ def _fuzz_agent(
                 max_replies=max_turns or DEFAULT_MAX_REPLIES,
                 save_dir=save_dir,
                 on_example=advance,
+                name=path,
             )
         except UnsteadyAgentError as exc:
             console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)

@@ -223,6 +223,30 @@ def test_the_exercised_table_tells_arguments_that_fail_the_schema_from_valid_cal
     assert int(rows.get("valid call", 0)) > 0, done.stdout
 
 
+def test_a_factory_made_agent_is_saved_under_the_name_the_user_typed_with_a_command_that_reproduces_it(
+    tmp_path: Path,
+) -> None:
+    # Before: the scenario said agent: tests.harness.agents.planted:planted_return_cut_text (the
+    # factory's module) and "Found by: harness fuzz --agent <that> --seed 21", without --max-turns.
+    first, again = tmp_path / "first", tmp_path / "again"
+    for project in (first, again):
+        project.mkdir()
+        (project / "dev.py").write_text(
+            "from tests.harness.agents import planted\n\ntypo = planted.make('return_cut_text')\n"
+        )
+    done = fuzz(first, "--agent", "dev:typo", "--examples", "40", "--max-turns", "4")
+    assert done.returncode == 1, done.stdout + done.stderr
+    [saved] = (first / "cassettes" / "scenarios" / "wire").glob("*.yaml")
+    text = saved.read_text()
+    assert "agent: dev:typo" in text
+    command = re.search(r"^# Found by: (.+)$", text, re.MULTILINE)[1]  # type: ignore[index]
+    assert command == "harness fuzz --agent dev:typo --seed 21 --examples 40 --max-turns 4"
+    rerun = fuzz(again, *command.split()[2:])
+    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    [found] = (again / "cassettes" / "scenarios" / "wire").glob("*.yaml")
+    assert found.name == saved.name  # the same violation, shrunk to the same replies
+
+
 def test_one_deviation_not_in_a_list_is_refused_saying_so_by_the_python_entries() -> None:
     # Before: "'Deviation' object is not iterable", from deep inside the campaign.
     one = planted.make()
