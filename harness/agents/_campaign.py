@@ -423,6 +423,12 @@ def run_agent_campaign(
     with serving(agent) as served:
         check = _checker(agent, name, served, text, declared, max_replies, time_bound)
 
+        def count(run: Run, judgement: Judgement) -> None:
+            stats.add(run, judgement)
+            stats.seconds = time.perf_counter() - started
+            if on_example is not None:
+                on_example(stats)
+
         @campaign_settings(examples, (Phase.generate, Phase.shrink))
         @hypothesis_seed(chosen)
         @given(st.data())
@@ -434,13 +440,12 @@ def run_agent_campaign(
             try:
                 run, judgement = check(data)
             except WireViolationError as exc:
+                if not failing:  # the failing run was explored too (the first one, even)
+                    count(exc.run, exc.judgement)
                 failing.append(exc)
                 raise
             if not failing:  # count what was explored, not the shrinker's retries
-                stats.add(run, judgement)
-                stats.seconds = time.perf_counter() - started
-                if on_example is not None:
-                    on_example(stats)
+                count(run, judgement)
 
         with no_local_constants():
             try:

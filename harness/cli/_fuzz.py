@@ -259,7 +259,7 @@ def _fuzz_agent(
         markup=False,
         highlight=False,
     )
-    if stats.rows():  # none when the first conversation already failed: no empty table
+    if stats.rows():  # none when no conversation ran: no empty table
         table = Table(title="exercised (over all conversations)")
         table.add_column("what")
         table.add_column("count", justify="right")

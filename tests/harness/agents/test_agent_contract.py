@@ -101,13 +101,6 @@ def test_an_agent_that_requires_http_client_is_served_in_process(tmp_path: Path)
     assert "in process" in done.stdout and "no violation" in done.stdout
 
 
-def test_a_campaign_failing_at_its_first_conversation_prints_no_empty_table(tmp_path: Path) -> None:
-    (tmp_path / "agents.py").write_text(AGENTS)
-    done = fuzz(tmp_path, "--agent", "agents:wrong_answer", "--save-dir", str(tmp_path))
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "VIOLATION W4" in done.stdout and "exercised" not in done.stdout, done.stdout
-
-
 def test_a_database_given_to_a_wire_campaign_is_a_usage_error_not_ignored(tmp_path: Path) -> None:
     (tmp_path / "agents.py").write_text(AGENTS)
     done = fuzz(tmp_path, "--agent", "agents:wrong_answer", "--database", str(tmp_path / "db"))
@@ -245,6 +238,18 @@ def test_a_factory_made_agent_is_saved_under_the_name_the_user_typed_with_a_comm
     assert rerun.returncode == 1, rerun.stdout + rerun.stderr
     [found] = (again / "cassettes" / "scenarios" / "wire").glob("*.yaml")
     assert found.name == saved.name  # the same violation, shrunk to the same replies
+
+
+def test_a_campaign_failing_on_its_first_conversation_counts_it(tmp_path: Path) -> None:
+    # Before: "0 conversations, 0 requests, 0.0s" above the violation it had just found.
+    (tmp_path / "agents.py").write_text(AGENTS)
+    done = fuzz(tmp_path, "--agent", "agents:wrong_answer")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "VIOLATION W4" in done.stdout
+    summary = re.search(r"^(\d+) conversations, (\d+) requests", done.stdout, re.MULTILINE)
+    assert summary is not None, done.stdout
+    assert int(summary[1]) >= 1 and int(summary[2]) >= 1, summary[0]
+    assert re.search(r"runs that returned\s*│\s*1 ", done.stdout), done.stdout  # the table shows that run
 
 
 def test_one_deviation_not_in_a_list_is_refused_saying_so_by_the_python_entries() -> None:
