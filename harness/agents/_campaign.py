@@ -33,8 +33,24 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
-from harness.agents._conversation import Run, WireEmulator, as_recorded, converse, scripted, takes_http_client
-from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
+from harness.agents._conversation import (
+    Run,
+    WireEmulator,
+    as_recorded,
+    check_signature,
+    converse,
+    scripted,
+    takes_http_client,
+)
+from harness.agents._invariants import (
+    INVARIANTS,
+    Deviation,
+    Judgement,
+    Violation,
+    declared_deviations,
+    judge,
+    reply_kinds,
+)
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
@@ -86,7 +102,7 @@ class AgentStats:
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
         self.requests += len(run.exchanges)
-        self.kinds.update(kind_of(reply) for reply in run.replies)
+        self.kinds.update(reply_kinds(run))  # arguments that fail their schema told from a valid call
         self.endings[run.ended] += 1
         if run.exchanges:
             self.wires[wire_of(run.exchanges[0].request)] += 1
@@ -150,8 +166,13 @@ class WireViolationError(AssertionError):
         super().__init__(f"{shown}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}")
 
 
-def agent_name(agent: Callable[..., Any]) -> str:
-    """``module:name``, as ``--agent`` takes it (a function made by a factory: its ``__name__``)."""
+def agent_name(agent: Callable[..., Any], name: str | None = None) -> str:
+    """``module:name``, as ``--agent`` takes it (a function made by a factory: its ``__name__``).
+
+    ``name``, when given, is the answer: the ``MODULE:CALLABLE`` the user typed, which a factory's
+    function cannot tell (its ``__module__`` is the factory's, not the one that re-exports it)."""
+    if name:
+        return name
     module = getattr(agent, "__module__", None) or "agent"
     qualified = getattr(agent, "__qualname__", None) or ""
     name = qualified if qualified and "<locals>" not in qualified else getattr(agent, "__name__", "agent")
@@ -162,7 +183,8 @@ def agent_name(agent: Callable[..., Any]) -> str:
 
 
 def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
-    return tuple(getattr(agent, "wire_deviations", ()) or ())
+    """The agent's ``wire_deviations``, or a ``TypeError`` saying what is wrong with them."""
+    return declared_deviations(getattr(agent, "wire_deviations", None))
 
 
 class _Serving:
@@ -359,7 +381,7 @@ def replay_agent(
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_yaml(Path(scenario))
     turns = tuple(scenario.turns)
-    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     with serving(agent) as served:
         run = converse(
             agent,
@@ -385,19 +407,27 @@ def run_agent_campaign(
     save_dir: str | os.PathLike[str] | None = None,
     save: bool = True,
     on_example: Callable[[AgentStats], None] | None = None,
+    name: str | None = None,
 ) -> AgentCampaignResult:
     """Run ``examples`` conversations with replies drawn as requests arrive; shrink the first
-    violation to a scenario and save it (``save=False``: only report it)."""
+    violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
+    saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent)."""
     chosen = seed if seed is not None else random.randrange(2**32)
-    name = agent_name(agent)
-    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    name = agent_name(agent, name)
+    declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     stats = AgentStats()
     failing: list[WireViolationError] = []
     attempts: list[int] = []
     started = time.perf_counter()
     with serving(agent) as served:
-        check = _checker(agent, served, text, declared, max_replies, time_bound)
+        check = _checker(agent, name, served, text, declared, max_replies, time_bound)
+
+        def count(run: Run, judgement: Judgement) -> None:
+            stats.add(run, judgement)
+            stats.seconds = time.perf_counter() - started
+            if on_example is not None:
+                on_example(stats)
 
         @campaign_settings(examples, (Phase.generate, Phase.shrink))
         @hypothesis_seed(chosen)
@@ -410,13 +440,12 @@ def run_agent_campaign(
             try:
                 run, judgement = check(data)
             except WireViolationError as exc:
+                if not failing:  # the failing run was explored too (the first one, even)
+                    count(exc.run, exc.judgement)
                 failing.append(exc)
                 raise
             if not failing:  # count what was explored, not the shrinker's retries
-                stats.add(run, judgement)
-                stats.seconds = time.perf_counter() - started
-                if on_example is not None:
-                    on_example(stats)
+                count(run, judgement)
 
         with no_local_constants():
             try:
@@ -435,13 +464,24 @@ def run_agent_campaign(
             stats.seconds = time.perf_counter() - started
         if failing:  # Hypothesis runs the minimal example last; then whole replies go, where they can
             last = failing[-1]
-            failure = fewer_replies(agent, served, last, declared, time_bound)
+            failure = fewer_replies(agent, served, last, declared, time_bound, name=name)
     result = AgentCampaignResult(name, stats, chosen, served.in_process)
     if failing:
         if save:
-            failure.path = save_wire_regression(failure, save_dir, f"harness fuzz --agent {name} --seed {chosen}")
+            failure.path = save_wire_regression(failure, save_dir, found_by(name, chosen, examples, max_replies))
         result.failure = failure
     return result
+
+
+def found_by(name: str, seed: int, examples: int, max_replies: int) -> str:
+    """The command that runs this campaign again: each option that is not its default, so the
+    same conversations are drawn (the number of examples shapes Hypothesis's generation too)."""
+    command = f"harness fuzz --agent {name} --seed {seed}"
+    if examples != DEFAULT_EXAMPLES:
+        command += f" --examples {examples}"
+    if max_replies != DEFAULT_MAX_REPLIES:
+        command += f" --max-turns {max_replies}"
+    return command
 
 
 def fewer_replies(
@@ -451,6 +491,7 @@ def fewer_replies(
     deviations: Sequence[Deviation],
     time_bound: float,
     budget: int = 40,
+    name: str | None = None,
 ) -> WireFailure:
     """The failure with every reply it does not need removed, one reply at a time.
 
@@ -460,7 +501,7 @@ def fewer_replies(
     invariant = found.judgement.violations[0].invariant
     best = WireFailure(found.judgement.violations[0], found.judgement, found.run, found.scenario)
     turns = list(found.scenario.turns)
-    name = agent_name(agent)
+    name = agent_name(agent, name)
     shrinking = True
     while shrinking and budget > 0:
         shrinking = False
@@ -493,13 +534,13 @@ def fewer_replies(
 
 def _checker(
     agent: Callable[..., Any],
+    name: str,
     served: _Serving,
     prompt: str,
     deviations: Sequence[Deviation],
     max_replies: int,
     time_bound: float,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
-    name = agent_name(agent)
     seen = _GoesOn()
 
     def check(data: Any) -> tuple[Run, Judgement]:
@@ -530,27 +571,47 @@ def agent_test(
     max_replies: int = DEFAULT_MAX_REPLIES,
     time_bound: float = DEFAULT_TIME_BOUND,
     regressions: str | os.PathLike[str] | None = None,
+    name: str | None = None,
 ) -> Callable[[], None]:
     """A pytest test of ``agent``: its saved wire regressions replayed first, then a campaign under
     the active Hypothesis profile (``harness-ci`` in CI: the same examples every time).
 
-    ``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite."""
-    declared = deviations_of(agent) if deviations is None else tuple(deviations)
+    ``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite. ``name`` is the
+    ``MODULE:CALLABLE`` its saved scenarios name (``meta.agent``), for an agent made by a factory
+    in another module, whose own ``__module__`` names the factory's module."""
+    declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
-    name = agent_name(agent)
+    name = agent_name(agent, name)
+    try:  # checked now, said when the test runs: one wrong agent must not stop a module's collection
+        check_signature(agent)
+        unusable: str | None = None
+    except TypeError as exc:
+        unusable = f"{name}: {exc}"
 
     def test() -> None:
+        if unusable is not None:
+            raise TypeError(unusable)
         for path in load_wire_regressions(regressions, name):
             run, judgement = replay_agent(agent, path, deviations=declared, time_bound=time_bound)
             if judgement.violations:
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path))
+        stats = AgentStats()
         with serving(agent) as served:
-            check = _checker(agent, served, text, declared, max_replies, time_bound)
+            check = _checker(agent, name, served, text, declared, max_replies, time_bound)
+
+            def example(data: Any) -> None:
+                stats.add(*check(data))
+
             current = settings()  # the profile active now, not at import
             campaign = settings(current, deadline=None, suppress_health_check=list(HealthCheck))(
-                given(st.data())(lambda data: check(data) and None)
+                given(st.data())(example)
             )
             campaign()
+        if not stats.requests:  # a campaign of runs that all failed before their first request tested nothing
+            raise AssertionError(
+                f"{name}: no run sent a request to the emulator (the first one raised {stats.first_error}): "
+                "does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?"
+            )
 
     test.__name__ = f"test_wire_{getattr(agent, '__name__', 'agent')}"
     test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."

@@ -51,6 +51,24 @@ def takes_http_client(agent: Callable[..., Any]) -> bool:
     return "http_client" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
+def check_signature(agent: Callable[..., Any]) -> None:
+    """Raise ``TypeError`` when no run could call ``agent`` as ``agent(prompt, *, base_url, api_key)``
+    (``http_client`` too, when it names it: served in process, so it may be required). Otherwise
+    every run would raise the same ``TypeError`` and the campaign test nothing."""
+    try:
+        signature = inspect.signature(agent)
+    except (TypeError, ValueError):  # a builtin or extension callable: its runs will tell
+        return
+    given = {"http_client": None} if "http_client" in signature.parameters else {}
+    try:
+        signature.bind("p", base_url="", api_key="", **given)
+    except TypeError as exc:
+        raise TypeError(
+            f"it cannot be called as agent(prompt, *, base_url, api_key) ({exc}); write it as "
+            "def run(prompt: str, *, base_url: str, api_key: str) -> str (docs/wire-campaigns.md)"
+        ) from None
+
+
 def is_async(agent: Callable[..., Any]) -> bool:
     """A coroutine function, or an object whose ``__call__`` is one: it runs on an event loop of its own."""
     return inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__)

@@ -245,6 +245,7 @@ def _fuzz_agent(
                 max_replies=max_turns or DEFAULT_MAX_REPLIES,
                 save_dir=save_dir,
                 on_example=advance,
+                name=path,
             )
         except UnsteadyAgentError as exc:
             console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
@@ -258,7 +259,7 @@ def _fuzz_agent(
         markup=False,
         highlight=False,
     )
-    if stats.rows():  # none when the first conversation already failed: no empty table
+    if stats.rows():  # none when no conversation ran: no empty table
         table = Table(title="exercised (over all conversations)")
         table.add_column("what")
         table.add_column("count", justify="right")
@@ -314,24 +315,13 @@ def _fuzz_agent(
 def _check_agent(path: str, agent: Any) -> None:
     """Refuse, as a usage error, an agent no run could call or a declaration no judgement could use:
     otherwise every run would raise the same ``TypeError`` and the campaign test nothing."""
-    import inspect
-
+    from harness.agents._conversation import check_signature
     from harness.agents._invariants import declared_deviations
 
     try:
-        signature = inspect.signature(agent)
-    except (TypeError, ValueError):  # a builtin or extension callable: its runs will tell
-        signature = None
-    if signature is not None:
-        try:
-            # http_client is given to an agent that names it (served in process), so it may be required
-            given = {"http_client": None} if "http_client" in signature.parameters else {}
-            signature.bind("prompt", base_url="", api_key="", **given)
-        except TypeError as exc:
-            raise click.UsageError(
-                f"--agent {path}: it cannot be called as agent(prompt, *, base_url, api_key) ({exc}); "
-                "write it as def run(prompt: str, *, base_url: str, api_key: str) -> str (docs/wire-campaigns.md)"
-            ) from None
+        check_signature(agent)
+    except TypeError as exc:
+        raise click.UsageError(f"--agent {path}: {exc}") from None
     try:
         declared_deviations(getattr(agent, "wire_deviations", None))
     except TypeError as exc:

@@ -31,6 +31,8 @@ def test_the_loop_without_defects_passes_the_default_campaign(tmp_path: Path) ->
     assert stats.conversations == 100
     assert set(stats.kinds) >= {
         "final answer",
+        "valid call",
+        "invalid arguments",
         "several calls",
         "unknown tool",
         "error status",
