@@ -187,27 +187,11 @@ def contenders() -> tuple[list[Contender], list[str]]:
         Contender("planted loop (openai SDK, sync, streamed), on loopback", planted.loopback_agent, False, False),
     ]
     skipped = []
-    try:
-        from pydantic_ai import Agent
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
+    try:  # the agent CI fuzzes (tests/harness/agents/frameworks.py), which imports every framework
+        from tests.harness.agents.frameworks import pydantic_ai_chat
     except ImportError as exc:
         skipped.append(f"pydantic-ai (OpenAI chat), in process: {exc.name} is not installed (the agents extra)")
     else:
-
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
-
-        def lookup(word: str) -> str:
-            """Look a word up."""
-            return f"{word}: a word"
-
-        async def pydantic_ai_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
-            provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
-            agent = Agent(OpenAIChatModel("gpt-test", provider=provider), tools=[add, lookup])
-            return str((await agent.run(prompt)).output)
-
         rows.append(Contender("pydantic-ai (OpenAI chat), in process", pydantic_ai_chat, True, True))
     return rows, skipped
 
