@@ -289,9 +289,7 @@ def _fuzz_agent(
         command = f"harness fuzz --agent {path} --seed {chosen} --examples {examples}" + (
             f" --max-turns {max_turns}" if max_turns else ""
         )
-        from harness.cli._wire import write_wire_report
-
-        write_wire_report(html, result, command, deviations_of(agent))
+        _write_wire_report(html, result, command, deviations_of(agent))
     if result.failure is None and not stats.requests:
         console.print(
             f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
@@ -349,3 +347,23 @@ def _check_save_dir(save_dir: Path | None) -> None:
         raise click.UsageError(f"{said} {target}: {existing} is a file, so the scenario cannot be saved under it")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise click.UsageError(f"{said} {target}: {existing} is not writable, so a scenario cannot be saved there")
+
+
+def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -> None:
+    """``--agent --html``: the report package sits below ``harness.agents`` (pyproject's
+    import-linter layers) and cannot read a request's menu, so it is handed the agents layer's
+    reader, the one the campaign used."""
+    from harness.agents import INVARIANTS
+    from harness.agents._conversation import as_recorded
+    from harness.report import wire_campaign_report
+
+    write_html(
+        html,
+        lambda: wire_campaign_report(
+            result,
+            command=command,
+            invariants=INVARIANTS,
+            deviations=deviations,
+            tools_of=lambda request: as_recorded(request).tools,
+        ),
+    )
