@@ -327,7 +327,7 @@ def test_marked(n):
 
 
 def test_recording_and_replaying_under_xdist_writes_each_cassette_whole_once(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("xdist")
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed (it is in the dev extra)")
     pytester.makepyfile(test_parallel=PARALLEL_PROJECT)
     # in fresh processes, as a user's `pytest -n 2` starts its workers
     recorded = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-n", "2", "--record-mode=once")
