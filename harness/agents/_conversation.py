@@ -158,7 +158,14 @@ Chooser = Callable[[int, WireRequest], "ModelTurn | None"]
 """Request number and request -> the reply (``None``: refuse it, the run is over its bound)."""
 
 
-_RESPONSE_ID = re.compile(rb'"id":\s*"(resp_[A-Za-z0-9]+)"')
+_RESPONSE_ID = re.compile(rb'"id":\s*"(resp_[A-Za-z0-9_-]+)"')
+
+
+def response_id(body: bytes) -> str | None:
+    """The Responses API id a reply's body (whole or streamed) names: what the next request's
+    ``previous_response_id`` refers to, served or recorded."""
+    found = _RESPONSE_ID.search(body)
+    return found.group(1).decode() if found else None
 
 
 class WireEmulator(Emulator):
@@ -197,10 +204,10 @@ class WireEmulator(Emulator):
     def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
         delivery = super().answer(method, path, query, headers, body)
         if path.endswith("/responses") and delivery.reply.status == 200:
-            found = _RESPONSE_ID.search(delivery.reply.body or b"".join(delivery.reply.chunks or []))
+            found = response_id(delivery.reply.body or b"".join(delivery.reply.chunks or []))
             with self._lock:
                 if found and self.exchanges:
-                    self.exchanges[-1].response_id = found.group(1).decode()
+                    self.exchanges[-1].response_id = found
         return delivery
 
 

@@ -10,7 +10,6 @@ the verdicts on the cassette's timeline; from Python, hand the result to
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,6 @@ WIRES_WITHOUT_IDS = ("gemini",)
 """Wires whose calls need no id: what a recording shows as one (Gemini's) was made up by a client or
 by our reader, so a call is matched to its result by name there, as W1 does for Gemini's results."""
 
-_RESPONSE_ID = re.compile(r'"id":\s*"(resp_[A-Za-z0-9_-]+)"')
 
 
 @dataclass
@@ -95,8 +93,9 @@ def _body(step: Any) -> Mapping[str, Any]:
 
 
 def _response_id(step: Any) -> str | None:
-    found = _RESPONSE_ID.search(step.interaction.response.body.text)
-    return found.group(1) if found else None
+    from harness.agents._conversation import response_id
+
+    return response_id(step.interaction.response.body.data)
 
 
 def _run(steps: Sequence[Any]) -> Any:
