@@ -49,7 +49,8 @@ ENDPOINTS: Final[frozenset[tuple[str, str]]] = frozenset(
 STREAMING_ENDPOINTS: Final[frozenset[str]] = frozenset({"streamGenerateContent", "converse-stream"})
 """Endpoints that stream by their URL alone; on the others the request body's ``stream`` decides."""
 
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC: Final = b"\x1f\x8b"
+"""How a gzip stream starts: how a stored body is known compressed, whatever its headers say."""
 
 
 class CassetteError(Exception):
@@ -303,7 +304,7 @@ class Body:
 
 
 def _decompressed(stored: bytes) -> bytes:
-    if not stored.startswith(_GZIP_MAGIC):
+    if not stored.startswith(GZIP_MAGIC):
         return stored
     try:
         return gzip.decompress(stored)

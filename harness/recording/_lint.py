@@ -54,7 +54,6 @@ TOKEN_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 )
 """What a credential looks like when nobody listed its header: (description, pattern)."""
 
-GZIP_MAGIC: Final = b"\x1f\x8b"
 
 _USES = re.compile(r"\brecorded\b|\bvcr\b")
 _OVERRIDES_DIR = re.compile(r"^\s*def vcr_cassette_dir\b", re.MULTILINE)
@@ -189,7 +188,7 @@ def _encoding_problem(headers: cassettes.Headers, stored: bytes) -> str | None:
         return None
     codings = [c.strip().lower() for v in headers.get_all("content-encoding") for c in v.split(",") if c.strip()]
     outer = codings[-1] if codings else "identity"
-    if stored.startswith(GZIP_MAGIC):
+    if stored.startswith(cassettes.GZIP_MAGIC):
         if outer not in ("gzip", "x-gzip"):
             return (
                 f"body is stored gzip-compressed but says content-encoding: {outer}, so a replaying client "
@@ -290,7 +289,7 @@ def _gunzipped(data: Any) -> Any:
                 part = interaction.get(side)
                 body = part.get("body") if isinstance(part, dict) else None
                 stored = body.get("string") if isinstance(body, dict) else body
-                if isinstance(part, dict) and isinstance(stored, bytes) and stored.startswith(GZIP_MAGIC):
+                if isinstance(part, dict) and isinstance(stored, bytes) and stored.startswith(cassettes.GZIP_MAGIC):
                     plain = cassettes.Body.of(stored).data
                     interaction[side] = {**part, "body": {**body, "string": plain} if isinstance(body, dict) else plain}
         copied.append(interaction)

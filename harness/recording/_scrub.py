@@ -209,7 +209,7 @@ def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
     value = str(value.decode("latin-1") if isinstance(value, bytes) else value).strip().lower()
     body = _stored_bytes((response.get("body") or {}).get("string"))
     if value in ("gzip", "x-gzip"):
-        encoded = body.startswith(b"\x1f\x8b")
+        encoded = body.startswith(cassettes.GZIP_MAGIC)
     elif value == "deflate":  # zlib-wrapped or raw: either way binary, never UTF-8 text
         try:
             encoded = not body or not body.decode("utf-8").strip()
