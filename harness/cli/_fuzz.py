@@ -212,6 +212,7 @@ def _fuzz_agent(
         AgentStats,
         UnsteadyAgentError,
         deviations_of,
+        found_by,
         run_agent_campaign,
     )
     from harness.agents._invariants import INVARIANTS
@@ -286,9 +287,7 @@ def _fuzz_agent(
             highlight=False,
         )
     if html is not None:
-        command = f"harness fuzz --agent {path} --seed {chosen} --examples {examples}" + (
-            f" --max-turns {max_turns}" if max_turns else ""
-        )
+        command = found_by(path, chosen, examples, max_turns or DEFAULT_MAX_REPLIES)
         _write_wire_report(html, result, command, deviations_of(agent))
     if result.failure is None and not stats.requests:
         console.print(
