@@ -13,12 +13,13 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from openprogram.tools import (
     AgentTool,
+    PlainPlan,
     ToolSchemaError,
     callable_executor,
     check_parameters,
@@ -64,7 +65,7 @@ class Function:
         self._localns = localns
         self._model: type[BaseModel] | None = None
         self._tool: AgentTool | None = None
-        self._plain: tuple[Any, ...] | bool | None = None  # plain_fields(arguments_model), False: not plain
+        self._plain: PlainPlan | Literal[False] | None = None  # plain_fields(arguments_model), False: not plain
         check_parameters(fn, self._where)
 
     @property

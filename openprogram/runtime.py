@@ -15,6 +15,7 @@ import contextvars
 import difflib
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, TypeVar, Unpack
@@ -203,8 +204,7 @@ def resolve_tools(
     if deny is not None:
         menu = [t for t in menu if not matches(t.name, deny)]
 
-    seen: set[str] = set()
-    duplicates = sorted({t.name for t in menu if t.name in seen or seen.add(t.name)})  # type: ignore[func-returns-value]
+    duplicates = sorted(name for name, count in Counter(t.name for t in menu).items() if count > 1)
     if duplicates:
         raise ValueError(f"two tools on the menu share the name(s) {', '.join(duplicates)}; rename one")
     return menu
@@ -403,7 +403,7 @@ def exec_result(
     """
     _check_keywords("exec_result", options)
     return _run_sync(
-        lambda event: aexec_result(content, **{**options, "cancel_event": event}), options.get("cancel_event")
+        lambda event: aexec_result(content, **_with_cancel_event(options, event)), options.get("cancel_event")
     )
 
 
@@ -428,9 +428,14 @@ def exec(
     _check_keywords("exec", options)
     return _text_of(
         _run_sync(
-            lambda event: aexec_result(content, **{**options, "cancel_event": event}), options.get("cancel_event")
+            lambda event: aexec_result(content, **_with_cancel_event(options, event)), options.get("cancel_event")
         )
     )
+
+
+def _with_cancel_event(options: ExecOptions, event: asyncio.Event | None) -> ExecOptions:
+    """``options`` with the event the sync entry points hand the run (``_run_sync`` decides it)."""
+    return {**options, "cancel_event": event}
 
 
 def _loop_running() -> bool:

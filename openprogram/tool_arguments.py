@@ -436,7 +436,7 @@ def validate_tool_arguments(tool: AgentTool, tool_call: ToolCall) -> dict[str, A
     _, simple, transparent = _validator_for(tool)
     if transparent and _fits(tool_call.arguments, tool.parameters, tool.parameters):
         return dict(tool_call.arguments)  # what coercion would return, found without walking the schema twice
-    args = _coerce(dict(tool_call.arguments), tool.parameters, tool.parameters)
+    args: dict[str, Any] = _coerce(dict(tool_call.arguments), tool.parameters, tool.parameters)  # an object stays one
     if simple and _fits(args, tool.parameters, tool.parameters):
         return args
     errors = sorted(_validator(tool).iter_errors(args), key=lambda e: (list(map(str, e.absolute_path)), e.message))

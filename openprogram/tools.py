@@ -18,9 +18,9 @@ import re
 import threading
 import types as types_module
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model, field_validator
 
@@ -42,6 +42,13 @@ class AgentToolResult(BaseModel):
     content: tuple[TextContent, ...] = ()
     details: Any = None
     is_error: bool = False
+
+    if TYPE_CHECKING:
+        # What callers pass: the validator below turns a str into one text block. Declared for
+        # type checkers only, so pydantic's own __init__ (and the fields a call sets) is untouched.
+        def __init__(
+            self, *, content: str | Iterable[TextContent] = ..., details: Any = ..., is_error: bool = ...
+        ) -> None: ...
 
     @field_validator("content", mode="before")
     @classmethod
@@ -178,6 +185,7 @@ def callable_executor(
     ``thread=True`` asks for a worker thread, which blocking I/O needs so the loop stays live.
     ``prepare`` turns the validated JSON arguments into the objects ``fn`` expects.
     """
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -237,7 +245,8 @@ def as_agent_tool(entry: Any) -> AgentTool:
         return entry
     to_agent_tool = getattr(entry, "to_agent_tool", None)
     if callable(to_agent_tool):
-        return to_agent_tool()
+        tool: AgentTool = to_agent_tool()
+        return tool
     if isinstance(entry, Mapping):
         where = f"tool entry {dict(entry)!r:.80}"
         if "spec" not in entry:
@@ -402,7 +411,7 @@ def signature_model(
 
 _PLAIN_TYPES = (str, int, float, bool)
 _REQUIRED = object()
-PlainPlan = tuple[tuple[str, tuple[type, ...], Any], ...]
+PlainPlan = tuple[tuple[str, tuple[object, ...], Any], ...]
 
 
 def plain_fields(model: type[BaseModel]) -> PlainPlan | None:
@@ -419,7 +428,7 @@ def plain_fields(model: type[BaseModel]) -> PlainPlan | None:
     for name, field in model.model_fields.items():
         annotation = field.annotation
         if annotation in _PLAIN_TYPES:
-            types: tuple[type, ...] = (annotation,)
+            types: tuple[object, ...] = (annotation,)
         elif get_origin(annotation) in (Union, types_module.UnionType) and all(
             arg in _PLAIN_TYPES or arg is type(None) for arg in get_args(annotation)
         ):
@@ -456,7 +465,7 @@ def prepare_plain(plan: PlainPlan, args: Mapping[str, Any]) -> dict[str, Any] | 
 def _arguments_model(name: str, fields: Mapping[str, Any]) -> type[BaseModel]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # parameter names that shadow BaseModel attributes
-        return create_model(  # type: ignore[call-overload, no-any-return]
+        return create_model(
             name,
             __config__=ConfigDict(arbitrary_types_allowed=False, extra="forbid"),
             **fields,
@@ -492,7 +501,7 @@ def check_parameters(fn: Callable[..., Any], where: str) -> None:
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    schema = _strip_titles(model.model_json_schema())
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())  # a dict stays one
     schema.setdefault("properties", {})
     return schema
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, Protocol, Self, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
@@ -75,7 +75,7 @@ class LazyField(BaseModel):
     _lazy_field: ClassVar[str] = ""
 
     @classmethod
-    def lazy(cls, values: dict[str, Any], recipe: Any) -> Any:
+    def lazy(cls, values: dict[str, Any], recipe: Any) -> Self:
         """An instance whose ``_lazy_field`` is ``cls._build(recipe)``, computed when first read."""
         fields = set(values)
         fields.add(cls._lazy_field)
@@ -108,6 +108,7 @@ class LazyField(BaseModel):
         if name == self._lazy_field and name not in self.__dict__:
             self._materialize()
             return self.__dict__[name]
+        # BaseModel defines __getattr__ (its private attributes) only when not TYPE_CHECKING
         return super().__getattr__(name)  # type: ignore[misc]
 
     @model_serializer(mode="wrap")
@@ -294,6 +295,13 @@ class _PartialEvent(LazyField):
     @staticmethod
     def _build(recipe: Callable[[], AssistantMessage]) -> AssistantMessage:
         return recipe()
+
+
+class _HasPartial(Protocol):
+    """What the loop reads of a streaming event: every event but done and error, a provider's own included."""
+
+    @property
+    def partial(self) -> AssistantMessage: ...
 
 
 class StartEvent(_PartialEvent):

@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from openprogram.agent.events import (
     AgentEvent,
@@ -51,6 +51,7 @@ from openprogram.types import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    _HasPartial,
     trusted,
     trusted_copy,
 )
@@ -60,6 +61,8 @@ MAX_INNER_ITERATIONS = 50
 
 SKIPPED_TEXT = "Skipped due to queued user message."
 CANCELLED_TEXT = "Skipped due to cancellation."
+
+_M = TypeVar("_M", bound=Message)
 
 _YIELD_EVERY = 256
 """Provider events between two yields to the event loop while a reply streams: a long reply lets
@@ -217,7 +220,7 @@ class _Run:
         self.cancelled = False  # the run's task was cancelled: nested runs may not start any more
         self.children: set[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = set()
 
-    def commit(self, message: Message, *, stamp: bool = False) -> Message:
+    def commit(self, message: _M, *, stamp: bool = False) -> _M:
         """Add a message to the history and ``new_messages``, with its start/end events."""
         if stamp or message.timestamp is None:
             message = trusted_copy(message, timestamp=self.clock())
@@ -461,11 +464,11 @@ class _Reply:
     def __init__(self, run: _Run) -> None:
         self.run = run
         self.started = False
-        self.last: Any = None  # the last streaming event: its ``partial`` is the message so far
+        self.last: _HasPartial | None = None  # the last streaming event: its ``partial`` is the message so far
 
     @property
     def partial(self) -> AssistantMessage | None:
-        return None if self.last is None else self.last.partial  # type: ignore[no-any-return]
+        return None if self.last is None else self.last.partial
 
     async def read(self, events: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
         run = self.run
@@ -477,12 +480,12 @@ class _Reply:
         try:
             async for event in events:
                 kind = event.type
-                if kind == "done":
+                if event.type == "done":  # compared on the event itself, so a checker narrows it
                     message = getattr(event, "message", None)
                     if not isinstance(message, AssistantMessage):
                         return self.failed(f"malformed done event: no AssistantMessage (got {_safe_repr(message)})")
                     return message
-                if kind == "error":
+                if event.type == "error":
                     return self.error_reply(event)
                 self.last = event
                 if not self.started:

@@ -23,6 +23,7 @@ from openprogram.types import (
     LazyField,
     Message,
     ToolResultMessage,
+    _HasPartial,
     trusted,
 )
 
@@ -53,8 +54,8 @@ class AgentEventMessageStart(LazyField):
     message: Message
 
     @staticmethod
-    def _build(recipe: Any) -> Message:
-        return recipe.partial  # type: ignore[no-any-return]
+    def _build(recipe: _HasPartial) -> Message:
+        return recipe.partial
 
 
 class AgentEventMessageUpdate(LazyField):
@@ -73,8 +74,8 @@ class AgentEventMessageUpdate(LazyField):
     assistant_message_event: AssistantMessageEvent
 
     @staticmethod
-    def _build(recipe: Any) -> AssistantMessage:
-        return recipe.partial  # type: ignore[no-any-return]
+    def _build(recipe: _HasPartial) -> AssistantMessage:
+        return recipe.partial
 
 
 class AgentEventMessageEnd(_AgentEvent):
@@ -140,7 +141,7 @@ R = TypeVar("R")
 _DONE = object()
 
 
-class _Unbuilt(tuple):  # type: ignore[type-arg]
+class _Unbuilt(tuple[Any, ...]):
     """``(class, values, fields_set)`` of an event pushed with ``push_new``, not built yet.
 
     Its own type, so whatever else a producer pushes (a tuple, say) is handed over as it is.
@@ -211,7 +212,9 @@ class EventStream(Generic[E, R]):
         dozen models a round for nobody was a tenth of a round. An observer sees every event at
         once, so with one subscribed the event is built here.
         """
-        self.push(trusted(cls, values, fields_set) if self._on_push else _Unbuilt((cls, values, fields_set)))
+        # an _Unbuilt stands in the queue for the event __anext__ builds from it
+        item: Any = trusted(cls, values, fields_set) if self._on_push else _Unbuilt((cls, values, fields_set))
+        self.push(item)
 
     def end(self, result: R) -> None:
         if self._finished:
@@ -277,14 +280,17 @@ class EventStream(Generic[E, R]):
             finally:
                 self._waiter = None
         item = self._queue.popleft()
+        event: E
         if type(item) is _Unbuilt:  # pushed with push_new: built now that it is read
-            return trusted(*item)  # type: ignore[no-any-return]
+            event = trusted(*item)
+            return event
         if item is _DONE:
             self._queue.append(_DONE)  # stay exhausted for later iterations
             if self._error is not None:
                 raise self._error
             raise StopAsyncIteration
-        return item  # type: ignore[no-any-return]
+        event = item  # the queue holds the producer's events, _Unbuilt ones and _DONE
+        return event
 
     async def aclose(self) -> None:
         """The consumer is done: cancel the run if it is still going, and wait until it stopped.

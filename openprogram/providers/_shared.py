@@ -24,7 +24,7 @@ import contextlib
 import ipaddress
 import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, ClassVar, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -153,11 +153,12 @@ def is_loopback_url(url: str) -> bool:
 
 def client_base_url(client: Any) -> str | None:
     """Where an SDK client sends its requests, for the SDKs the backends use; None if unknown."""
-    for read in (
+    readers: tuple[Callable[[], Any], ...] = (
         lambda: client.base_url,  # openai, anthropic
         lambda: client.meta.endpoint_url,  # boto3
         lambda: client._api_client._http_options.base_url,  # google-genai
-    ):
+    )
+    for read in readers:
         try:
             value = read()
         except Exception:
@@ -170,10 +171,11 @@ def client_base_url(client: Any) -> str | None:
 def answers_in_process(client: Any) -> bool:
     """Whether ``client`` sends over an in-process ``httpx2`` transport: a mock, or one registered
     with ``register_in_process_transport``. Read, not assumed: any other client may reach the network."""
-    for read in (
+    readers: tuple[Callable[[], Any], ...] = (
         lambda: client._client._transport,  # openai, anthropic: their http_client's transport
         lambda: client._api_client._async_httpx_client._transport,  # google-genai
-    ):
+    )
+    for read in readers:
         try:
             transport = read()
         except Exception:
@@ -211,6 +213,7 @@ def model_request_refusal(target: Callable[[], str | None]) -> str | None:
     a model. A loopback URL is not let through as such: a real model server may listen there.
     """
     forced = _switch._allowed_here.get()
+    why: str | None
     if forced is True:
         return None
     if forced is False:
@@ -317,11 +320,12 @@ class SDKProvider(Generic[_ClientT]):
     # -- what each backend defines ---------------------------------------------------------
     def _build_client(self) -> _ClientT:
         """A new SDK client from ``client_kwargs`` (and the SDK's own environment variables)."""
-        return type(self).client_factory(**self._client_kwargs)
+        client: _ClientT = type(self).client_factory(**self._client_kwargs)
+        return client
 
     def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         """Call the API and yield the reply's events through ``builder``, ending in done or error.
 
         Wait on the network only through ``race``; raising is fine (see :meth:`_describe`).

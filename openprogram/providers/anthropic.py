@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -36,6 +36,7 @@ from openprogram.types import (
     AssistantMessage,
     AssistantMessageEvent,
     Message,
+    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -53,7 +54,7 @@ _LEGACY_REDACTED_PREFIX = "redacted_thinking:"
 opaque ``data`` behind this prefix in ``signature``. Still read, so those histories re-send as
 they were; never written."""
 
-STOP_REASONS: dict[str, str] = {
+STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
@@ -96,7 +97,7 @@ class AnthropicProvider(SDKProvider[anthropic.AsyncAnthropic]):
 
     async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         client = self._client_for_running_loop()
         kwargs = _request_kwargs(client, request, model, request.max_tokens or self.max_tokens)
         decoder = AnthropicDecoder(builder)
@@ -349,12 +350,15 @@ class AnthropicDecoder(Decoder):
     def _block_start(self, wire: int, block: Any) -> list[AssistantMessageEvent]:
         kind = getattr(block, "type", None)
         builder = self.builder
+        event: AssistantMessageEvent
         if kind == "text":
             index, event = builder.text_start(wire=wire)
             return [event, builder.text_delta(index, block.text)] if block.text else [event]
         if kind == "thinking":
             index, event = builder.thinking_start(wire=wire)
-            events = [event, builder.thinking_delta(index, block.thinking)] if block.thinking else [event]
+            events: list[AssistantMessageEvent] = [event]
+            if block.thinking:
+                events.append(builder.thinking_delta(index, block.thinking))
             if block.signature:
                 builder.thinking_signature(index, block.signature)
             return events
@@ -390,7 +394,7 @@ class AnthropicDecoder(Decoder):
             explanation = getattr(details, "explanation", None) or getattr(details, "category", None)
             detail = f": {explanation}" if explanation else ""
             return self.builder.error("error", f"Anthropic stopped with stop_reason {self.stop_reason!r}{detail}")
-        return self.builder.done(mapped)  # type: ignore[arg-type]
+        return self.builder.done(mapped)
 
 
 def _usage_counts(counts: Mapping[str, int], usage: Any) -> dict[str, int]:

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 try:
@@ -48,6 +48,7 @@ from openprogram.types import (
     AssistantMessage,
     AssistantMessageEvent,
     Message,
+    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -59,7 +60,7 @@ from openprogram.types import (
 
 _T = TypeVar("_T")
 
-STOP_REASONS = {
+STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "tool_use": "stop",  # the builder turns it into toolUse
@@ -96,6 +97,10 @@ class BedrockProvider(SDKProvider[Any]):
             self._client = self._build_client()
         return self._client
 
+    @client.setter
+    def client(self, client: Any) -> None:
+        self._client = client
+
     def _client_for_running_loop(self) -> Any:
         """Not one per loop: a boto3 client is thread-safe and bound to no event loop, so one serves all."""
         return self.client
@@ -105,7 +110,7 @@ class BedrockProvider(SDKProvider[Any]):
 
     async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         kwargs = self._converse_kwargs(model, request)
         client = await asyncio.to_thread(self._client_for_running_loop)  # building one reads files
         decoder = BedrockDecoder(builder)
@@ -281,6 +286,7 @@ class BedrockDecoder(Decoder):
         wire = delta_event.get("contentBlockIndex", 0)
         delta = delta_event.get("delta", {})
         events: list[AssistantMessageEvent] = []
+        index: int | None
         if "text" in delta:
             index = self._open(wire, "text", events)
             if delta["text"]:
@@ -345,7 +351,7 @@ class BedrockDecoder(Decoder):
             return [builder.error("error", "Bedrock stream ended before its blocks were complete (stream cut?)")]
         closing = builder.close_all()
         if reason in STOP_REASONS:
-            return [*closing, builder.done(STOP_REASONS[reason])]  # type: ignore[arg-type]
+            return [*closing, builder.done(STOP_REASONS[reason])]
         if reason is None and builder.has_tool_calls and self._whole:
             return [*closing, builder.done("stop")]
         if reason is None:

@@ -190,21 +190,21 @@ class MessageBuilder:
         self._tool_ids: dict[int, tuple[str, str]] = {}
         self._closed: set[int] = set()
         self._wire: dict[Hashable, int] = {}
-        self._version: _Version | None = None  # valid until a block or the usage changes
+        # every event's recipe while no text streams; its version is valid until a block or the usage changes
         self._plain: _Partial | None = None
         self._has_calls = False  # a block is never removed, so once true it stays true
 
     # -- snapshots ------------------------------------------------------------------------
     def _partial(self) -> _Partial:
-        version = self._version
-        if version is None or version.usage is not self.usage:
+        plain = self._plain
+        if plain is None or plain.version.usage is not self.usage:
             if not isinstance(self.usage, Usage):  # a backend may set any mapping of the counts
                 self.usage = Usage.model_validate(self.usage)
-            version = self._version = _Version(self)
-            self._plain = _Partial(version, ())  # every event of this version while no text streams
+            plain = self._plain = _Partial(_Version(self), ())
         streaming = self._streaming
         if not streaming:
-            return self._plain
+            return plain
+        version = plain.version
         texts = self._texts
         if len(streaming) == 1:
             for index in streaming:
@@ -281,7 +281,7 @@ class MessageBuilder:
 
     def thinking_delta(self, index: int, delta: str) -> ThinkingDeltaEvent:
         self._append(index, delta)
-        values = {"type": "thinking_delta", "content_index": index, "delta": delta}
+        values: dict[str, Any] = {"type": "thinking_delta", "content_index": index, "delta": delta}
         return ThinkingDeltaEvent.lazy(values, self._partial())
 
     def thinking_signature(self, index: int, signature: str) -> None:
@@ -309,7 +309,7 @@ class MessageBuilder:
             raise TypeError(f"a tool call's id and name are str, got {id!r:.40} and {name!r:.40}")
         if thought_signature is not None and not isinstance(thought_signature, str):
             raise TypeError(f"a thought signature is a str, got {type(thought_signature).__name__}")
-        values = {
+        values: dict[str, Any] = {
             "type": "toolCall",
             "id": id,
             "name": name,
@@ -412,12 +412,16 @@ class MessageBuilder:
         return [event for index in self.open_indices for event in self.close(index)]
 
     # -- finishing ------------------------------------------------------------------------
-    def done(self, reason: StopReason = "stop") -> DoneEvent:
-        """Finish normally. A reply holding tool calls is ``toolUse`` unless it was truncated."""
+    def done(self, reason: StopReason = "stop") -> DoneEvent | ErrorEvent:
+        """Finish normally. A reply holding tool calls is ``toolUse`` unless it was truncated.
+
+        ``error`` and ``aborted`` are stop reasons too, so a backend can pass on whatever the
+        provider said: those finish with an :class:`ErrorEvent` instead.
+        """
         if self.has_tool_calls and reason == "stop":
             reason = "toolUse"
         if reason not in ("stop", "length", "toolUse"):
-            return self.error(reason, f"provider finished with stop reason {reason!r}")  # type: ignore[return-value]
+            return self.error(reason, f"provider finished with stop reason {reason!r}")
         values = {"type": "done", "reason": reason, "message": self.snapshot(reason)}
         return trusted(DoneEvent, values, ("reason", "message"))
 
@@ -427,10 +431,10 @@ class MessageBuilder:
 
     def _set(self, index: int, block: Any) -> None:
         self._blocks[index] = block
-        self._version = None
+        self._plain = None
 
     def _open(self, block: Any, wire: Hashable | None = None, *, streaming: bool = False) -> int:
-        self._version = None
+        self._plain = None
         self._blocks.append(block)
         self._texts.append(_Text())
         self._deltas.append(0)

@@ -24,7 +24,7 @@ import base64
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 try:
@@ -53,6 +53,7 @@ from openprogram.types import (
     AssistantMessage,
     AssistantMessageEvent,
     Message,
+    StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -64,7 +65,7 @@ from openprogram.types import (
 
 _T = TypeVar("_T")
 
-STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+STOP_REASONS: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
 """Every other finish reason (safety, recitation, malformed or unexpected function call, ...) is an error."""
 
 
@@ -86,7 +87,7 @@ class GeminiProvider(SDKProvider[genai.Client]):
 
     async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         contents = convert_messages(request.messages)
         config = self._config(request)
         decoder = GeminiDecoder(builder, id_prefix=_turn_hash(model, contents))
@@ -284,7 +285,7 @@ class GeminiDecoder(Decoder):
         if self._block_reason is not None and not builder.has_content:
             events.append(builder.error("error", f"Gemini blocked the prompt: {self._block_reason}"))
         elif reason in STOP_REASONS:
-            events.append(builder.done(STOP_REASONS[reason]))  # type: ignore[arg-type]
+            events.append(builder.done(STOP_REASONS[reason]))
         elif reason in (None, "FINISH_REASON_UNSPECIFIED") and builder.has_tool_calls and self._whole:
             events.append(builder.done("stop"))
         elif reason in (None, "FINISH_REASON_UNSPECIFIED") and self._whole:

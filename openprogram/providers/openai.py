@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
@@ -156,7 +156,7 @@ async def _reply_events(
     *,
     streaming: bool,
     watch: Callable[[Any], None] | None = None,
-) -> AsyncIterator[AssistantMessageEvent]:
+) -> AsyncGenerator[AssistantMessageEvent, None]:
     """Send the request (``create()``, called here so that its failures meet the handling below) and
     decode the reply, whole or streamed, through ``decoder``.
 
@@ -377,7 +377,7 @@ class OpenAIChatProvider(SDKProvider[AsyncOpenAI]):
 
     async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         client = self._client_for_running_loop()
         kwargs = self.build_request(request, model)
         if self.streaming:  # usage comes in a last chunk only when asked for
@@ -673,7 +673,7 @@ class OpenAIResponsesProvider(SDKProvider[AsyncOpenAI]):
 
     async def _reply(
         self, request: ModelRequest, model: str, builder: MessageBuilder, race: CancelRace
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         client = self._client_for_running_loop()
         kwargs = self.build_request(request, model)
         if self.streaming:

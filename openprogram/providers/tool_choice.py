@@ -73,7 +73,9 @@ OMIT_TOOLS = "__omit_tools__"
 _NAME = "\x00forced-function-name\x00"
 """Placeholder in the table for the forced function's name; cannot collide with a real name."""
 
-_Kind = Literal["auto", "required", "none", "function"]
+_Named = Literal["auto", "required", "none"]
+_NAMED: tuple[_Named, ...] = ("auto", "required", "none")
+_Kind = Literal[_Named, "function"]
 _ACCEPTED = '"auto", "required", "none", {"type": "function", "name": "<tool name>"} or None'
 
 
@@ -148,7 +150,7 @@ TABLE: Mapping[str, _Row] = {
 """provider → how each of our values is spelled there (rendered by the functions below)."""
 
 
-def normalize(tool_choice: Any) -> str | dict[str, str] | None:
+def normalize(tool_choice: Any) -> _Named | dict[str, str] | None:
     """Validate a user's ``tool_choice`` early (``runtime.exec`` calls this) and return its canonical form.
 
     Rejecting a typo here, with the list of accepted values, beats a provider's 400 several calls
@@ -158,7 +160,7 @@ def normalize(tool_choice: Any) -> str | dict[str, str] | None:
     if kind is None:
         return None
     if kind == "function":
-        return {"type": "function", "name": name}
+        return {"type": "function", "name": name or ""}  # _classify always names a function pick
     return kind
 
 
@@ -191,8 +193,9 @@ def _classify(tool_choice: Any) -> tuple[_Kind | None, str | None]:
     if tool_choice is None:
         return None, None
     if isinstance(tool_choice, str):
-        if tool_choice in ("auto", "required", "none"):
-            return tool_choice, None  # type: ignore[return-value]
+        for named in _NAMED:
+            if tool_choice == named:
+                return named, None
         raise ValueError(f"unknown tool_choice {tool_choice!r}; accepted: {_ACCEPTED}")
     if isinstance(tool_choice, Mapping):
         name = tool_choice.get("name")
@@ -210,7 +213,7 @@ def _render(provider: str, tool_choice: Any, parallel_tool_calls: bool | None) -
         raise ValueError(f"parallel_tool_calls must be True, False or None, got {parallel_tool_calls!r}")
     row = TABLE[provider]
     parallel = {} if kind in row.parallel_ignored_for else row.parallel[parallel_tool_calls]
-    return _fill(_merge(parallel, row.choice[kind]), name)
+    return {key: _fill(value, name) for key, value in _merge(parallel, row.choice[kind]).items()}
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
