@@ -116,9 +116,8 @@ class Trace(BaseModel):
         depth = 0
         turns, calls = [0], [0]  # per open run
         for event in self.events:
-            kind = event.type
             pad = "  " * depth
-            if kind == "agent_start":
+            if event.type == "agent_start":
                 if lines:
                     depth += 1
                     turns.append(0)
@@ -126,18 +125,18 @@ class Trace(BaseModel):
                     lines.append(f"{'  ' * depth}agent_start (nested run)")
                 else:
                     lines.append("agent_start")
-            elif kind == "turn_start":
+            elif event.type == "turn_start":
                 turns[-1] += 1
                 lines.append(f"{pad}-- turn {turns[-1]} --")
-            elif kind == "message_end":
+            elif event.type == "message_end":
                 if isinstance(event.message, AssistantMessage):
                     calls[-1] += 1
                     lines.append(f"{pad}  [request {calls[-1]}] {render_message(event.message, full=full)}")
                 else:
                     lines.append(f"{pad}  {render_message(event.message, full=full)}")
-            elif kind == "tool_execution_update":
+            elif event.type == "tool_execution_update":
                 lines.append(f"{pad}    ~ {event.tool_name} update: {shorten(event.partial_result, at)}")
-            elif kind == "agent_end":
+            elif event.type == "agent_end":
                 lines.append(f"{pad}agent_end reason={event.reason} ({len(event.messages)} new messages)")
                 if depth:
                     depth -= 1
@@ -174,23 +173,23 @@ def render_message(message: Message, *, full: bool = False) -> str:
     return f"user: {shorten(text, at)}"
 
 
-def describe_event(event: Any) -> str:
+def describe_event(event: AgentEvent) -> str:
     """One event on one line, for failure messages."""
     kind = event.type
-    if kind in ("message_start", "message_end"):
+    if event.type == "message_start" or event.type == "message_end":
         return f"{kind} {render_message(event.message)}"
-    if kind == "message_update":
+    if event.type == "message_update":
         return f"message_update {event.assistant_message_event.type}"
-    if kind == "tool_execution_start":
+    if event.type == "tool_execution_start":
         return f"tool_execution_start {event.tool_name}#{event.tool_call_id} {shorten(event.args, 60)}"
-    if kind == "tool_execution_update":
+    if event.type == "tool_execution_update":
         return f"tool_execution_update {event.tool_name}#{event.tool_call_id} {shorten(event.partial_result, 60)}"
-    if kind == "tool_execution_end":
+    if event.type == "tool_execution_end":
         flag = " ERROR" if event.is_error else ""
         return f"tool_execution_end {event.tool_name}#{event.tool_call_id}{flag} -> {shorten(event.result.text, 60)}"
-    if kind == "turn_end":
+    if event.type == "turn_end":
         return f"turn_end (assistant [{event.message.stop_reason}], {len(event.tool_results)} tool result(s))"
-    if kind == "agent_end":
+    if event.type == "agent_end":
         return f"agent_end reason={event.reason} ({len(event.messages)} messages)"
     return kind
 
@@ -341,7 +340,8 @@ def _attach_requests(trace: Trace, runs: list[RunView]) -> None:
     if len(runs) == 1 and None in root.requests:
         calls = len(root.requests)
         last = root.committed[assistant_indices(root.committed)[-1]] if calls else None
-        synthesized_abort = last is not None and last.stop_reason == "aborted" and len(pool) == calls - 1
+        aborted = isinstance(last, AssistantMessage) and last.stop_reason == "aborted"
+        synthesized_abort = aborted and len(pool) == calls - 1
         if len(pool) == calls or synthesized_abort:
             root.requests = [pool[k] if k < len(pool) else None for k in range(calls)]
 
@@ -377,22 +377,24 @@ def batches(run: RunView) -> list[Batch]:
 
 def _batches(run: RunView) -> list[Batch]:
     committed = run.committed
-    indices = assistant_indices(committed)
+    assistants = [(i, m) for i, m in enumerate(committed) if isinstance(m, AssistantMessage)]
     out = []
-    for k, index in enumerate(indices):
-        message = committed[index]
-        end = indices[k + 1] if k + 1 < len(indices) else len(committed)
+    for k, (index, message) in enumerate(assistants):
+        end = assistants[k + 1][0] if k + 1 < len(assistants) else len(committed)
         results: list[ToolResultMessage] = []
         position = index + 1
-        while position < end and isinstance(committed[position], ToolResultMessage):
-            results.append(committed[position])  # type: ignore[arg-type]
+        while position < end:
+            result = committed[position]
+            if not isinstance(result, ToolResultMessage):
+                break
+            results.append(result)
             position += 1
         out.append(
             Batch(
                 number=k + 1,
                 index=index,
-                message=message,  # type: ignore[arg-type]
-                calls=[c for c in message.content if isinstance(c, ToolCall)],  # type: ignore[union-attr]
+                message=message,
+                calls=[c for c in message.content if isinstance(c, ToolCall)],
                 results=results,
                 after=list(committed[position:end]),
                 next_request=run.requests[k + 1] if k + 1 < len(run.requests) else None,
