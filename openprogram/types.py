@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, ClassVar, Literal, Protocol, Self, TypeVar, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, Self, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
@@ -258,6 +258,21 @@ class ToolResultMessage(BaseModel):
     timestamp: int | None = None
 
     _coerce_content = field_validator("content", mode="before")(_text_blocks)
+
+    if TYPE_CHECKING:
+        # What callers pass: a str becomes one text block (``_text_blocks``). Declared for type
+        # checkers only, so pydantic's own __init__ (and the fields a call sets) is untouched.
+        def __init__(
+            self,
+            *,
+            role: Literal["toolResult"] = ...,
+            tool_call_id: str,
+            tool_name: str,
+            content: str | Iterable[TextContent] = ...,
+            is_error: bool = ...,
+            details: Any = ...,
+            timestamp: int | None = ...,
+        ) -> None: ...
 
     @property
     def text(self) -> str:

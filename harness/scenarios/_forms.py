@@ -30,6 +30,7 @@ from harness.scenarios._parts import (
     ScenarioError,
     ToolDef,
     TurnKind,
+    schedule,
 )
 from harness.scenarios._yamlform import Form, jsonish, plain_scalar, tagger
 
@@ -78,7 +79,8 @@ class CallForm(Form):
     @classmethod
     def of(cls, c: Call) -> CallForm:
         given: dict[str, Any] = {"raw": c.raw} if c.raw is not None else {"args": jsonish(c.args)} if c.args else {}
-        return cls.model_construct(name=c.name, **given, **({"id": c.id} if c.id is not None else {}))
+        ident: dict[str, Any] = {"id": c.id} if c.id is not None else {}
+        return cls.model_construct(name=c.name, **given, **ident)
 
 
 _WIRE_DEFAULTS: Mapping[str, Any] = {"drop_mid_stream": 1, "slow": 0.05, "error_event": 500}
@@ -253,10 +255,14 @@ def turn_value(entry: str | Form) -> ModelTurn:
     return ModelTurn(text=entry) if isinstance(entry, str) else entry.value
 
 
-def turn_entry(t: ModelTurn) -> str | Form:
+def turn_entry(t: ModelTurn) -> TurnEntry:
     wire = dict(t.wire)
     if t.kind == "error" and "status" in wire:
-        status = {"status": wire["status"], "message": t.message or None, "retry_after": wire.get("retry_after")}
+        status: dict[str, Any] = {
+            "status": wire["status"],
+            "message": t.message or None,
+            "retry_after": wire.get("retry_after"),
+        }
         return StatusForm.model_construct(**{k: v for k, v in status.items() if v is not None})
     if wire:
         return WireForm.model_construct(wire=wire_data(t.wire), turn=turn_entry(dataclasses.replace(t, wire=())))
@@ -280,7 +286,8 @@ def turn_entry(t: ModelTurn) -> str | Form:
     given = {k: v for k, v in given.items() if v is not None}
     if not given:
         given["empty"] = True
-    return ReplyForm.model_construct(**given, **({"cancel": True} if t.cancel else {}))
+    cancel: dict[str, Any] = {"cancel": True} if t.cancel else {}
+    return ReplyForm.model_construct(**given, **cancel)
 
 
 class NestedForm(Form):
@@ -302,15 +309,15 @@ class NestedForm(Form):
             prompt=self.prompt,
             tools=tools,
             turns=tuple(turn_value(t) for t in self.turns or ()),
-            steering=self.steering or {},
-            follow_ups=self.follow_ups or {},
+            steering=schedule(self.steering, "nested steering"),
+            follow_ups=schedule(self.follow_ups, "nested follow_ups"),
             max_iterations=self.max_iterations,
             sync=self.sync,
         )
 
     @classmethod
     def of(cls, n: NestedRun) -> NestedForm:
-        given = {
+        given: dict[str, Any] = {
             "steering": schedule_data(n.steering),
             "follow_ups": schedule_data(n.follow_ups),
             "max_iterations": n.max_iterations,
@@ -544,9 +551,9 @@ def history_entry(h: HistoryMessage) -> Form:
     if h.role == "user":
         return UserForm.model_construct(user=h.text or "")
     if h.role == "toolResult":
-        flag = {"is_error": True} if h.is_error else {}
+        flag: dict[str, Any] = {"is_error": True} if h.is_error else {}
         return ToolResultForm.model_construct(tool_result=h.text or "", id=h.tool_call_id, name=h.tool_name, **flag)
-    calls = {"calls": [CallForm.of(c) for c in h.calls]} if h.calls else {}
+    calls: dict[str, Any] = {"calls": [CallForm.of(c) for c in h.calls]} if h.calls else {}
     return AssistantForm.model_construct(assistant=h.text, **calls)
 
 
@@ -579,7 +586,7 @@ class ConfigForm(Form):
     @classmethod
     def of(cls, c: Config) -> ConfigForm | None:
         choice = c.tool_choice
-        given = {
+        given: dict[str, Any] = {
             "max_iterations": c.max_iterations,
             "tool_choice": ToolChoiceForm.model_construct(**choice) if isinstance(choice, Mapping) else choice,
             "parallel_tool_calls": c.parallel_tool_calls,

@@ -208,7 +208,8 @@ class Scenario:
     def from_data(cls, data: Any) -> Scenario:
         """From plain data (a parsed YAML document); a ``ScenarioError`` names each problem's place."""
         try:
-            return ScenarioForm.model_validate(data).value
+            scenario: Scenario = ScenarioForm.model_validate(data).value
+            return scenario
         except ValidationError as exc:
             lines = located(exc, _FIELDS, _ITEMS, _KEYED, _HINTS)
             raise ScenarioError(
@@ -279,8 +280,8 @@ class ScenarioForm(Form):
             prompts=(self.prompts,) if isinstance(self.prompts, str) else tuple(self.prompts),
             tools=tuple(t.value for t in self.tools or ()),
             turns=tuple(turn_value(t) for t in self.turns or ()),
-            steering=self.steering or {},
-            follow_ups=self.follow_ups or {},
+            steering=schedule(self.steering, "steering"),
+            follow_ups=schedule(self.follow_ups, "follow_ups"),
             config=self.config.value if self.config is not None else Config(),
             name=self.name,
             notes=self.notes,
@@ -295,7 +296,7 @@ class ScenarioForm(Form):
 
     @classmethod
     def of(cls, s: Scenario) -> ScenarioForm:
-        given = {
+        given: dict[str, Any] = {
             "name": s.name or None,
             "notes": s.notes or None,
             "meta": jsonish(s.meta) or None,
@@ -325,11 +326,22 @@ def json_schema() -> dict[str, Any]:
 _ITEMS = {"turns": "turn", "calls": "call", "tools": "tool", "plan": "plan", "history": "history", "prompts": "prompt"}
 _KEYED = {"steering": "poll", "follow_ups": "poll"}
 _HINTS = {"args": "for argument text that is not an object use raw:"}
-_FORMS = [CallForm, ReplyForm, ErrorForm, AbortedForm, NestedForm, BehaviourForm, ToolForm, UserForm, AssistantForm]
-_FORMS.append(LeaveForm)
-_FIELDS = frozenset(
-    f.alias or n for form in [*_FORMS, ToolResultForm, ConfigForm, ScenarioForm] for n, f in form.model_fields.items()
-)
+_FORMS: list[type[Form]] = [
+    CallForm,
+    ReplyForm,
+    ErrorForm,
+    AbortedForm,
+    NestedForm,
+    BehaviourForm,
+    ToolForm,
+    UserForm,
+    AssistantForm,
+    LeaveForm,
+    ToolResultForm,
+    ConfigForm,
+    ScenarioForm,
+]
+_FIELDS = frozenset(f.alias or n for form in _FORMS for n, f in form.model_fields.items())
 
 
 def _read_source(source: str | Path) -> tuple[str, str]:

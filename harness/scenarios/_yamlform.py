@@ -105,9 +105,9 @@ def describe_fields(schema: dict[str, Any], root: type[Form]) -> dict[str, Any]:
         if part is None or "properties" not in part:
             continue
         docs: dict[str, str] = {}
-        for cls in reversed(form.__mro__):  # a field a subclass inherits keeps its parent's docstring
-            if isinstance(cls, type) and issubclass(cls, Form):
-                docs.update(_attribute_docs(cls))
+        for base in reversed(form.__mro__):  # a field a subclass inherits keeps its parent's docstring
+            if isinstance(base, type) and issubclass(base, Form):
+                docs.update(_attribute_docs(base))
         properties = part["properties"]
         for name, info in form.model_fields.items():
             key = info.alias or name
