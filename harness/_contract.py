@@ -88,13 +88,14 @@ def classify_result_text(name: str, text: str, is_error: bool) -> ResultKind:
         return "executed"
     if text in (SKIPPED_STEERING, SKIPPED_CANCELLED):
         return "skipped"
-    for prefix, kind in (
+    prefixes: tuple[tuple[str, ResultKind], ...] = (
         (not_found_prefix(name), "not_found"),
         (invalid_json_prefix(name), "invalid_json"),
         (validation_prefix(name), "invalid_args"),
-    ):
+    )
+    for prefix, kind in prefixes:
         if text.startswith(prefix):
-            return kind  # type: ignore[return-value]
+            return kind
     return "executed"
 
 
@@ -182,8 +183,8 @@ def schema_errors(schema: Any, arguments: Any) -> list[str] | None:
     except RecursionError:  # nested deeper than a key can be built: judged afresh
         key = ("", None)
     if key[1] is not None:
-        known = _judged.get(key, _UNKNOWN)
-        if known is not _UNKNOWN:
+        if key in _judged:
+            known = _judged[key]
             return None if known is None else list(known)
     errors = _errors(schema, arguments)
     if key[1] is not None:
@@ -203,7 +204,6 @@ def _errors(schema: Any, arguments: Any) -> list[str] | None:
         return None
 
 
-_UNKNOWN = object()
 _judged: dict[tuple[str, Any], tuple[str, ...] | None] = {}
 
 

@@ -7,23 +7,21 @@ prediction against the real one). Neither imports the loop it judges (import-lin
 both read the contract of DESIGN sections 1, 3 and 4 from ``harness._contract``.
 """
 
+from harness.oracle._batches import InvariantViolation, cancel_semantics, error_feedback, skip_semantics
+from harness.oracle._compare import Prediction
 from harness.oracle._invariants import (
     ALL_INVARIANTS,
-    InvariantViolation,
-    cancel_semantics,
     check_all,
     check_deterministic,
     conservation,
     consumer_left,
     end_reason_consistent,
     error_ends_run,
-    error_feedback,
     event_grammar,
-    skip_semantics,
     terminates_within_cap,
     tool_calls_answered,
 )
-from harness.oracle._reference import Prediction, compare, predict
+from harness.oracle._reference import compare, predict
 
 __all__ = [
     "ALL_INVARIANTS",

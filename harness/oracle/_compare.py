@@ -119,7 +119,8 @@ def _signature(event: Any) -> tuple[Any, ...]:
 def _show(signature: tuple[Any, ...] | None) -> str:
     if signature is None:
         return "(nothing: the run had ended)"
-    kind, *fields = signature
+    kind: str = signature[0]
+    fields = list(signature[1:])
     if kind in ("message_start", "message_end"):
         message = fields[-1]
         return f"{kind} " + (render_message(message) if message is not None else "(assistant, streaming)")
@@ -170,12 +171,14 @@ def _compare_events(expected: list[tuple[Any, ...]], events: list[Any], same: _M
 def _compare_left(expected: Left | None, left: Left | None) -> list[str]:
     """The consumer leaves where the scenario says (or reads to the end), and after it left the
     run is cancelled: no event, no tool, no open provider stream."""
-    if expected == left:
-        return []
     if expected is None:
-        return [f"the consumer left after {left.after} events, though the run should have ended first"]  # type: ignore[union-attr]
+        if left is None:
+            return []
+        return [f"the consumer left after {left.after} events, though the run should have ended first"]
     if left is None:
         return [f"the consumer should have left after event #{expected.after}, but read the run to its end"]
+    if expected == left:
+        return []
     out = []
     if left.after != expected.after:
         out.append(f"the consumer left after {left.after} events, expected after {expected.after}")
@@ -195,7 +198,7 @@ def _compare_requests(expected: list[dict[str, Any]], trace: Trace, same: _Match
     if len(expected) != len(trace.requests):
         out.append(f"model requests: expected {len(expected)}, got {len(trace.requests)}")
     for number, (want, request) in enumerate(zip(expected, trace.requests, strict=False), start=1):
-        got = {
+        got: dict[str, Any] = {
             "model": request.model,
             "system_prompt": request.system_prompt,
             "messages": tuple(request.messages),

@@ -311,7 +311,7 @@ def end_reason_consistent(trace: Trace) -> None:
             raise _fail(name, f"the run{where} ended {end.reason!r} without any model call")
         last = committed[indices[-1]]
         after = committed[indices[-1] + 1 :]
-        has_calls = bool(last.tool_calls)  # type: ignore[union-attr]
+        has_calls = isinstance(last, AssistantMessage) and bool(last.tool_calls)  # it is: an assistant index
         if end.reason == "stop":
             if has_calls or after:
                 raise _fail(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from harness._contract import (
     ABORTED_MESSAGE,
@@ -28,8 +28,8 @@ from harness._contract import (
 )
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.oracle._compare import Prediction, differences
-from harness.scenarios._parts import MAX_NESTING, Behaviour, Call
-from harness.scenarios._scenario import ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._parts import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, ToolDef
+from harness.scenarios._scenario import Scenario
 from harness.trace._leaving import Left
 from harness.trace._trace import LedgerEntry, Trace
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
@@ -42,7 +42,12 @@ from openprogram.types import (
     ToolResultMessage,
     UserMessage,
     parse_tool_arguments,
+    trusted_copy,
 )
+
+_M = TypeVar("_M", bound=Message)
+_How = Literal["returned", "raised"]
+"""How a tool body ended, as the ledger says it (``LedgerEntry.outcome``)."""
 
 MALFORMED_DONE_MESSAGE = "malformed done event: no AssistantMessage (got None)"
 CHUNK = 16  # the scripted provider streams text and argument text in chunks of this size
@@ -263,9 +268,9 @@ class _Run:
         if self.top:
             self.events.append((kind, *fields))
 
-    def commit(self, message: Any) -> Any:
+    def commit(self, message: _M) -> _M:
         """Stamp with the clock, announce, append to the history and to ``new_messages``."""
-        message = message.model_copy(update={"timestamp": self.world.tick()})
+        message = trusted_copy(message, timestamp=self.world.tick())  # model_copy(update=...), typed as its input
         self.emit("message_start", message.role, None if message.role == "assistant" else message)
         self.emit("message_end", message)
         self.history.append(message)
@@ -282,7 +287,7 @@ class _Run:
             raise _Left  # the consumer leaves while the getter is being polled
         if polled and self.steering_polls == cancel_at:
             self.cancelled = True  # the getter presses stop
-        messages = [UserMessage(content=text) for text in self.steering.get(self.steering_polls, ())]
+        messages: list[Message] = [UserMessage(content=text) for text in self.steering.get(self.steering_polls, ())]
         shape = self.world.scenario.steering_as.get(self.steering_polls) if self.top else None
         if messages and shape in ("assistant", "dict", "int"):
             for message in messages:  # the valid items are committed, then the junk is refused
@@ -450,6 +455,7 @@ class _Run:
 
     def execute(self, tool: ToolDef, call: ToolCall, arguments: dict[str, Any]) -> tuple[str, bool, bool, Any]:
         """Run one validated call: ``(text, is_error, loose, details)``; the top level writes the ledger."""
+        how: _How
         if tool.is_real:
             outcome = next(self.world.real_outcomes, None)
             self.emit("tool_execution_update*", call.id, call.name)  # a real tool may report any updates
@@ -484,7 +490,7 @@ class _Run:
         self.write_ledger(call, arguments, how, text, is_error)
         return text, is_error, False, behaviour.details
 
-    def behave(self, behaviour: Behaviour) -> tuple[str, bool, str]:
+    def behave(self, behaviour: Behaviour) -> tuple[str, bool, _How]:
         if behaviour.kind == "return":
             value = behaviour.value
             if isinstance(value, str):
@@ -501,7 +507,7 @@ class _Run:
         assert behaviour.nested is not None
         return self.nested(behaviour.nested)
 
-    def nested(self, nested: NestedRun) -> tuple[str, bool, str]:
+    def nested(self, nested: NestedRun) -> tuple[str, bool, _How]:
         """A tool body that calls ``runtime.exec`` again: another level of the same loop."""
         if self.depth >= MAX_NESTING:
             return f"scenario nesting limit ({MAX_NESTING}) reached", True, "raised"
@@ -528,14 +534,14 @@ class _Run:
             return f"nested run ended with {reason}: {why}", True, "raised"
         return (last.text if last is not None else ""), False, "returned"
 
-    def write_ledger(self, call: ToolCall, arguments: dict[str, Any], how: str, text: str, is_error: bool) -> None:
+    def write_ledger(self, call: ToolCall, arguments: dict[str, Any], how: _How, text: str, is_error: bool) -> None:
         if self.top:
             self.world.ledger.append(
                 LedgerEntry(
                     tool_name=call.name,
                     tool_call_id=call.id,
                     arguments=dict(arguments),
-                    outcome=how,  # type: ignore[arg-type]
+                    outcome=how,
                     text=text,
                     is_error=is_error,
                 )
