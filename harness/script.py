@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union, get_args
 
@@ -369,7 +369,7 @@ class ScriptedProvider:
     # -- the Provider protocol --------------------------------------------------------------
     async def stream(
         self, request: ModelRequest, cancel_event: asyncio.Event | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         number = len(self._requests) + 1
         self._requests.append(request)
         builder = MessageBuilder(model=request.model or "scripted", provider=self.name)
@@ -397,6 +397,9 @@ class ScriptedProvider:
         if scripted.stop_reason in ("error", "aborted"):
             yield builder.error(scripted.stop_reason, scripted.error or "")
             return
+        start: AssistantMessageEvent
+        delta: Callable[[int, str], AssistantMessageEvent]
+        end: Callable[[int], AssistantMessageEvent]
         for block in scripted.blocks:
             if cancel_event is not None and cancel_event.is_set():
                 yield builder.error("aborted", ABORTED_MESSAGE)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.checking._runner import ToolEscaped, run
-from harness.oracle._invariants import InvariantViolation, check_all
+from harness.oracle._batches import InvariantViolation
+from harness.oracle._invariants import check_all
 from harness.oracle._reference import compare
 from harness.scenarios._expectations import MATCHERS
 from harness.scenarios._scenario import Scenario

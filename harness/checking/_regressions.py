@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.checking._check import CheckResult, Problem, check
-from harness.scenarios._scenario import Config, Scenario, ScenarioError
+from harness.scenarios._parts import Config, ScenarioError
+from harness.scenarios._scenario import Scenario
 from harness.trace._trace import Trace
 
 ENV_VAR = "HARNESS_SCENARIO_DIR"
@@ -241,7 +242,7 @@ def _simpler(s: Scenario) -> Iterator[Scenario]:
             candidates.append(build(turns=(*s.turns[:i], simpler_turn, *s.turns[i + 1 :])))
         for attribute in ("text", "thinking"):
             if getattr(turn, attribute) is not None and (turn.calls or turn.kind != "reply"):
-                simpler_turn = replace(turn, **{attribute: None})
+                simpler_turn = replace(turn, text=None) if attribute == "text" else replace(turn, thinking=None)
                 candidates.append(build(turns=(*s.turns[:i], simpler_turn, *s.turns[i + 1 :])))
     for i, tool in enumerate(s.tools):
         for j in reversed(range(len(tool.plan))):

@@ -16,12 +16,12 @@ import copy
 import dataclasses
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
-from harness.scenarios._parts import MAX_NESTING, Behaviour
-from harness.scenarios._scenario import Leave, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._parts import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, ToolDef
+from harness.scenarios._scenario import Scenario
 from harness.script import ScriptedProvider
 from harness.trace._leaving import Left
 from harness.trace._trace import Trace, TraceRecorder
@@ -35,6 +35,8 @@ from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run
 from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, to_tool_result
 from openprogram.types import AssistantMessage, AssistantMessageEvent, ErrorEvent, UserMessage
+
+_T = TypeVar("_T")
 
 RUN_TIMEOUT = 20.0
 """Seconds a run may take before the harness calls it a hang (the stream must always end)."""
@@ -257,7 +259,7 @@ class _Schedule:
         return messages if shape is None or not messages else _steering_item(shape, messages)
 
 
-def run_coroutine(coroutine: Any) -> Any:
+def run_coroutine(coroutine: Coroutine[Any, Any, _T]) -> _T:
     """``asyncio.run`` without its SIGINT handler, whose set-up reprs the whole task on every call
     (milliseconds for a long run); leftover tasks are cancelled the same way. A new loop each run:
     keeping one between runs saved no measurable time (within noise, issue 11) and would have to
@@ -513,7 +515,7 @@ class ScenarioProvider(ScriptedProvider):
 
     async def stream(
         self, request: ModelRequest, cancel_event: asyncio.Event | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
+    ) -> AsyncGenerator[AssistantMessageEvent, None]:
         number = len(self.requests) + 1
         if self._open is not None:
             raise RuntimeError(f"request {number} arrived while the stream of request {self._open} was still open")
@@ -527,9 +529,9 @@ class ScenarioProvider(ScriptedProvider):
         sent = 0
         try:
             async for event in events:
-                if hold is not None and event.type in ("done", "error"):
+                if hold is not None and world is not None and event.type in ("done", "error"):
                     hold = None  # a reply with fewer events: held before it finishes
-                    await world.hold()  # type: ignore[union-attr]
+                    await world.hold()
                 if special is not None:
                     if special.cancel and event.type == "start" and cancel_event is not None:
                         cancel_event.set()  # the user presses stop as the reply starts
@@ -541,10 +543,11 @@ class ScenarioProvider(ScriptedProvider):
                         if special.kind == "cancelled_error":
                             raise asyncio.CancelledError(special.message)  # nobody cancelled the run
                         if special.kind == "bad_done":
+                            # not an event on purpose: what a buggy provider adapter sends
                             yield _MalformedDone()  # type: ignore[misc]
                             return
                         if special.kind == "error_keeps_stop":
-                            keeps = event.message.model_copy(  # type: ignore[union-attr]
+                            keeps = event.message.model_copy(
                                 update={"stop_reason": "stop", "error_message": special.message or None}
                             )
                             yield ErrorEvent(reason="error", error=keeps)
@@ -552,14 +555,14 @@ class ScenarioProvider(ScriptedProvider):
                         if special.kind == "after_done":
                             yield event
                             yield event  # a second done, and more: the loop must stop reading at the first
-                            yield ErrorEvent(reason="error", error=event.message)  # type: ignore[union-attr]
+                            yield ErrorEvent(reason="error", error=event.message)
                             return
                         return  # hang_up: the stream just ends, with no done or error event
                 yield event
                 sent += 1
-                if hold is not None and sent > hold:
+                if hold is not None and world is not None and sent > hold:
                     hold = None
-                    await world.hold()  # type: ignore[union-attr]
+                    await world.hold()
         finally:
             self._open = None
             await events.aclose()
