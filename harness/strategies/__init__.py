@@ -5,6 +5,7 @@ whole scenarios (``_scenarios``), the one-choice parts they are drawn from (``_p
 arguments for a JSON Schema, valid and broken on purpose (``_schemas``).
 """
 
+from harness.strategies._parts import tool_calls
 from harness.strategies._scenarios import (
     CANCEL_ONE_IN,
     FINAL_TURN_WEIGHTS,
@@ -17,14 +18,12 @@ from harness.strategies._scenarios import (
     model_turns,
     nested_runs,
     scenarios,
-    schemas,
     steering_schedules,
-    tool_calls,
     tool_specs,
     tools,
     tools_from,
 )
-from harness.strategies._schemas import arguments, invalid_arguments
+from harness.strategies._schemas import arguments, invalid_arguments, schemas
 
 __all__ = [
     "CANCEL_ONE_IN",

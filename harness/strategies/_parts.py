@@ -15,12 +15,11 @@ import math
 import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from harness.scenarios._parts import Call
-from harness.scenarios._scenario import ToolDef
+from harness.scenarios._parts import Call, ToolDef
 from harness.strategies._schemas import ALIENS, PROPERTY_SCHEMAS, _json, _key, arguments, invalid_arguments, memoized
 
 TOOL_NAMES = ("add", "search", "fetch", "write", "plan")
@@ -51,7 +50,8 @@ def _schema_key(schema: Mapping[str, Any]) -> str:
 WORDS = ("ok", "done", "wait", "stop", "the answer is 42", "hmm", "")
 _ODD = ("héllo wörld ✓", "🙂🙃", "日本語", "line one\nline two", "  ", "a\u0301", "\u200b", '{"a": 1}', "x" * 30)
 ANY = object()
-_any_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=24)
+_SURROGATES: tuple[Literal["Cs"]] = ("Cs",)
+_any_text = st.text(st.characters(codec="utf-8", exclude_categories=_SURROGATES), max_size=24)
 
 
 @st.composite
@@ -211,13 +211,14 @@ def one_in_table(n: int) -> tuple[bool, ...]:
 
 _words = st.sampled_from(WORDS)
 text_words = st.sampled_from((*WORDS, *_ODD, ANY))
-_message_words = st.sampled_from(("stop", "wait, use search", "also check x", "thanks", *WORDS, *_ODD, ANY))
+_MESSAGE_WORDS = ("stop", "wait, use search", "also check x", "thanks", *WORDS, *_ODD, ANY)
+_message_words = st.sampled_from(_MESSAGE_WORDS)
 error_words = st.sampled_from(("", *WORDS, *_ODD, ANY))
 _texts = _word_or_any(text_words)
 _messages = _word_or_any(_message_words)
 
 
-_JSON_RESULTS = (None, 0, 42, -3, 100, True, [], {}, [1, "two", None], {"a": {"b": [1, 2]}}, 1.5)
+_JSON_RESULTS: tuple[Any, ...] = (None, 0, 42, -3, 100, True, [], {}, [1, "two", None], {"a": {"b": [1, 2]}}, 1.5)
 _RETURN_VALUES = (*WORDS, *_JSON_RESULTS, *_ODD)
 _return_values = st.sampled_from((*_RETURN_VALUES[:14], ANY, *_RETURN_VALUES[14:]))
 """One choice; now and then (``ANY``, drawn with ``_value``) any JSON value, a Hypothesis recursive value."""
@@ -324,7 +325,8 @@ def _build_call_parts(tools: tuple[ToolDef, ...]) -> tuple[Any, tuple[Any, ...]]
     # shrinking goes. Tools are named by index (an unknown name too: 0 is UNKNOWN_TOOL, i the
     # i-th tool's name in capitals), so menus of as many tools share one table.
     return memoized(("call picks", len(tools)), lambda: _call_picks(len(tools))), tuple(
-        memoized(("argument forms", t.name, _schema_key(t.parameters)), lambda t=t: _argument_forms(t)) for t in tools
+        memoized(("argument forms", t.name, _schema_key(t.parameters)), functools.partial(_argument_forms, t))
+        for t in tools
     )
 
 
@@ -415,7 +417,7 @@ CONFIG_TABLES: tuple[tuple[Any, ...], ...] = (
 
 _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
 prompt_picks = st.sampled_from(
-    (*((m,) for m in _message_words.elements[:-1]), ("stop", "thanks"), ("ok", "hmm"), ANY)
+    (*((m,) for m in _MESSAGE_WORDS[:-1]), ("stop", "thanks"), ("ok", "hmm"), ANY)
 )
 
 

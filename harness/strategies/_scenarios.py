@@ -28,8 +28,19 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.scenarios._parts import FAULTS, LEAVE_HOWS, LEAVE_POINTS, Behaviour, Leave
-from harness.scenarios._scenario import Config, HistoryMessage, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._parts import (
+    FAULTS,
+    LEAVE_HOWS,
+    LEAVE_POINTS,
+    Behaviour,
+    Config,
+    HistoryMessage,
+    Leave,
+    ModelTurn,
+    NestedRun,
+    ToolDef,
+)
+from harness.scenarios._scenario import Scenario
 from harness.strategies._parts import (
     ANY,
     BATCHES,
@@ -539,9 +550,9 @@ def scenarios(
         # empty it), or every execution would fail with "no model provider".
         # It mostly ends with a text reply, so the tool returns as often as it fails.
         ending = model_turns(menu, {"text": 1}).map(lambda t: (t,))
-        nested_turns = st.tuples(st.lists(model_turns(menu, turn_weights), max_size=2), st.one_of(ending, st.just(())))
+        drawn_turns = st.tuples(st.lists(model_turns(menu, turn_weights), max_size=2), st.one_of(ending, st.just(())))
         # no reply there cancels: it would stop the outer run too, inside a body the reference cannot see
-        nested_turns = nested_turns.map(lambda drawn: tuple(_uncancelled(t) for t in (*drawn[0], *drawn[1])))
+        nested_turns = drawn_turns.map(lambda drawn: tuple(_uncancelled(t) for t in (*drawn[0], *drawn[1])))
         menu = [
             dataclasses.replace(t, nested_turns=draw(nested_turns)) if t.is_agentic and not t.nested_turns else t
             for t in menu

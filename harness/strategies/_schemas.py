@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -74,12 +74,13 @@ _json = st.recursive(
 )
 
 
-_memo: dict[Any, Any] = {}
+_T = TypeVar("_T")
+_memo: dict[Hashable, Any] = {}
 
 
-def memoized(key: Any, build: Any) -> Any:
+def memoized(key: Hashable, build: Callable[[], _T]) -> _T:
     """Strategies are built once per key: building and validating them costs more than drawing."""
-    found = _memo.get(key)
+    found: _T | None = _memo.get(key)  # what build() gave for this key (keys name their strategy)
     if found is None:
         if len(_memo) > 4096:
             _memo.clear()
@@ -167,7 +168,7 @@ def _objects(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStr
     )
 
 
-ALIENS = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"nested": "object"})
+ALIENS: tuple[Any, ...] = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"nested": "object"})
 
 
 _aliens = st.sampled_from(ALIENS)
