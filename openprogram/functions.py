@@ -13,7 +13,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -34,8 +34,15 @@ from openprogram.types import ToolSpec
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Function:
-    """A decorated function: callable as itself, and a tool through ``.spec`` / ``.execute``."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class Function(Generic[_P, _R]):
+    """A decorated function: callable as itself, and a tool through ``.spec`` / ``.execute``.
+
+    Generic in the function's parameters and result, so a call through the decorator is checked
+    against the function as written."""
 
     kind = "function"
     default_thread = False
@@ -43,7 +50,7 @@ class Function:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[_P, _R],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -55,7 +62,7 @@ class Function:
         if not callable(fn):
             raise TypeError(f"@{self.kind} decorates a function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
-        self.fn = fn
+        self.fn: Callable[..., _R] = fn  # also called with the loop's JSON keywords (execute)
         doc_description, self._param_docs = parse_docstring(fn.__doc__)
         self.name = name or fn.__name__
         self.description = description if description is not None else doc_description
@@ -79,7 +86,7 @@ class Function:
         place = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
         return f"{getattr(self.fn, '__module__', '?')}:{getattr(self.fn, '__qualname__', self.name)}{place}"
 
-    def _same_definition(self, other: Function) -> bool:
+    def _same_definition(self, other: Function[..., Any]) -> bool:
         """The same source definition run again (a module reload, a re-run cell, a factory)."""
         mine, theirs = self.fn, other.fn
         return (getattr(mine, "__module__", None), getattr(mine, "__qualname__", None)) == (
@@ -109,7 +116,7 @@ class Function:
         except TypeError:
             pass
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -139,7 +146,7 @@ class Function:
         parsed = self.arguments_model.model_validate(args)
         return {field: getattr(parsed, field) for field in type(parsed).model_fields}
 
-    def execute(self, **kwargs: Any) -> Any:
+    def execute(self, **kwargs: Any) -> _R:
         """Run with JSON-style keyword arguments, as the loop does."""
         return self.fn(**self._prepare(kwargs))
 
@@ -156,7 +163,7 @@ class Function:
         return self._tool
 
 
-class AgenticFunction(Function):
+class AgenticFunction(Function[_P, _R]):
     """A function whose body asks a model (``runtime.exec``); as a tool it opens a nested loop."""
 
     kind = "agentic_function"
@@ -170,9 +177,9 @@ class Registry:
     """Every decorated function by name: what ``exec`` offers when no menu is given."""
 
     def __init__(self) -> None:
-        self._functions: dict[str, Function] = {}
+        self._functions: dict[str, Function[..., Any]] = {}
 
-    def register(self, fn: Function) -> None:
+    def register(self, fn: Function[..., Any]) -> None:
         """Add ``fn``; a second tool under a taken name is refused, since the model could reach only one.
 
         The same definition registered again (a module reloaded, a notebook cell re-run, a
@@ -195,16 +202,16 @@ class Registry:
     def unregister(self, name: str) -> None:
         self._functions.pop(name, None)
 
-    def get(self, name: str) -> Function | None:
+    def get(self, name: str) -> Function[..., Any] | None:
         return self._functions.get(name)
 
-    def __iter__(self) -> Iterator[Function]:
+    def __iter__(self) -> Iterator[Function[..., Any]]:
         return iter(list(self._functions.values()))
 
     def __len__(self) -> int:
         return len(self._functions)
 
-    def toolset(self, name: str) -> list[Function]:
+    def toolset(self, name: str) -> list[Function[..., Any]]:
         """``"full"``: everything; ``"none"``: nothing; else the functions tagged with that toolset."""
         if name == "none":
             return []
@@ -244,7 +251,7 @@ def _caller_locals() -> Mapping[str, Any] | None:
     return None if frame.f_locals is frame.f_globals else frame.f_locals
 
 
-def _decorator(cls: type[Function]) -> Callable[..., Any]:
+def _decorator(cls: type[Function[..., Any]]) -> Callable[..., Any]:
     def decorate(
         fn: Callable[..., Any] | None = None,
         /,
@@ -258,7 +265,7 @@ def _decorator(cls: type[Function]) -> Callable[..., Any]:
     ) -> Any:
         localns = _caller_locals()
 
-        def wrap(target: Callable[..., Any]) -> Function:
+        def wrap(target: Callable[..., Any]) -> Function[..., Any]:
             if inspect.isclass(target):
                 raise TypeError(f"@{cls.kind} decorates functions, not classes ({target.__name__})")
             wrapped = cls(
@@ -282,8 +289,45 @@ def _decorator(cls: type[Function]) -> Callable[..., Any]:
     return decorate
 
 
-function = _decorator(Function)
-agentic_function = _decorator(AgenticFunction)
+class _FunctionDecorator(Protocol):
+    """``@function`` and ``@function(name=..., ...)``, as a type checker sees them."""
+
+    @overload
+    def __call__(self, fn: Callable[_P, _R], /) -> Function[_P, _R]: ...
+    @overload
+    def __call__(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        source: str | None = None,
+        toolset: str | Iterable[str] | None = None,
+        thread: bool | None = None,
+        register: bool = True,
+    ) -> Callable[[Callable[_P, _R]], Function[_P, _R]]: ...
+
+
+class _AgenticFunctionDecorator(Protocol):
+    """``@agentic_function`` and ``@agentic_function(name=..., ...)``, as a type checker sees them."""
+
+    @overload
+    def __call__(self, fn: Callable[_P, _R], /) -> AgenticFunction[_P, _R]: ...
+    @overload
+    def __call__(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        source: str | None = None,
+        toolset: str | Iterable[str] | None = None,
+        thread: bool | None = None,
+        register: bool = True,
+    ) -> Callable[[Callable[_P, _R]], AgenticFunction[_P, _R]]: ...
+
+
+# Not wrapped in typed functions: the decorator reads its caller's locals two frames up.
+function: _FunctionDecorator = _decorator(Function)
+agentic_function: _AgenticFunctionDecorator = _decorator(AgenticFunction)
 
 
 def matches(name: str, patterns: Iterable[str]) -> bool:

@@ -7,6 +7,7 @@ answers in text. ``harness demo`` (in ``harness.cli``) prints the resulting trac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from harness.script import ScriptedProvider, turn
@@ -50,7 +51,7 @@ def trip_advisor(city: str) -> str:
     )
 
 
-def _demo_clock() -> object:
+def _demo_clock() -> Callable[[], int]:
     ticks = iter(range(1_767_225_600_000, 1_767_225_600_000 + 10_000_000, 1_000))
     return lambda: next(ticks)
 
