@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag
 
@@ -21,10 +21,13 @@ from harness.scenarios._parts import (
     FAULTS,
     WIRE_FAULTS,
     Behaviour,
+    BehaviourKind,
     Call,
     Config,
+    Fault,
     HistoryMessage,
     Leave,
+    LeavePoint,
     ModelTurn,
     NestedRun,
     ScenarioError,
@@ -145,7 +148,7 @@ class ReplyForm(Form):
     """A reply with no content at all, said explicitly (``{}`` means the same)."""
     cancel: bool = False
     """The user presses stop as this reply starts streaming."""
-    fault: Literal[FAULTS] | None = None  # type: ignore[valid-type]
+    fault: Fault | None = None
     """A provider that misbehaves after streaming the content: ``error_keeps_stop``, ``bad_done``,
     ``cancelled_error`` or ``after_done``; ``error_keeps_stop`` takes its error text from ``message``."""
     message: str | None = None
@@ -338,7 +341,7 @@ class NestedForm(Form):
 # ---------------------------------------------------------------------------------------------
 
 
-BEHAVIOUR_KINDS = ("return", "error", "raise", "exec")
+BEHAVIOUR_KINDS: tuple[BehaviourKind, ...] = get_args(BehaviourKind)
 
 
 class BehaviourForm(Form):
@@ -376,7 +379,7 @@ class BehaviourForm(Form):
         kind = kinds[0]
         value = {"return": self.return_, "error": self.error or "", "raise": self.raise_ or "", "exec": None}[kind]
         return Behaviour(
-            kind,  # type: ignore[arg-type]
+            kind,
             value=value,
             updates=tuple(self.updates or ()),
             cancel=self.cancel,
@@ -425,13 +428,18 @@ class LeaveForm(Form):
     ``aclose()``; ``with``: break out of ``async with agent_loop(...) as stream:``."""
 
     def build(self) -> Leave:
-        points = [(k, getattr(self, k)) for k in ("reply", "tool", "poll") if getattr(self, k) is not None]
+        given: tuple[tuple[LeavePoint, int | None], ...] = (
+            ("reply", self.reply),
+            ("tool", self.tool),
+            ("poll", self.poll),
+        )
+        points = [(at, number) for at, number in given if number is not None]
         if len(points) != 1:
             raise ScenarioError("give exactly one of reply, tool, poll")
         if self.after and self.reply is None:
             raise ScenarioError("after counts a reply's message_update events: give it only with reply")
         (at, number), how = points[0], self.how
-        return Leave(at, number, self.after, how)  # type: ignore[arg-type]
+        return Leave(at, number, self.after, how)
 
     @classmethod
     def of(cls, leave: Leave) -> LeaveForm:

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from harness.script import ScriptedCall, Turn, turn
 from openprogram.providers import tool_choice as tool_choice_table
@@ -38,8 +38,9 @@ DEFAULT_BEHAVIOUR_TEXT = "ok"
 TurnKind = Literal[
     "reply", "error", "aborted", "raise", "hang_up", "error_keeps_stop", "bad_done", "cancelled_error", "after_done"
 ]
-TURN_KINDS: tuple[str, ...] = TurnKind.__args__  # type: ignore[attr-defined]
-FAULTS = ("error_keeps_stop", "bad_done", "cancelled_error", "after_done")
+TURN_KINDS: tuple[TurnKind, ...] = get_args(TurnKind)
+Fault = Literal["error_keeps_stop", "bad_done", "cancelled_error", "after_done"]
+FAULTS: tuple[Fault, ...] = get_args(Fault)
 """Misbehaving providers (DESIGN 4, Robustness): an ``error`` event whose message keeps the
 default ``stop_reason`` (``error_keeps_stop``), a ``done`` event without a message
 (``bad_done``), a ``CancelledError`` the provider raises though nobody cancelled the run
@@ -63,7 +64,8 @@ middle of an event, the provider's own in-band error event (of HTTP status N's t
 the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON). A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
-STEERING_SHAPES = ("list", "str", "message", "assistant", "dict", "int")
+SteeringShape = Literal["list", "str", "message", "assistant", "dict", "int"]
+STEERING_SHAPES: tuple[SteeringShape, ...] = get_args(SteeringShape)
 """How the steering getter hands over a poll's messages: a list of strs (the usual), a bare str,
 a single ``UserMessage``; or the list followed by junk the loop must refuse with a ``TypeError``
 after committing the valid items: an ``AssistantMessage``, a dict, an int."""
@@ -495,7 +497,8 @@ class Config:
             raise ScenarioError(str(exc)) from None
 
 
-LEAVE_POINTS = ("reply", "tool", "poll")
+LeavePoint = Literal["reply", "tool", "poll"]
+LEAVE_POINTS: tuple[LeavePoint, ...] = get_args(LeavePoint)
 """Where the run is when the consumer leaves: streaming a reply, running a tool, polling steering."""
 LEAVE_HOWS = ("aclose", "break", "with")
 """How the consumer leaves: ``await stream.aclose()`` inside its ``async for``, ``break`` then
@@ -516,7 +519,7 @@ class Leave:
     read to its end. ``how``: one of ``LEAVE_HOWS``.
     """
 
-    at: Literal["reply", "tool", "poll"]
+    at: LeavePoint
     number: int = 1
     after: int = 0
     how: Literal["aclose", "break", "with"] = "aclose"

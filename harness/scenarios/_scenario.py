@@ -78,6 +78,7 @@ from harness.scenarios._parts import (
     ModelTurn,
     NestedRun,
     ScenarioError,
+    SteeringShape,
     ToolDef,
     schedule,
 )
@@ -261,7 +262,7 @@ class ScenarioForm(Form):
     """The user presses stop from outside: ``start`` (before the run) or at steering poll N."""
     steering_as: (
         Annotated[
-            dict[Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)], Literal[STEERING_SHAPES]],  # type: ignore[valid-type]
+            dict[Annotated[int, BeforeValidator(not_bool), AfterValidator(poll_number)], SteeringShape],
             Field(json_schema_extra={"propertyNames": {"pattern": "^[1-9][0-9]*$"}}),
         ]
         | None
