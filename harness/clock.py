@@ -12,8 +12,14 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from freezegun.api import FrozenDateTimeFactory, StepTickTimeFactory, TickingDateTimeFactory
+
+    Freezer: TypeAlias = FrozenDateTimeFactory | StepTickTimeFactory | TickingDateTimeFactory
+    """What freezegun yields: ``.tick()``, ``.move_to()``."""
 
 __all__ = [
     "DEFAULT_EPOCH_MS",
@@ -84,7 +90,7 @@ class DeterministicClock:
 
 
 @contextlib.contextmanager
-def frozen(when: Any = FROZEN_AT) -> Iterator[Any]:
+def frozen(when: str | datetime | date | timedelta = FROZEN_AT) -> Iterator[Freezer]:
     """freezegun frozen at ``when`` for the code under test, real time for Hypothesis and pytest
     (and for asyncio); yields freezegun's freezer (``.tick()``, ``.move_to()``)."""
     import freezegun

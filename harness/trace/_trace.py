@@ -20,15 +20,17 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.trace._leaving import Left
-from openprogram.agent.events import AgentEvent, EndReason
+from openprogram.agent.events import AgentEvent, AgentEventAgentEnd, EndReason
 from openprogram.providers import ModelRequest
 from openprogram.tools import AgentTool, AgentToolResult, OnUpdate
 from openprogram.types import AssistantMessage, Message, TextContent, ThinkingContent, ToolCall, ToolResultMessage
+
+_Provider = TypeVar("_Provider")
 
 
 def shorten(value: Any, limit: int | None = 120) -> str:
@@ -237,8 +239,8 @@ class RunView:
         return "" if self.is_root else f" (in {self.label})"
 
     @property
-    def end(self) -> Any | None:
-        return next((e for e in reversed(self.events) if e.type == "agent_end"), None)
+    def end(self) -> AgentEventAgentEnd | None:
+        return next((e for e in reversed(self.events) if isinstance(e, AgentEventAgentEnd)), None)
 
     @property
     def committed(self) -> list[Message]:
@@ -383,10 +385,7 @@ def _batches(run: RunView) -> list[Batch]:
         end = assistants[k + 1][0] if k + 1 < len(assistants) else len(committed)
         results: list[ToolResultMessage] = []
         position = index + 1
-        while position < end:
-            result = committed[position]
-            if not isinstance(result, ToolResultMessage):
-                break
+        while position < end and isinstance(result := committed[position], ToolResultMessage):
             results.append(result)
             position += 1
         out.append(
@@ -557,7 +556,7 @@ class RunCollector:
         self._checker = checker
 
     # -- recording ------------------------------------------------------------------------
-    def watch(self, provider: Any) -> Any:
+    def watch(self, provider: _Provider) -> _Provider:
         """Collect this provider's captured ``requests`` (anything with a ``requests`` list)."""
         with self._lock:
             if not any(p is provider for p, _ in self._watched):
@@ -620,7 +619,7 @@ class RunCollector:
         return runs[-1]
 
     @property
-    def requests(self) -> list[Any]:
+    def requests(self) -> list[ModelRequest]:
         """Every captured request of every run, in order."""
         return [request for run in self.runs for request in run.requests]
 
