@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.checking._runner import ToolEscaped, run
+from harness.checking._runner import LoopUnderTest, ToolEscaped, run
 from harness.oracle._batches import InvariantViolation
 from harness.oracle._invariants import check_all
 from harness.oracle._reference import compare
@@ -45,7 +45,7 @@ class CheckResult:
         return not self.problems
 
 
-def check(scenario: Scenario, loop: Any = None, *, determinism: bool = False) -> CheckResult:
+def check(scenario: Scenario, loop: LoopUnderTest | None = None, *, determinism: bool = False) -> CheckResult:
     """Run ``scenario`` (through ``loop``, default the real one) and collect every problem:
     the reference model's, the invariants', ``meta.expect``'s and, with ``determinism``, a second
     run that is not byte-identical."""

@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import json
 import sys
+import types
 from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -37,6 +38,9 @@ from openprogram.tools import AgentTool, AgentToolResult, to_tool_result
 from openprogram.types import AssistantMessage, AssistantMessageEvent, ErrorEvent, UserMessage
 
 _T = TypeVar("_T")
+
+LoopUnderTest = Callable[..., Any] | types.ModuleType
+"""What ``run`` drives: an ``agent_loop``-like function, or a module with ``agent_loop`` and ``agent_loop_continue``."""
 
 RUN_TIMEOUT = 20.0
 """Seconds a run may take before the harness calls it a hang (the stream must always end)."""
@@ -63,12 +67,12 @@ class ToolEscaped(ToolKilled):
         self.raised = raised
 
 
-def run(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
+def run(scenario: Scenario, loop: LoopUnderTest | None = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
     """Run ``scenario`` in a fresh event loop; from async code use ``await arun(scenario)``."""
     return run_coroutine(arun(scenario, loop, timeout=timeout))
 
 
-async def arun(scenario: Scenario, loop: Any = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
+async def arun(scenario: Scenario, loop: LoopUnderTest | None = None, *, timeout: float = RUN_TIMEOUT) -> Trace:
     """Drive ``loop`` through ``scenario``; from sync code use ``run(scenario)``.
 
     ``loop``: an ``agent_loop``-like function, or a module with ``agent_loop`` and
