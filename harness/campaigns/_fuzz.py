@@ -27,8 +27,8 @@ from harness._contract import SKIPPED_STEERING, classify_result_text
 from harness.campaigns._boundaries import BOUNDARIES, EXAMPLES, reached
 from harness.checking._regressions import ScenarioFailure, assert_scenario
 from harness.checking._runner import run
-from harness.scenarios._parts import import_user_module
-from harness.scenarios._scenario import Scenario, ToolDef
+from harness.scenarios._parts import ToolDef, import_user_module
+from harness.scenarios._scenario import Scenario
 from harness.strategies import scenarios
 from harness.strategies._scenarios import is_tool_entry
 from harness.trace._trace import Trace
