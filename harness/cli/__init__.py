@@ -92,7 +92,8 @@ def run_command(files: tuple[Path, ...], show: bool, html: Path | None = None) -
     python: tool that cannot be imported), else 0.
     """
     from harness.checking._check import check
-    from harness.scenarios._scenario import Scenario, ScenarioError
+    from harness.scenarios._parts import ScenarioError
+    from harness.scenarios._scenario import Scenario
 
     paths = expand(files, "scenario")
     html_ready(html)

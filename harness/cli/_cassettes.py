@@ -52,7 +52,8 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
     scripted model: prompts from the first request, tools and their results from the requests,
     turns from the replies. Notes on what was left out go to stderr."""
     from harness.recording._tools import ConversionError, to_scenario
-    from harness.scenarios._scenario import Scenario, ScenarioError
+    from harness.scenarios._parts import ScenarioError
+    from harness.scenarios._scenario import Scenario
 
     try:
         data, notes = to_scenario(_cassette(cassette))

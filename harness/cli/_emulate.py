@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -35,7 +36,9 @@ class _Refused(click.ClickException):
     default=None,
     help="Also write every request received to this file, one JSON line each, flushed as it is answered.",
 )
-def emulate_command(script: Path, host: str, port: int, after_last: str | None, journal: Path | None) -> None:
+def emulate_command(
+    script: Path, host: str, port: int, after_last: Literal["error", "repeat"] | None, journal: Path | None
+) -> None:
     """Serve the turns of a scenario file on every provider's real paths until stopped.
 
     Prints the base URL alone on stdout, and on stderr what each client takes: OpenAI

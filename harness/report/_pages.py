@@ -66,7 +66,7 @@ def _facts(trace: Trace, root: Lane) -> list[tuple[str, str]]:
     facts.append(
         ("model requests", f"{len(trace.requests)} captured" + (f", {nested} nested run(s)" if nested else ""))
     )
-    stamps = [m.timestamp for m in trace.new_messages if getattr(m, "timestamp", None) is not None]
+    stamps = [m.timestamp for m in trace.new_messages if m.timestamp is not None]
     if stamps:
         facts.append(
             ("run's clock", f"{clock(min(stamps))} to {clock(max(stamps))} UTC ({max(stamps) - min(stamps)} ms)")
