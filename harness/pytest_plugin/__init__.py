@@ -52,7 +52,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,9 +64,12 @@ from harness.pytest_plugin._gate import register_gate as _register_gate
 from harness.pytest_plugin._recording import recorded_allows as _recorded_allows
 
 if TYPE_CHECKING:
-    from harness.clock import DeterministicClock
+    from pluggy import Result
+
+    from harness.clock import DeterministicClock, Freezer
     from harness.script import ScriptedProvider, Turn, TurnLike
     from harness.trace._trace import RunCollector
+    from openprogram.providers import ModelRequest
 
 __all__ = ["CI_PROFILE", "DEEP_PROFILE", "ScriptedFixture"]
 
@@ -122,7 +125,7 @@ class ScriptedFixture:
         return self.providers[-1]
 
     @property
-    def requests(self) -> list[Any]:
+    def requests(self) -> list[ModelRequest]:
         """Every request the scripted providers received, in order."""
         return [request for provider in self.providers for request in provider.requests]
 
@@ -296,7 +299,7 @@ def harness_allow_model_requests() -> Iterator[None]:
 
 
 @pytest.fixture
-def frozen_time(request: pytest.FixtureRequest) -> Iterator[Any]:
+def frozen_time(request: pytest.FixtureRequest) -> Iterator[Freezer]:
     """freezegun frozen at 2024-01-01T00:00:00Z (or ``@pytest.mark.harness_frozen_time(WHEN)``);
     yields the freezer (``.tick()``, ``.move_to()``). Works inside ``@given`` tests."""
     from harness.clock import FROZEN_AT, frozen
@@ -498,7 +501,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _truthy(value: str | None) -> bool:
-    return bool(value) and value.strip().lower() not in ("0", "false", "no", "off", "")  # type: ignore[union-attr]
+    return value is not None and value.strip().lower() not in ("0", "false", "no", "off", "")
 
 
 def _chosen_profile(config: pytest.Config) -> tuple[str | None, str]:
@@ -675,7 +678,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if function is None or not is_hypothesis_test(function):
             continue
         current = getattr(function, "_hypothesis_internal_use_settings", None) or Settings.default
-        if HealthCheck.function_scoped_fixture in current.suppress_health_check:
+        if current is None or HealthCheck.function_scoped_fixture in current.suppress_health_check:
             continue
         function._hypothesis_internal_use_settings = Settings(
             parent=current,
@@ -684,7 +687,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Result[Any], None]:
     outcome = yield
     report = outcome.get_result()
     if report.when == "call" and report.failed:

@@ -8,10 +8,13 @@ where the test failed; the stylesheet goes once into the report's summary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from pluggy import Result
 
 _OWN = pytest.StashKey[Any]()
 
@@ -40,7 +43,9 @@ class HtmlTimelines:
             yield
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Result[pytest.TestReport], None]:
         outcome = yield
         report = outcome.get_result()
         # pytest-html shows a test's extras of every phase together: add them once, at teardown,
@@ -59,7 +64,8 @@ class HtmlTimelines:
             fragment = timelines_fragment(collector.runs, title=item.nodeid, failed=failed)
         except Exception as exc:  # the report must not fail the test it reports on
             fragment = f"<p class='harness-timeline'>harness: could not draw the timeline ({type(exc).__name__})</p>"
-        report.extras = [*getattr(report, "extras", []), extras.html(fragment)]
+        # pytest-html's documented hand-over: an ``extras`` attribute, which pytest's TestReport does not declare
+        report.extras = [*getattr(report, "extras", []), extras.html(fragment)]  # type: ignore[attr-defined]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str]) -> None:
