@@ -511,6 +511,7 @@ __all__ = [
     "AgentToolResult",
     "Execute",
     "OnUpdate",
+    "PlainPlan",
     "ToolArgumentsError",
     "as_agent_tool",
     "callable_executor",
