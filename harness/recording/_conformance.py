@@ -34,6 +34,7 @@ from vcr.persisters.filesystem import FilesystemPersister
 
 import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
+from harness.wire import clip
 from openprogram.providers import ModelRequest, Provider, allow_model_requests
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
@@ -525,17 +526,14 @@ def render_result(result: Mapping[str, Any]) -> str:
         if item["error_message"] is not None:
             lines.append(f"     error: {item['error_message']}")
         if item["text"]:
-            lines.append(f"     text: {_clip(item['text'])}")
+            lines.append(f"     text: {clip(item['text'], 100, flat=True)}")
         for call in item["tool_calls"]:
             arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
-            lines.append(f"     call {call['id']} {call['name']}({_clip(arguments)})")
+            lines.append(f"     call {call['id']} {call['name']}({clip(arguments, 100, flat=True)})")
     lines.extend(f"  note: {note}" for note in result.get("notes", ()))
     return "\n".join(lines)
 
 
-def _clip(text: str, limit: int = 100) -> str:
-    flat = text.replace("\n", "\\n")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def report(

@@ -363,11 +363,13 @@ def _split_findings(
     for path, pieces in wire.joined_fields(events).items():
         joined = "".join(text for _, text in pieces)
         for value, variable in needles.items():
-            start = joined.find(value)
-            if start == -1 or any(value in text for _, text in pieces):
-                continue  # absent, or whole in one event (the text scan names that one)
-            first, last = _events_spanning(pieces, start, start + len(value))
-            yield CredentialFinding(variable, f"{where}: {path} (split across events {first} to {last})")
+            for form in wire.value_forms(value):  # plain, escaped, percent-encoded, inside base64
+                start = joined.find(form)
+                if start == -1 or any(form in text for _, text in pieces):
+                    continue  # absent, or whole in one event (the text scan names that one)
+                first, last = _events_spanning(pieces, start, start + len(form))
+                yield CredentialFinding(variable, f"{where}: {path} (split across events {first} to {last})")
+                break
 
 
 def stream_events(body: bytes, content_type: str | None) -> list[Any]:
