@@ -54,7 +54,7 @@ from harness.agents._invariants import (
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
-from harness.emulator._wire import WireRequest
+from harness.emulator import WireRequest
 from harness.scenarios._parts import ModelTurn
 from harness.scenarios._scenario import Scenario
 from harness.wire import write_atomic

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.agents._conversation import Exchange, Run, as_recorded
 from harness.agents._replies import KINDS, kind_of, retry_after, status_of
-from harness.recording._transcript import Call, Said
+from harness.recording import Call, Said
 from harness.scenarios._parts import ModelTurn
 from harness.wire import clip
 

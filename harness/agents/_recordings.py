@@ -130,7 +130,7 @@ def _run(steps: Sequence[Any]) -> Any:
 
 
 def _request(step: Any) -> Any:
-    from harness.emulator._wire import WireRequest
+    from harness.emulator import WireRequest
     from harness.wire import STREAMING_ENDPOINTS, Route
 
     recorded = step.interaction.request

@@ -434,7 +434,7 @@ def stream_error(status: int, message: str, reply: WireReply, request: WireReque
     chunks = reply.chunks or []
     created: dict[str, Any] = {}
     if chunks:
-        created = json.loads(chunks[0].split(b"data: ", 1)[1]).get("response", {})
+        created = json.loads(wire.sse_data(chunks[0])).get("response", {})
     failed = {**created, "status": "failed", "error": {"code": code or kind, "message": message}}
     event = {"type": "response.failed", "response": failed, "sequence_number": len(chunks) - terminal(reply, request)}
     return sse([("response.failed", event)])

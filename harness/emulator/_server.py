@@ -40,7 +40,6 @@ import httpx2
 from harness.emulator._faults import Delivery, Fault, apply
 from harness.emulator._journal import JournalFile, record
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
-from harness.emulator._scenario_file import script_of as script_of  # where harness.agents imports it from
 from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import Turn, as_turn
 from harness.wire import Route, is_credential_header

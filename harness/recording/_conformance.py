@@ -34,7 +34,8 @@ from vcr.persisters.filesystem import FilesystemPersister
 
 import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
-from harness.wire import clip
+import harness.wire as wire
+from harness.wire import SSE, clip, sse_frame
 from openprogram.providers import ModelRequest, Provider, allow_model_requests
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
@@ -485,7 +486,8 @@ class _AsOurSDKsRead:
         int_enums = asks_int_enums(request.uri)
         parts = urlsplit(request.uri)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        array_stream = parts.path.endswith(":streamGenerateContent") and ("alt", "sse") not in query
+        found = wire.route_by_path(parts.path)
+        array_stream = found is not None and found.endpoint == "streamGenerateContent" and ("alt", "sse") not in query
         if array_stream:
             request.uri = parts._replace(query=urlencode([*query, ("alt", "sse")])).geturl()
         status = response.get("status") or {}
@@ -497,8 +499,8 @@ class _AsOurSDKsRead:
                 if int_enums:
                     _enum_names(chunk, PROTO_ENUMS, "", notes := [])
                     self.notes.extend(f"interaction {index}, chunk {position}: {note}" for note in notes)
-            body = b"".join(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in reply)
-            content_type = "text/event-stream"
+            body = b"".join(sse_frame(json.dumps(chunk), crlf=True) for chunk in reply)
+            content_type = SSE
         elif int_enums and isinstance(reply, dict):
             _enum_names(reply, PROTO_ENUMS, "", notes := [])
             self.notes.extend(f"interaction {index}: {note}" for note in notes)

@@ -506,14 +506,14 @@ def _live_headers(target: DriftTarget, headers: dict[str, str]) -> dict[str, str
     request, environ = target.interaction.request, target.environ
     route = request.route
     if route.provider == "openai":
-        headers["authorization"] = f"Bearer {environ['OPENAI_API_KEY']}"
+        headers.update([wire.key_header("openai", environ["OPENAI_API_KEY"])])
     elif route.provider == "anthropic":
-        headers["x-api-key"] = environ["ANTHROPIC_API_KEY"]
+        headers.update([wire.key_header("anthropic", environ["ANTHROPIC_API_KEY"])])
         headers.setdefault("anthropic-version", "2023-06-01")  # required; recorders often drop it
     elif route.provider == "gemini" and route.project:
-        headers["authorization"] = f"Bearer {_google_token(f'{target.path}: {target.interaction.where}')}"
+        headers.update([wire.key_header("vertex", _google_token(f"{target.path}: {target.interaction.where}"))])
     elif route.provider == "gemini":
-        headers["x-goog-api-key"] = environ.get("GEMINI_API_KEY") or environ["GOOGLE_API_KEY"]
+        headers.update([wire.key_header("gemini", environ.get("GEMINI_API_KEY") or environ["GOOGLE_API_KEY"])])
     else:
         headers = _sigv4(target, headers)
     return headers

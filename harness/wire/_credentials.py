@@ -61,11 +61,23 @@ CREDENTIAL_QUERY_PARAMS: Final[frozenset[str]] = frozenset(
 """Query parameter names (lower case) that carry a key: Gemini's ``?key=``, Azure OpenAI's
 ``?api-key=``, OAuth's ``access_token``, presigned AWS URLs."""
 
-PLACEHOLDER_HEADERS: Final[Mapping[str, str]] = {
-    "authorization": "Bearer test",
-    "x-api-key": "test",
-    "x-goog-api-key": "test",
+KEY_HEADERS: Final[Mapping[str, tuple[str, str]]] = {
+    "openai": ("authorization", "Bearer {key}"),
+    "anthropic": ("x-api-key", "{key}"),
+    "gemini": ("x-goog-api-key", "{key}"),
+    "vertex": ("authorization", "Bearer {key}"),
 }
+"""How each provider's SDK sends its credential: the header and the value's form (Vertex an OAuth
+token, Bedrock a SigV4 signature instead)."""
+
+
+def key_header(provider: str, key: str) -> tuple[str, str]:
+    """The header that carries ``key`` to ``provider``, as its SDK sends it."""
+    name, form = KEY_HEADERS[provider]
+    return name, form.format(key=key)
+
+
+PLACEHOLDER_HEADERS: Final[Mapping[str, str]] = dict(key_header(provider, "test") for provider in KEY_HEADERS)
 """What stands in for a credential when a recorded request is sent somewhere without a real one:
 each provider's SDK refuses to build a request with none, so a server expects one of these."""
 

@@ -25,9 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from harness.cli import main
 from harness.recording._scrub import find_hidden_credentials, scrub_uri
 from harness.wire import CREDENTIAL_QUERY_PARAMS
 from tests.harness.support import chat_completion, console_script
