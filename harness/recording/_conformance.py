@@ -89,7 +89,7 @@ class RecordedCall:
     index: int
     method: str
     uri: str
-    route: cassettes.Route
+    route: wire.Destination
     model: str
     stream: bool
     tools: tuple[ToolSpec, ...]
@@ -120,7 +120,7 @@ def _recorded_call(path: Path, interaction: cassettes.Interaction) -> RecordedCa
     request, where = interaction.request, f"{path}: {interaction.where}"
     try:
         route, model, stream, tools = request.route, request.model, request.stream, request.tools
-    except cassettes.RouteError as exc:
+    except wire.RouteError as exc:
         raise ReplayError(f"{where}: {exc}") from exc
     if model is None:
         raise ReplayError(f"{where}: the recorded request names no model")
@@ -190,7 +190,7 @@ async def _areplay(path: str | Path) -> tuple[list[tuple[RecordedCall, Assistant
     return results, persister.notes
 
 
-def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:
+def _client(path: str | Path, route: wire.Destination) -> backends.SDKClient:
     """A test-key client (no retries: a retry would find no recording) aimed at the recorded host:
     the provider's own, or the recorded server's root (the emulator, a proxy) when it was another."""
     where = backends.Where(

@@ -426,7 +426,7 @@ def drift_targets(
         request, where = interaction.request, f"{path}: {interaction.where}"
         try:
             route = request.route
-        except cassettes.RouteError as exc:
+        except wire.RouteError as exc:
             raise ConversionError(f"{where}: {exc}") from None
         prefix = urlsplit(route.base_url).path if route.base_url else ""
         below = request.path.removeprefix(prefix) if request.path.startswith(prefix) else request.path
@@ -444,7 +444,7 @@ def drift_targets(
 
 
 def _live_root(
-    where: str, request: cassettes.Request, route: cassettes.Route, environ: Mapping[str, str]
+    where: str, request: cassettes.Request, route: wire.Destination, environ: Mapping[str, str]
 ) -> tuple[str, str | None]:
     """The server a live request goes to, and (Bedrock) the region it is signed for."""
     try:
@@ -469,7 +469,7 @@ def _live_root(
     return _DEFAULT_ROOTS[route.provider], region
 
 
-def _check_credentials(where: str, route: cassettes.Route, environ: Mapping[str, str]) -> None:
+def _check_credentials(where: str, route: wire.Destination, environ: Mapping[str, str]) -> None:
     if route.provider == "gemini" and route.project:
         _google_token(where)  # Vertex with a project takes Google's default credentials, not a key
         return

@@ -134,7 +134,7 @@ def _base64_cores(value: bytes) -> list[str]:
     # the characters every base64 text holding ``value`` shares, whatever came before it (a user
     # name and a colon in ``Basic base64(user:key)``): base64 works in groups of three bytes, so
     # the value's encoding depends only on where it starts modulo 3
-    cores = []
+    cores: list[str] = []
     for offset in range(3):
         encoded = base64.b64encode(bytes(offset) + value).decode("ascii")
         start, end = -(-offset // 3) * 4, (offset + len(value)) // 3 * 4
