@@ -54,9 +54,10 @@ from harness.agents._invariants import (
 from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
-from harness.emulator._wire import WireRequest
+from harness.emulator import WireRequest
 from harness.scenarios._parts import ModelTurn
 from harness.scenarios._scenario import Scenario
+from harness.wire import write_atomic
 
 DEFAULT_EXAMPLES = 100
 """Conversations per campaign when ``--examples`` is not given (each one is a real agent run)."""
@@ -355,7 +356,7 @@ def save_wire_regression(failure: WireFailure, directory: str | os.PathLike[str]
         f"# Found by: {found_by}",
         "# Serve it: harness emulate --script THIS_FILE (each request gets the next turn, the last repeats)",
     ]
-    path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
+    write_atomic(path, "\n".join(header) + "\n" + body)  # two workers saving one failure leave one whole file
     return path
 
 

@@ -21,11 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.emulator import Emulator, Fault, fault
-from harness.emulator._server import script_of
-from harness.emulator._wire import IdSource, WireRequest
-from harness.recording._cassettes import Body, Request
-from harness.recording._transcript import Said, conversation
+from harness.emulator import Emulator, Fault, IdSource, WireRequest, fault, script_of
+from harness.recording import Body, Request, Said, conversation
 from harness.scenarios._parts import ModelTurn
 from harness.script import Turn
 

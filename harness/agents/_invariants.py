@@ -23,8 +23,9 @@ from typing import Any
 
 from harness.agents._conversation import Exchange, Run, as_recorded
 from harness.agents._replies import KINDS, kind_of, retry_after, status_of
-from harness.recording._transcript import Call, Said
+from harness.recording import Call, Said
 from harness.scenarios._parts import ModelTurn
+from harness.wire import clip
 
 INVARIANTS: dict[str, str] = {
     "W1": "every tool call of a reply is answered exactly once, by its id, in the next request",
@@ -269,8 +270,7 @@ def _show(said: Said) -> str:
     return f"{said.role} {_clip(said.text)!r}" + (f" calling {calls}" if calls else "")
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+_clip = functools.partial(clip, limit=60)  # the width of a wire invariant's quoted text
 
 
 def _same_call(a: Call, b: Call, ids_optional: bool = False) -> bool:

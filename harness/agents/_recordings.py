@@ -130,11 +130,13 @@ def _run(steps: Sequence[Any]) -> Any:
 
 
 def _request(step: Any) -> Any:
-    from harness.emulator._wire import Route, WireRequest
+    from harness.emulator import WireRequest
+    from harness.wire import STREAMING_ENDPOINTS, Route
 
     recorded = step.interaction.request
     call = step.call
-    route = Route(call.provider, call.endpoint, recorded.method, recorded.path)
+    streams = True if call.endpoint in STREAMING_ENDPOINTS else None
+    route = Route(call.provider, call.endpoint, recorded.method, recorded.path, streams)
     return WireRequest(
         method=recorded.method,
         path=recorded.path,

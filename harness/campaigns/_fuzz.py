@@ -32,6 +32,7 @@ from harness.scenarios._scenario import Scenario
 from harness.strategies import scenarios
 from harness.strategies._scenarios import is_tool_entry
 from harness.trace._trace import Trace
+from harness.wire import clip
 
 DEFAULT_EXAMPLES = 200
 """Scenarios per campaign when ``--examples`` is not given."""
@@ -300,13 +301,11 @@ def _ledger_differences(scenario: Scenario, first: Trace, second: Trace) -> dict
                 break
             if (x.arguments, x.outcome, x.text, x.is_error) != (y.arguments, y.outcome, y.text, y.is_error):
                 args = json.dumps(x.arguments, ensure_ascii=False, sort_keys=True, default=str)
-                differences[tool.name] = f"called with {_clip(args)}, it gave {_clip(x.text)!r}, then {_clip(y.text)!r}"
+                differences[tool.name] = f"called with {clip(args)}, it gave {clip(x.text)!r}, then {clip(y.text)!r}"
                 break
     return differences
 
 
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class NoToolsError(LookupError):

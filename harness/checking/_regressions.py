@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +22,7 @@ from harness.checking._check import CheckResult, Problem, check
 from harness.scenarios._parts import Config, ScenarioError
 from harness.scenarios._scenario import Scenario
 from harness.trace._trace import Trace
+from harness.wire import write_atomic
 
 ENV_VAR = "HARNESS_SCENARIO_DIR"
 DEFAULT_DIR = Path("cassettes") / "scenarios"
@@ -73,11 +73,7 @@ def save_regression(
     path = folder / f"{name}-{digest}.yaml"
     # atomically: xdist workers (or machines on one share) saving the same failure at once must
     # leave one whole file, and a reader must never see half of one
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    os.fchmod(handle, 0o644)  # as a plain write would leave it, not mkstemp's 0600
-    with os.fdopen(handle, "w", encoding="utf-8") as file:
-        file.write(regression_text(scenario, problem, found_by))
-    os.replace(temporary, path)
+    write_atomic(path, regression_text(scenario, problem, found_by))
     return path
 
 

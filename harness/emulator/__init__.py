@@ -7,6 +7,19 @@ received is journaled (``_journal``). docs/emulator.md is the user's page.
 """
 
 from harness.emulator._faults import Fault, fault
+from harness.emulator._scenario_file import script_of
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
+from harness.emulator._wire import IdSource, WireReply, WireRequest
 
-__all__ = ["PROVIDER_MODULES", "Emulator", "EmulatorTransport", "Fault", "fault", "serve"]
+__all__ = [
+    "PROVIDER_MODULES",
+    "Emulator",
+    "EmulatorTransport",
+    "Fault",
+    "IdSource",
+    "WireReply",
+    "WireRequest",
+    "fault",
+    "script_of",
+    "serve",
+]

@@ -20,11 +20,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import harness.wire as wire
 from harness.emulator._openai import split
-from harness.emulator._wire import IdSource, Route, WireReply, WireRequest
+from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
-ROUTES: tuple[Route, ...] = (Route("anthropic", "messages", "POST", "/v1/messages"),)
+ROUTES: tuple[wire.Route, ...] = wire.routes_of("anthropic")
 
 
 class RedactedThinking(tuple):  # type: ignore[type-arg]
@@ -208,8 +209,7 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None, "stop_details": None}, usage=cumulative)
     emit("message_stop")
     chunks = [
-        f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'), ensure_ascii=False)}\n\n".encode()
-        for name, data in events
+        wire.sse_frame(json.dumps(data, separators=(",", ":"), ensure_ascii=False), name) for name, data in events
     ]
     headers = {**_headers(ids, "text/event-stream; charset=utf-8"), "cache-control": "no-cache"}
     return WireReply(200, headers, chunks=chunks)
@@ -235,7 +235,7 @@ def stream_error(status: int, message: str, reply: WireReply, request: WireReque
     ``status`` (529: ``{"type": "overloaded_error", "message": "Overloaded"}``, as the API streams it)."""
     kind = _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     body = {"type": "error", "error": {"type": kind, "message": message}}
-    return [f"event: error\ndata: {json.dumps(body)}\n\n".encode()]
+    return [wire.sse_frame(json.dumps(body), "error")]
 
 
 def error_reply(status: int, message: str, request: WireRequest) -> WireReply:

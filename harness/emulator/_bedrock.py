@@ -10,7 +10,7 @@ What the recordings show, and this module reproduces:
   "assistant"}}, "stopReason", "usage": {...}}`` with keys sorted, content blocks ``text``,
   ``toolUse`` (``input``, ``name``, ``toolUseId``: ``tooluse_`` and 22 characters) and
   ``reasoningContent.reasoningText`` (``text``, ``signature``);
-- ConverseStream: AWS event-stream frames (``_eventstream``) with ``:event-type``,
+- ConverseStream: AWS event-stream frames (``harness.wire``'s codec) with ``:event-type``,
   ``:content-type`` and ``:message-type`` headers: ``messageStart``; per block
   ``contentBlockStart`` (tool calls only), ``contentBlockDelta`` (text, reasoning text then its
   signature, tool input JSON split across several deltas, Anthropic models opening with an empty
@@ -42,14 +42,11 @@ import string
 from typing import Any, Final
 
 import harness.emulator._wire as wire
-from harness.emulator._eventstream import decode_frame, encode_frame, event_frame, exception_frame
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
 from harness.script import ScriptedCall, Turn
+from harness.wire import Route, decode_frame, encode_frame, event_frame, exception_frame, routes_of
 
-ROUTES: Final[tuple[wire.Route, ...]] = (
-    wire.Route("bedrock", "converse", "POST", "/model/{modelId:path}/converse"),
-    wire.Route("bedrock", "converse-stream", "POST", "/model/{modelId:path}/converse-stream"),
-)
+ROUTES: Final[tuple[Route, ...]] = routes_of("bedrock")
 
 ERROR_TYPES: Final[dict[int, str]] = {
     400: "ValidationException",

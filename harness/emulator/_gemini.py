@@ -47,6 +47,7 @@ from typing import Any, Final
 import harness.emulator._wire as wire
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, pieces, thinking_tokens
 from harness.script import ScriptedCall, Turn
+from harness.wire import Route, routes_of, sse_data, sse_frame
 
 _METHODS: Final = ("generateContent", "streamGenerateContent")
 _PREFIXES: Final = (
@@ -55,9 +56,7 @@ _PREFIXES: Final = (
     "/{version}/publishers/google/models/{model}",
 )
 
-ROUTES: Final[tuple[wire.Route, ...]] = tuple(
-    wire.Route("gemini", method, "POST", f"{prefix}:{method}") for prefix in _PREFIXES for method in _METHODS
-)
+ROUTES: Final[tuple[Route, ...]] = routes_of("gemini")
 """Developer API, Vertex AI with a project, Vertex express mode; each for both methods."""
 
 STATUS_NAMES: Final[dict[int, str]] = {
@@ -244,7 +243,7 @@ def _indented(body: Any) -> bytes:
 
 
 def _event(chunk: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(chunk, separators=(",", ": "), ensure_ascii=False).encode("utf-8") + b"\r\n\r\n"
+    return sse_frame(json.dumps(chunk, separators=(",", ": "), ensure_ascii=False), crlf=True)
 
 
 # -- errors --------------------------------------------------------------------------------------
@@ -298,8 +297,8 @@ def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
 
 def malformed(chunk: bytes) -> bytes:
     """The chunk's JSON cut in half, the event still framed as Gemini frames them (CRLF CRLF)."""
-    payload = chunk.removeprefix(b"data: ").rstrip(b"\r\n")
-    return b"data: " + payload[: max(1, len(payload) // 2)] + b"\r\n\r\n"
+    payload = sse_data(chunk)
+    return sse_frame(payload[: max(1, len(payload) // 2)], crlf=True)
 
 
 def unknown_event() -> bytes:

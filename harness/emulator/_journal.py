@@ -5,7 +5,8 @@
 A test driving ``harness emulate`` from another process, or a person watching it with
 ``tail -f``, needs to see what the client sent and what it got, refused requests included: so
 every request is recorded (an unknown path, a malformed body, a request beyond the script), with
-credentials removed, and the file is flushed line by line so it is complete at every moment.
+credentials removed (``harness.wire``'s vocabulary, the recorder's: headers and query parameters),
+and the file is flushed line by line so it is complete at every moment.
 """
 
 from __future__ import annotations
@@ -17,22 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.emulator._wire import Route
-
-CREDENTIAL_QUERY = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "api-key",
-        "access_token",
-        "x-amz-credential",
-        "x-amz-signature",
-        "x-amz-security-token",
-    }
-)
-"""Query parameters a journal never keeps: some clients send the key in the URL (Gemini's
-``?key=``, which LiteLLM uses), and presigned AWS URLs carry the signature there."""
+from harness.wire import Route, is_credential_query
 
 
 def record(
@@ -58,7 +44,7 @@ def record(
         "time": datetime.fromtimestamp(received, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "method": method,
         "path": path,
-        "query": {name: value for name, value in query.items() if name.lower() not in CREDENTIAL_QUERY},
+        "query": {name: value for name, value in query.items() if not is_credential_query(name)},
         "headers": dict(headers),
         "provider": route.provider if route else None,
         "endpoint": route.endpoint if route else None,

@@ -26,13 +26,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.emulator._wire import IdSource, Route, WireReply, WireRequest
+import harness.wire as wire
+from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
-ROUTES: tuple[Route, ...] = (
-    Route("openai", "chat.completions", "POST", "/v1/chat/completions"),
-    Route("openai", "responses", "POST", "/v1/responses"),
-)
+ROUTES: tuple[wire.Route, ...] = wire.routes_of("openai")
 
 CHUNK = 8
 """Characters per streamed text or argument fragment: small, so every value spans several deltas."""
@@ -60,12 +58,12 @@ def split(text: str, size: int = CHUNK) -> list[str]:
 
 def sse(events: Iterable[tuple[str | None, Any]], *, done: bool = False) -> list[bytes]:
     """SSE frames: ``event:`` lines where the API names events (Responses), ``data:`` JSON always."""
-    frames = []
-    for name, data in events:
-        head = f"event: {name}\n" if name else ""
-        frames.append(f"{head}data: {json.dumps(data, separators=(',', ':'), ensure_ascii=False)}\n\n".encode())
+    frames = [
+        wire.sse_frame(json.dumps(data, separators=(",", ":"), ensure_ascii=False), name or None)
+        for name, data in events
+    ]
     if done:
-        frames.append(b"data: [DONE]\n\n")
+        frames.append(wire.sse_frame("[DONE]"))
     return frames
 
 
@@ -436,7 +434,7 @@ def stream_error(status: int, message: str, reply: WireReply, request: WireReque
     chunks = reply.chunks or []
     created: dict[str, Any] = {}
     if chunks:
-        created = json.loads(chunks[0].split(b"data: ", 1)[1]).get("response", {})
+        created = json.loads(wire.sse_data(chunks[0])).get("response", {})
     failed = {**created, "status": "failed", "error": {"code": code or kind, "message": message}}
     event = {"type": "response.failed", "response": failed, "sequence_number": len(chunks) - terminal(reply, request)}
     return sse([("response.failed", event)])

@@ -40,9 +40,9 @@ import httpx2
 from harness.emulator._faults import Delivery, Fault, apply
 from harness.emulator._journal import JournalFile, record
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
-from harness.emulator._scenario_file import script_of as script_of  # where harness.agents imports it from
-from harness.emulator._wire import CREDENTIAL_HEADERS, IdSource, Route, WireReply, WireRequest
+from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import Turn, as_turn
+from harness.wire import Route, is_credential_header
 from openprogram.providers import register_fake_base_url, register_in_process_transport
 
 PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
@@ -239,7 +239,7 @@ class Emulator:
             kept = (
                 request.headers
                 if request
-                else {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+                else {k.lower(): v for k, v in headers if not is_credential_header(k)}
             )
             self._record(
                 record(
@@ -465,7 +465,7 @@ def _error_reply(
 
 
 def _kept_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    return {k.lower(): v for k, v in headers if k.lower() not in CREDENTIAL_HEADERS}
+    return {k.lower(): v for k, v in headers if not is_credential_header(k)}
 
 
 def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]:

@@ -3,8 +3,9 @@ to send, and the deterministic ids a reply carries.
 
 Each provider module (``openai``, ``anthropic``, ``gemini``, ``bedrock``) is a pure renderer:
 ``render(turn, request, ids) -> WireReply`` and ``error_reply(status, message, request) ->
-WireReply``, plus the ``ROUTES`` it answers. The server, the in-process transport and the fault
-injection are written once against these types, so adding a provider is adding one module.
+WireReply``, plus the ``ROUTES`` it answers (its rows of ``harness.wire.ROUTES``, the one route
+table). The server, the in-process transport and the fault injection are written once against
+these types, so adding a provider is adding one module.
 """
 
 from __future__ import annotations
@@ -14,31 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-CREDENTIAL_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-amz-security-token",
-        "x-amz-content-sha256",
-        "cookie",
-        "openai-organization",
-        "openai-project",
-    }
-)
-"""Headers a captured request never keeps: they carry credentials or identities."""
-
-
-@dataclass(frozen=True)
-class Route:
-    """A path one provider answers, in starlette's syntax (``/v1/models/{model}:{action}``)."""
-
-    provider: str
-    endpoint: str
-    method: str
-    path: str
+from harness.wire import Route
 
 
 @dataclass(frozen=True)
@@ -59,7 +36,7 @@ class WireRequest:
         named for streaming: ``streamGenerateContent``, ``converse-stream``)."""
         if isinstance(self.body, Mapping) and self.body.get("stream") is True:
             return True
-        return self.query.get("alt") == "sse" or "stream" in self.route.endpoint.lower()
+        return self.query.get("alt") == "sse" or self.route.stream is True
 
 
 @dataclass

@@ -18,7 +18,7 @@ from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.recording._age import CassetteAgeWarning
-    from harness.recording._cassettes import Cassette, CassetteError, load
+    from harness.recording._cassettes import Body, Cassette, CassetteError, Request, load
     from harness.recording._clients import BackendError, MissingExtraError, backend, sdk_client
     from harness.recording._conformance import replay_cassette
     from harness.recording._lint import lint
@@ -32,11 +32,14 @@ if TYPE_CHECKING:
     )
     from harness.recording._scrub import CredentialLeakError, find_credentials
     from harness.recording._tools import render_timeline, to_scenario
+    from harness.recording._transcript import Call, Said, conversation
     from harness.recording._wire import CassetteCorruptError
 
 _EXPORTS = {
     "CassetteAgeWarning": "._age",
+    "Body": "._cassettes",
     "Cassette": "._cassettes",
+    "Request": "._cassettes",
     "CassetteError": "._cassettes",
     "load": "._cassettes",
     "BackendError": "._clients",
@@ -57,9 +60,14 @@ _EXPORTS = {
     "render_timeline": "._tools",
     "to_scenario": "._tools",
     "CassetteCorruptError": "._wire",
+    "Call": "._transcript",
+    "Said": "._transcript",
+    "conversation": "._transcript",
 }
 __all__ = [
     "BackendError",
+    "Body",
+    "Call",
     "Cassette",
     "CassetteAgeWarning",
     "CassetteCorruptError",
@@ -69,7 +77,10 @@ __all__ = [
     "LiveError",
     "MissingExtraError",
     "RecordingError",
+    "Request",
+    "Said",
     "backend",
+    "conversation",
     "find_credentials",
     "lint",
     "live_backend",

@@ -6,7 +6,8 @@ whether a body is gzip, where the model is named, whether a request asked for a 
 module makes them once. It reads (never writes) the YAML that vcrpy writes, with vcrpy's own safe
 loader, and turns it into small frozen values: a :class:`Cassette` of :class:`Interaction` s, each
 a :class:`Request` and a :class:`Response` with :class:`Headers` and a :class:`Body`, and a
-:class:`Route` naming the ``(provider, endpoint)`` a request was sent to.
+:class:`harness.wire.Destination` naming the ``(provider, endpoint)`` a request was sent to
+(routing, like every piece of wire knowledge, is ``harness.wire``'s).
 
 Loading checks only what every use needs (the file parses, each interaction has a request method
 and URI and a response status) and fails with a :class:`CassetteError` naming the file and the
@@ -16,41 +17,20 @@ that request for its :attr:`Request.route` raises :class:`RouteError` saying why
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
-import re
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final
-from urllib.parse import parse_qsl, unquote, urlsplit
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 from vcr.serializers import yamlserializer
 
+import harness.wire as wire
 from openprogram.types import ToolSpec
-
-ENDPOINTS: Final[frozenset[tuple[str, str]]] = frozenset(
-    {
-        ("openai", "chat.completions"),
-        ("openai", "responses"),
-        ("anthropic", "messages"),
-        ("gemini", "generateContent"),
-        ("gemini", "streamGenerateContent"),
-        ("bedrock", "converse"),
-        ("bedrock", "converse-stream"),
-    }
-)
-"""Every ``(provider, endpoint)`` a request can be routed to: the ones openprogram has a backend for."""
-
-STREAMING_ENDPOINTS: Final[frozenset[str]] = frozenset({"streamGenerateContent", "converse-stream"})
-"""Endpoints that stream by their URL alone; on the others the request body's ``stream`` decides."""
-
-GZIP_MAGIC: Final = b"\x1f\x8b"
-"""How a gzip stream starts: how a stored body is known compressed, whatever its headers say."""
 
 
 class CassetteError(Exception):
@@ -60,147 +40,6 @@ class CassetteError(Exception):
         super().__init__(f"{path}: {reason}")
         self.path = Path(path)
         self.reason = reason
-
-
-class RouteError(ValueError):
-    """A request that goes to no provider endpoint openprogram has a backend for; the text says why."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Routing: (method, URL) -> (provider, endpoint), plus what the URL itself says about the call.
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a request went: the provider endpoint and what its URL fixes about the call.
-
-    ``model`` is set where the URL names the model (Gemini, Bedrock) and ``None`` where the body
-    does (OpenAI, Anthropic). ``region`` is the Bedrock region or the Vertex location,
-    ``project`` the Vertex project, ``api_version`` the Gemini path's version (``v1beta``...):
-    a client rebuilt from these sends its request to the same URL.
-    """
-
-    provider: str
-    endpoint: str
-    model: str | None = None
-    region: str | None = None
-    vertex: bool = False
-    project: str | None = None
-    api_version: str | None = None
-    base_url: str | None = None
-    """The server's root when the request went to a host that is not the provider's own (the
-    emulator on ``127.0.0.1:PORT``, a proxy): a client aimed there sends the recorded URL."""
-
-    @property
-    def streams(self) -> bool | None:
-        """True or False where the endpoint decides streaming, ``None`` where the request body does."""
-        if self.provider in ("gemini", "bedrock"):
-            return self.endpoint in STREAMING_ENDPOINTS
-        return None
-
-
-def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Route:
-    """The provider endpoint of a request; raises :class:`RouteError` for one with no backend.
-
-    A provider's own host decides; any other host (the emulator, a proxy, a gateway) is read by
-    its path, as :func:`route_by_path` does, ``headers`` giving what the path cannot (the region).
-    """
-    parts = urlsplit(uri)
-    host, path = (parts.hostname or "").lower(), parts.path
-    if method.upper() != "POST":
-        raise RouteError(f"no backend for {method.upper()} requests (every provider endpoint takes a POST)")
-    if host == "api.openai.com":
-        if path.endswith("/chat/completions"):
-            return Route("openai", "chat.completions")
-        if path.endswith("/responses"):
-            return Route("openai", "responses")
-        raise RouteError(f"no backend for the OpenAI endpoint {path}")
-    if host == "api.anthropic.com":
-        if path.endswith("/messages"):
-            return Route("anthropic", "messages")
-        raise RouteError(f"no backend for the Anthropic endpoint {path}")
-    if host == "generativelanguage.googleapis.com":
-        return _gemini_route(path, vertex=False)
-    if host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com"):
-        return _gemini_route(path, vertex=True)
-    if host.startswith(("bedrock-runtime.", "bedrock-runtime-fips.")) and host.endswith(".amazonaws.com"):
-        model, _, operation = path.rpartition("/model/")[2].partition("/")
-        if operation not in ("converse", "converse-stream"):
-            raise RouteError(f"no backend for the Bedrock operation {operation or path}")
-        return Route("bedrock", operation, model=unquote(model) or None, region=host.split(".")[1])
-    found = route_by_path(path, headers)
-    if found is None:
-        raise RouteError(
-            f"no backend for host {host!r}: neither a provider's host nor a provider's path"
-            " (/v1/chat/completions, /v1/responses, /v1/messages, /VERSION/models/M:generateContent,"
-            f" /model/M/converse...): {path}"
-        )
-    return replace(found, base_url=f"{parts.scheme}://{parts.netloc}{found.base_url or ''}")
-
-
-_BY_PATH: Final[tuple[tuple[str, str, str], ...]] = (
-    ("/v1/chat/completions", "openai", "chat.completions"),
-    ("/v1/responses", "openai", "responses"),
-    ("/v1/messages", "anthropic", "messages"),
-)
-_SIGV4_SCOPE = re.compile(r"Credential=[^/,\s]*/\d{8}/([a-z0-9-]+)/bedrock/aws4_request")
-
-
-def route_by_path(path: str, headers: Iterable[tuple[str, str]] = ()) -> Route | None:
-    """The provider endpoint a path names wherever it was sent, or ``None``.
-
-    The SDKs send the same path to any base URL, so a request to the emulator or a proxy still
-    says what it is: ``/v1/chat/completions`` and ``/v1/responses`` are OpenAI's, ``/v1/messages``
-    Anthropic's, ``/VERSION/models/M:generateContent`` (or ``:streamGenerateContent``) Gemini's
-    (Vertex's with ``publishers/google`` in it), ``/model/M/converse`` (``-stream``) Bedrock's.
-    What comes before is the base URL's own path (``/proxy/v1/messages``), kept in the route's
-    ``base_url``. The path does not name the Bedrock region: it comes from the SigV4 credential
-    scope in the ``authorization`` header when the recording kept one.
-    """
-    for suffix, provider, endpoint in _BY_PATH:
-        if path.endswith(suffix):
-            return Route(provider, endpoint, base_url=path.removesuffix(suffix))
-    if "/models/" in path and path.rpartition(":")[2] in ("generateContent", "streamGenerateContent"):
-        segments = path.split("/")
-        anchor = "projects" if "projects" in segments else "publishers" if "publishers" in segments else "models"
-        version = segments.index(anchor) - 1  # the version segment comes before the first of these
-        if version < 1:
-            return None
-        found = _gemini_route("/".join(["", *segments[version:]]), vertex=anchor != "models")
-        return replace(found, base_url="/".join(segments[:version]))
-    base, _, rest = path.rpartition("/model/")
-    model, _, operation = rest.partition("/")
-    if "/model/" in path and operation in ("converse", "converse-stream"):
-        scopes = (_SIGV4_SCOPE.search(value) for name, value in headers if name.lower() == "authorization")
-        region = next((scope.group(1) for scope in scopes if scope), None)
-        return Route("bedrock", operation, model=unquote(model) or None, region=region, base_url=base)
-    return None
-
-
-def _gemini_route(path: str, *, vertex: bool) -> Route:
-    """Developer API: ``/v1beta/models/M:method``.
-
-    Vertex: ``/v1/projects/P/locations/L/publishers/google/models/M:method``, or in express mode
-    (an API key, no project) ``/v1/publishers/google/models/M:method`` on the global host.
-    """
-    model, _, method = path.rpartition("/models/")[2].partition(":")
-    if method not in ("generateContent", "streamGenerateContent"):
-        raise RouteError(f"no backend for the Gemini method {method or path}")
-    segments = path.strip("/").split("/")
-    named = dict(zip(segments[1::2], segments[2::2], strict=False)) if vertex else {}
-    project, location = named.get("projects"), named.get("locations")
-    if vertex and location is None:  # express mode: no project in the path, the global endpoint
-        location = "global"
-    return Route(
-        "gemini",
-        method,
-        model=unquote(model) or None,
-        region=location,
-        vertex=vertex,
-        project=project,
-        api_version=segments[0] if segments and segments[0] else None,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,7 +113,7 @@ class Body:
             stored = b"".join(chunk if isinstance(chunk, bytes) else str(chunk).encode() for chunk in recorded)
         else:
             stored = b""
-        return cls(stored=stored, data=_decompressed(stored))
+        return cls(stored=stored, data=wire.gunzipped(stored))
 
     @property
     def compressed(self) -> bool:
@@ -303,15 +142,6 @@ class Body:
         return value if isinstance(value, dict) else {}
 
 
-def _decompressed(stored: bytes) -> bytes:
-    if not stored.startswith(GZIP_MAGIC):
-        return stored
-    try:
-        return gzip.decompress(stored)
-    except (OSError, EOFError, zlib.error):  # magic bytes by coincidence, or a cut recording: keep it as is
-        return stored
-
-
 @dataclass(frozen=True)
 class Request:
     """A recorded request. The properties read what a replay needs; routing is done on first use."""
@@ -335,9 +165,9 @@ class Request:
         return tuple(parse_qsl(urlsplit(self.uri).query, keep_blank_values=True))
 
     @cached_property
-    def route(self) -> Route:
+    def route(self) -> wire.Destination:
         """The provider endpoint; raises :class:`RouteError` when openprogram has no backend for it."""
-        return route(self.method, self.uri, self.headers)
+        return wire.route(self.method, self.uri, self.headers)
 
     @property
     def model(self) -> str | None:
@@ -391,49 +221,20 @@ class Interaction:
 # A streamed body as its events: what replay hands over one by one and what the secret scan joins.
 # ---------------------------------------------------------------------------------------------
 
-EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
-
-
 def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
     """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
 
     The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
     """
-    kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
-        return _sse_events(body)
-    if kind == EVENTSTREAM:
-        return eventstream_messages(body)
+    if wire.is_sse(content_type, body):
+        return wire.sse_events(body)
+    if _media(content_type) == wire.EVENTSTREAM:
+        return wire.eventstream_messages(body)
     return [body] if body else []
 
 
-def _sse_events(body: bytes) -> list[bytes]:
-    chunks, start = [], 0
-    while start < len(body):
-        ends = [(i, len(sep)) for sep in (b"\r\n\r\n", b"\n\n", b"\r\r") if (i := body.find(sep, start)) != -1]
-        if not ends:
-            chunks.append(body[start:])
-            break
-        index, width = min(ends)
-        chunks.append(body[start : index + width])
-        start = index + width
-    return chunks
-
-
-def eventstream_messages(body: bytes) -> list[bytes]:
-    """An AWS event-stream body as its messages (by their length prelude); a cut or foreign rest stays whole."""
-    chunks, start = [], 0
-    while start < len(body):
-        if len(body) - start < 4:
-            chunks.append(body[start:])
-            break
-        total = int.from_bytes(body[start : start + 4], "big")
-        if total < 16:  # not a message prelude: keep the rest whole
-            chunks.append(body[start:])
-            break
-        chunks.append(body[start : start + total])
-        start += total
-    return chunks
+def _media(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
 
 
 def cut_tail(body: bytes, content_type: str | None) -> int:
@@ -444,32 +245,13 @@ def cut_tail(body: bytes, content_type: str | None) -> int:
     body sees a shorter reply and no error. Whatever cut it (a killed recording, an edit), the
     cassette no longer holds what the provider sent.
     """
-    kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == "text/event-stream" or (not kind and body.startswith((b"data:", b"event:"))):
-        last = _sse_events(body)[-1:] or [b""]
-        whole = last[0].endswith((b"\n\n", b"\r\n\r\n", b"\r\r")) or not last[0].strip()
-        return 0 if whole else len(last[0])
-    if kind == EVENTSTREAM:
-        last = eventstream_messages(body)[-1:]
-        return len(last[0]) if last and eventstream_payload(last[0]) is None else 0
+    if wire.is_sse(content_type, body):
+        last = wire.sse_events(body)[-1:] or [b""]
+        return 0 if wire.sse_whole(last[0]) else len(last[0])
+    if _media(content_type) == wire.EVENTSTREAM:
+        last = wire.eventstream_messages(body)[-1:]
+        return len(last[0]) if last and wire.eventstream_payload(last[0]) is None else 0
     return 0
-
-
-def eventstream_payload(message: bytes) -> bytes | None:
-    """The payload of one whole AWS event-stream message, ``None`` when ``message`` is not one."""
-    if len(message) < 16 or int.from_bytes(message[:4], "big") != len(message):
-        return None
-    headers = int.from_bytes(message[4:8], "big")
-    if 12 + headers > len(message) - 4:
-        return None
-    return message[12 + headers : -4]
-
-
-def with_eventstream_crc(message: bytes) -> bytes:
-    """``message`` with its trailing CRC recomputed: a scrubbed payload must still pass botocore's check."""
-    if eventstream_payload(message) is None:
-        return message
-    return message[:-4] + zlib.crc32(message[:-4]).to_bytes(4, "big")
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,7 @@ PROVIDERS: Final[Mapping[str, ProviderNeeds]] = {
         build=_bedrock_client,
     ),
 }
-"""Provider -> what it needs. Every ``(provider, endpoint)`` pair of ``_cassettes.ENDPOINTS`` is here."""
+"""Provider -> what it needs. Every ``(provider, endpoint)`` pair of ``harness.wire.ENDPOINTS`` is here."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,6 +34,8 @@ from vcr.persisters.filesystem import FilesystemPersister
 
 import harness.recording._cassettes as cassettes
 import harness.recording._clients as backends
+import harness.wire as wire
+from harness.wire import SSE, clip, sse_frame
 from openprogram.providers import ModelRequest, Provider, allow_model_requests
 from openprogram.types import AssistantMessage, ToolSpec, UserMessage
 
@@ -87,7 +89,7 @@ class RecordedCall:
     index: int
     method: str
     uri: str
-    route: cassettes.Route
+    route: wire.Destination
     model: str
     stream: bool
     tools: tuple[ToolSpec, ...]
@@ -118,7 +120,7 @@ def _recorded_call(path: Path, interaction: cassettes.Interaction) -> RecordedCa
     request, where = interaction.request, f"{path}: {interaction.where}"
     try:
         route, model, stream, tools = request.route, request.model, request.stream, request.tools
-    except cassettes.RouteError as exc:
+    except wire.RouteError as exc:
         raise ReplayError(f"{where}: {exc}") from exc
     if model is None:
         raise ReplayError(f"{where}: the recorded request names no model")
@@ -188,7 +190,7 @@ async def _areplay(path: str | Path) -> tuple[list[tuple[RecordedCall, Assistant
     return results, persister.notes
 
 
-def _client(path: str | Path, route: cassettes.Route) -> backends.SDKClient:
+def _client(path: str | Path, route: wire.Destination) -> backends.SDKClient:
     """A test-key client (no retries: a retry would find no recording) aimed at the recorded host:
     the provider's own, or the recorded server's root (the emulator, a proxy) when it was another."""
     where = backends.Where(
@@ -484,7 +486,8 @@ class _AsOurSDKsRead:
         int_enums = asks_int_enums(request.uri)
         parts = urlsplit(request.uri)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        array_stream = parts.path.endswith(":streamGenerateContent") and ("alt", "sse") not in query
+        found = wire.route_by_path(parts.path)
+        array_stream = found is not None and found.endpoint == "streamGenerateContent" and ("alt", "sse") not in query
         if array_stream:
             request.uri = parts._replace(query=urlencode([*query, ("alt", "sse")])).geturl()
         status = response.get("status") or {}
@@ -496,8 +499,8 @@ class _AsOurSDKsRead:
                 if int_enums:
                     _enum_names(chunk, PROTO_ENUMS, "", notes := [])
                     self.notes.extend(f"interaction {index}, chunk {position}: {note}" for note in notes)
-            body = b"".join(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in reply)
-            content_type = "text/event-stream"
+            body = b"".join(sse_frame(json.dumps(chunk), crlf=True) for chunk in reply)
+            content_type = SSE
         elif int_enums and isinstance(reply, dict):
             _enum_names(reply, PROTO_ENUMS, "", notes := [])
             self.notes.extend(f"interaction {index}: {note}" for note in notes)
@@ -525,17 +528,14 @@ def render_result(result: Mapping[str, Any]) -> str:
         if item["error_message"] is not None:
             lines.append(f"     error: {item['error_message']}")
         if item["text"]:
-            lines.append(f"     text: {_clip(item['text'])}")
+            lines.append(f"     text: {clip(item['text'], 100, flat=True)}")
         for call in item["tool_calls"]:
             arguments = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
-            lines.append(f"     call {call['id']} {call['name']}({_clip(arguments)})")
+            lines.append(f"     call {call['id']} {call['name']}({clip(arguments, 100, flat=True)})")
     lines.extend(f"  note: {note}" for note in result.get("notes", ()))
     return "\n".join(lines)
 
 
-def _clip(text: str, limit: int = 100) -> str:
-    flat = text.replace("\n", "\\n")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def report(

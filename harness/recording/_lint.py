@@ -10,9 +10,10 @@ remove. Each rule below reports one :class:`Finding` (file and reason, never a s
   gzip bytes marked nothing: either breaks replay), and no interaction repeats an earlier one
   request and reply alike (an ``all``-mode re-record that appended), and no streamed reply ends
   inside an event (a killed recording, an edit); each finding says the fix;
-- **secrets**: no credential or identity header (``harness.recording._scrub.CREDENTIAL_HEADERS``), no
-  ``key=``-style query parameter, no AWS account id left in an ARN, nothing shaped like an API
-  key, token or AWS access key, and no value of a credential variable of the environment
+- **secrets**: no credential or identity header (``harness.wire.CREDENTIAL_HEADERS``), no
+  ``key=``-style query parameter (any of ``harness.wire.CREDENTIAL_QUERY_PARAMS``: ``key``,
+  ``api-key``, ``access_token``...), no user or password in a URL, no AWS account id left in an
+  ARN, nothing shaped like an API key, token or AWS access key, and no value of a credential variable of the environment
   (``harness.recording._scrub.find_credentials``);
 - **age** (with ``max_age``, ``harness cassettes lint --max-age 90d``): the cassette is dated
   (``recorded_at``, which the recorder writes) and no older than that;
@@ -40,6 +41,7 @@ from vcr.serializers import yamlserializer
 import harness.recording._age as age
 import harness.recording._cassettes as cassettes
 import harness.recording._scrub as scrub
+import harness.wire as wire
 
 SKIPPED_DIRS: Final = frozenset({"scenarios"})
 """Folders directly under the linted one that hold no cassettes (saved regression scenarios)."""
@@ -146,15 +148,16 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
         request, where = interaction.request, f"interaction {interaction.index}"
         try:
             request.route  # noqa: B018 - routing is the check
-        except cassettes.RouteError as exc:
+        except wire.RouteError as exc:
             yield f"{where}: {exc}"
         for side, headers in (("request", request.headers), ("response", interaction.response.headers)):
             for name in dict.fromkeys(name.lower() for name, _ in headers):
-                if scrub.is_credential_header(name):
+                if wire.is_credential_header(name):
                     yield f"{where}: {side} header {name!r} carries a credential or an identity"
-        for name in dict.fromkeys(name for name, _ in request.query):
-            if name.lower() in scrub.CREDENTIAL_QUERY_PARAMS:
-                yield f"{where}: the request URI has a {name}= query parameter (a credential)"
+        for name in dict.fromkeys(wire.credential_query_names(request.uri)):
+            yield f"{where}: the request URI has a {name}= query parameter (a credential)"
+        if wire.has_userinfo(request.uri):
+            yield f"{where}: the request URI names a user or password before its host (a credential)"
         if scrub.scrub_arns(request.uri) != request.uri:
             yield f"{where}: the request URI holds an AWS account id (in an ARN)"
         for side, part in (("request", request), ("response", interaction.response)):
@@ -174,9 +177,6 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
     yield from _duplicates(cassette)
 
 
-_COMPRESSED: Final = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd", "compress"})
-
-
 def _encoding_problem(headers: cassettes.Headers, stored: bytes) -> str | None:
     """Why a body and its ``Content-Encoding`` disagree (so replay breaks), with the fix; or None.
 
@@ -186,16 +186,15 @@ def _encoding_problem(headers: cassettes.Headers, stored: bytes) -> str | None:
     """
     if not stored:
         return None
-    codings = [c.strip().lower() for v in headers.get_all("content-encoding") for c in v.split(",") if c.strip()]
-    outer = codings[-1] if codings else "identity"
-    if stored.startswith(cassettes.GZIP_MAGIC):
+    outer = wire.outer_coding(headers) or "identity"
+    if stored.startswith(wire.GZIP_MAGIC):
         if outer not in ("gzip", "x-gzip"):
             return (
                 f"body is stored gzip-compressed but says content-encoding: {outer}, so a replaying client "
                 "reads compressed bytes: add content-encoding: gzip, or store the body decoded"
             )
         return None
-    if outer in _COMPRESSED and (outer in ("gzip", "x-gzip") or _reads_as_text(stored)):
+    if outer in wire.COMPRESSED and (outer in ("gzip", "x-gzip") or _reads_as_text(stored)):
         return (
             f"body is stored decoded but says content-encoding: {outer}, so a replaying client fails to"
             " decompress it: remove the content-encoding header (or re-record)"
@@ -289,8 +288,8 @@ def _gunzipped(data: Any) -> Any:
                 part = interaction.get(side)
                 body = part.get("body") if isinstance(part, dict) else None
                 stored = body.get("string") if isinstance(body, dict) else body
-                if isinstance(part, dict) and isinstance(stored, bytes) and stored.startswith(cassettes.GZIP_MAGIC):
-                    plain = cassettes.Body.of(stored).data
+                if isinstance(part, dict) and isinstance(stored, bytes) and stored.startswith(wire.GZIP_MAGIC):
+                    plain = wire.gunzipped(stored)
                     interaction[side] = {**part, "body": {**body, "string": plain} if isinstance(body, dict) else plain}
         copied.append(interaction)
     return {**data, "interactions": copied}

@@ -29,37 +29,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-import harness.recording._cassettes as cassettes
-
-CREDENTIAL_HEADERS: Final[frozenset[str]] = frozenset(
-    {
-        # credentials
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-amz-security-token",
-        "x-amz-signature",
-        "x-amz-credential",
-        "cookie",
-        "set-cookie",
-        # identities: who is calling, under which account
-        "openai-organization",
-        "openai-project",
-        "anthropic-organization-id",
-        "x-goog-user-project",
-        "x-amz-account-id",
-    }
-)
-"""Header names (lower case) removed from every recorded request and response."""
-
-CREDENTIAL_QUERY_PARAMS: Final[frozenset[str]] = frozenset(
-    {"key", "api_key", "apikey", "access_token", "x-amz-security-token", "x-amz-signature", "x-amz-credential"}
-)
-"""Query parameters (lower case) removed from recorded URIs (Gemini's ``?key=``, presigned AWS URLs)."""
+import harness.wire as wire
 
 PLACEHOLDER_ACCOUNT: Final = "000000000000"
 """What an AWS account id in an ARN is replaced with: the shape of an account id, owned by nobody."""
@@ -106,31 +77,15 @@ class CredentialLeakError(Exception):
         )
 
 
-def is_credential_header(name: str) -> bool:
-    """True for a header that carries a credential or an identity (case-insensitive)."""
-    return name.lower() in CREDENTIAL_HEADERS
-
-
-def scrub_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
-    """``headers`` without the credential and identity headers, order and value form kept."""
-    return {name: value for name, value in headers.items() if not is_credential_header(str(name))}
-
-
 def scrub_arns(text: str) -> str:
     """``text`` with the account id of every AWS ARN (plain or percent-encoded) replaced by zeros."""
     return _ARN.sub(lambda match: match.group(1) + PLACEHOLDER_ACCOUNT, text)
 
 
 def scrub_uri(uri: str) -> str:
-    """``uri`` without credential query parameters and with ARN account ids zeroed; the rest as it was."""
-    parts = urlsplit(uri)
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        kept = [(name, value) for name, value in pairs if name.lower() not in CREDENTIAL_QUERY_PARAMS]
-        if len(kept) != len(pairs):
-            query = urlencode(kept, quote_via=quote)
-    return scrub_arns(urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment)))
+    """``uri`` without userinfo or credential query parameters (``harness.wire``'s vocabulary) and
+    with ARN account ids zeroed; the rest as it was."""
+    return scrub_arns(wire.scrub_url(uri))
 
 
 def scrub_arns_in(body: Any, content_type: str | None = None) -> Any:
@@ -144,11 +99,11 @@ def scrub_arns_in(body: Any, content_type: str | None = None) -> Any:
     if not isinstance(body, bytes | bytearray) or not _ARN_BYTES.search(body):
         return body
     data = bytes(body)
-    if (content_type or "").split(";")[0].strip().lower() != cassettes.EVENTSTREAM:
+    if (content_type or "").split(";")[0].strip().lower() != wire.EVENTSTREAM:
         return _scrub_arn_bytes(data)
     return b"".join(
-        cassettes.with_eventstream_crc(scrubbed) if (scrubbed := _scrub_arn_bytes(message)) != message else message
-        for message in cassettes.eventstream_messages(data)
+        wire.with_eventstream_crc(scrubbed) if (scrubbed := _scrub_arn_bytes(message)) != message else message
+        for message in wire.eventstream_messages(data)
     )
 
 
@@ -168,7 +123,7 @@ def scrub_request(request: Any) -> Any:
     body names (a Converse request's ``guardrailConfig``) is zeroed on both sides and still matches.
     """
     for name in list(request.headers):
-        if is_credential_header(name):
+        if wire.is_credential_header(name):
             del request.headers[name]
     request.uri = scrub_uri(request.uri)
     body = getattr(request, "body", None)
@@ -182,13 +137,11 @@ def scrub_request(request: Any) -> Any:
 def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
     """A vcrpy ``before_record_response``: identity headers (``set-cookie``, organisation ids) and ARN
     account ids in the body removed, so the SDK sees while recording what every replay will show it."""
-    headers = response["headers"] = scrub_headers(response.get("headers") or {})
+    headers = response["headers"] = wire.scrub_headers(response.get("headers") or {})
     body = response.get("body")
     if isinstance(body, dict) and "string" in body:
-        types = [value for name, value in headers.items() if str(name).lower() == "content-type"]
-        kind = types[0] if types else None
-        kind = kind[0] if isinstance(kind, list | tuple) and kind else kind
-        body["string"] = scrub_arns_in(body["string"], kind if isinstance(kind, str) else None)
+        kind = next(iter(wire.header_values(headers, "content-type")), None)
+        body["string"] = scrub_arns_in(body["string"], kind)
     return honest_encoding(response)
 
 
@@ -204,12 +157,10 @@ def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(headers, dict):
         return response
     names = [name for name in headers if str(name).lower() == "content-encoding"]
-    values = [headers[name] for name in names]
-    value = values[0][0] if values and isinstance(values[0], list | tuple) and values[0] else (values or [""])[0]
-    value = str(value.decode("latin-1") if isinstance(value, bytes) else value).strip().lower()
+    value = wire.outer_coding(headers)
     body = _stored_bytes((response.get("body") or {}).get("string"))
     if value in ("gzip", "x-gzip"):
-        encoded = body.startswith(cassettes.GZIP_MAGIC)
+        encoded = body.startswith(wire.GZIP_MAGIC)
     elif value == "deflate":  # zlib-wrapped or raw: either way binary, never UTF-8 text
         try:
             encoded = not body or not body.decode("utf-8").strip()
@@ -255,12 +206,6 @@ def _needles(environ: Mapping[str, str] | None, extra: Iterable[str]) -> dict[st
     return needles
 
 
-def _forms(value: str) -> tuple[str, ...]:
-    # a value as it may appear in serialized text: plain, JSON-escaped, percent-encoded
-    escaped = json.dumps(value)[1:-1]
-    return tuple(dict.fromkeys((value, escaped, quote(value, safe=""))))
-
-
 def find_credentials(
     text: str, environ: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
 ) -> list[CredentialFinding]:
@@ -272,7 +217,7 @@ def find_credentials(
     findings: list[CredentialFinding] = []
     lines = text.splitlines()
     for value, variable in _needles(environ, extra).items():
-        forms = _forms(value)
+        forms = wire.value_forms(value)
         for number, line in enumerate(lines, 1):
             if any(form in line for form in forms):
                 findings.append(CredentialFinding(variable, f"line {number} ({_yaml_path(lines, number - 1)})"))
@@ -349,7 +294,7 @@ def _walk(value: Any, path: str, needles: dict[str, str], findings: list[Credent
 
 
 def _string(text: str, path: str, needles: dict[str, str], findings: list[CredentialFinding]) -> None:
-    if not any(form in text for value in needles for form in _forms(value)):
+    if not any(form in text for value in needles for form in wire.value_forms(value)):
         return
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
@@ -368,7 +313,7 @@ def _string(text: str, path: str, needles: dict[str, str], findings: list[Creden
 
 def _check(text: str, path: str, needles: dict[str, str], findings: list[CredentialFinding]) -> None:
     for value, variable in needles.items():
-        if any(form in text for form in _forms(value)):
+        if any(form in text for form in wire.value_forms(value)):
             findings.append(CredentialFinding(variable, path or "top level"))
 
 
@@ -403,51 +348,37 @@ def find_hidden_credentials(
             stored = body.get("string") if isinstance(body, Mapping) else body
             where = f"interactions[{index}].{side}.body" + (".string" if isinstance(body, Mapping) else "")
             if isinstance(stored, bytes | bytearray):  # gzip undone: a body kept compressed hides its text
-                stored = cassettes.Body.of(bytes(stored)).data
+                stored = wire.gunzipped(bytes(stored))
                 _walk(stored, f"{where} (binary)", needles, findings)
             if side == "response" and isinstance(stored, str | bytes | bytearray):
-                findings.extend(_split_findings(stored, _content_type(part.get("headers")), where, needles))
+                kind = next(iter(wire.header_values(part.get("headers"), "content-type")), None)
+                findings.extend(_split_findings(stored, kind, where, needles))
     return findings
-
-
-def _content_type(headers: Any) -> str | None:
-    if not isinstance(headers, Mapping):
-        return None
-    for name, value in headers.items():
-        if str(name).lower() == "content-type":
-            value = value[0] if isinstance(value, list | tuple) and value else value
-            return value.decode("latin-1") if isinstance(value, bytes) else str(value)
-    return None
 
 
 def _split_findings(
     body: str | bytes, content_type: str | None, where: str, needles: dict[str, str]
 ) -> Iterator[CredentialFinding]:
     events = stream_events(body.encode("utf-8") if isinstance(body, str) else bytes(body), content_type)
-    fields: dict[str, list[tuple[int, str]]] = {}
-    for number, event in enumerate(events):
-        for path, text in _string_fields(event, ""):
-            fields.setdefault(path, []).append((number, text))
-    for path, pieces in fields.items():
+    for path, pieces in wire.joined_fields(events).items():
         joined = "".join(text for _, text in pieces)
         for value, variable in needles.items():
-            start = joined.find(value)
-            if start == -1 or any(value in text for _, text in pieces):
-                continue  # absent, or whole in one event (the text scan names that one)
-            first, last = _events_spanning(pieces, start, start + len(value))
-            yield CredentialFinding(variable, f"{where}: {path} (split across events {first} to {last})")
+            for form in wire.value_forms(value):  # plain, escaped, percent-encoded, inside base64
+                start = joined.find(form)
+                if start == -1 or any(form in text for _, text in pieces):
+                    continue  # absent, or whole in one event (the text scan names that one)
+                first, last = _events_spanning(pieces, start, start + len(form))
+                yield CredentialFinding(variable, f"{where}: {path} (split across events {first} to {last})")
+                break
 
 
 def stream_events(body: bytes, content_type: str | None) -> list[Any]:
     """The JSON of each event of a streamed body (SSE ``data:``, event-stream payloads); ``[]`` for others."""
     kind = (content_type or "").split(";")[0].strip().lower()
-    if kind == cassettes.EVENTSTREAM:
-        payloads = [cassettes.eventstream_payload(message) for message in cassettes.eventstream_messages(body)]
-    elif kind == "text/event-stream" or (not kind and body.lstrip().startswith((b"data:", b"event:"))):
-        payloads = [
-            b"\n".join(line[5:].strip() for line in chunk.splitlines() if line.startswith(b"data:"))
-            for chunk in cassettes.event_chunks(body, "text/event-stream")
-        ]
+    if kind == wire.EVENTSTREAM:
+        payloads = [wire.eventstream_payload(message) for message in wire.eventstream_messages(body)]
+    elif wire.is_sse(content_type, body):
+        payloads = [wire.sse_data(event) for event in wire.sse_events(body)]
     else:
         return []
     events = []
@@ -459,17 +390,6 @@ def stream_events(body: bytes, content_type: str | None) -> list[Any]:
         except ValueError:
             continue  # [DONE], or a cut event
     return events
-
-
-def _string_fields(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _string_fields(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for number, item in enumerate(value):
-            yield from _string_fields(item, f"{path}[{number}]")
-    elif isinstance(value, str):
-        yield path, value
 
 
 def _events_spanning(pieces: list[tuple[int, str]], start: int, end: int) -> tuple[int, int]:

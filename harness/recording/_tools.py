@@ -25,9 +25,10 @@ from urllib.parse import urlsplit
 import harness.recording._cassettes as cassettes
 import harness.recording._conformance as conformance
 import harness.recording._live as live_env
-import harness.recording._scrub as scrub
 import harness.recording._transcript as transcript
+import harness.wire as wire
 from harness.recording._transcript import Said
+from harness.wire import clip
 from openprogram.providers import ALLOW_MODEL_REQUESTS_ENV
 from openprogram.types import AssistantMessage
 
@@ -88,7 +89,7 @@ def render_timeline(path: str | Path, width: int = 100) -> str:
         where = f"{call.provider} {call.endpoint} · {call.model}"
         lines.append(f"#{step.interaction.index} {where} · {streamed} · HTTP {response.status}")
         if step.starts_conversation and step.conversation.system:
-            lines.append(f"   system: {_clip(step.conversation.system, width)}")
+            lines.append(f"   system: {clip(step.conversation.system, width, flat=True)}")
         if step.starts_conversation and step.interaction.index:
             lines.append("   (a new conversation starts here)")
         for said in step.new:
@@ -103,28 +104,23 @@ def _said(said: Said, names: dict[str, str], width: int) -> str:
     if said.role == "tool":
         name = said.tool_name or names.get(said.call_id or "", "?")
         flag = " (error)" if said.is_error else ""
-        return f"tool {name} [{said.call_id or '-'}]{flag} → {_clip(said.text, width)}"
+        return f"tool {name} [{said.call_id or '-'}]{flag} → {clip(said.text, width, flat=True)}"
     calls = "".join(f" + call {c.name}" for c in said.calls)
-    return f"{said.role}: {_clip(said.text, width)}{calls}"
+    return f"{said.role}: {clip(said.text, width, flat=True)}{calls}"
 
 
 def _reply(reply: AssistantMessage, width: int) -> list[str]:
     if reply.stop_reason in ("error", "aborted"):
-        return [f"← {reply.stop_reason}: {_clip(reply.error_message or '', width)}"]
-    lines = [f"← reply ({reply.stop_reason})" + (f": {_clip(reply.text, width)}" if reply.text else "")]
+        return [f"← {reply.stop_reason}: {clip(reply.error_message or '', width, flat=True)}"]
+    lines = [f"← reply ({reply.stop_reason})" + (f": {clip(reply.text, width, flat=True)}" if reply.text else "")]
     for tool_call in reply.tool_calls:
         arguments = tool_call.raw_arguments or json.dumps(tool_call.arguments, ensure_ascii=False, sort_keys=True)
-        lines.append(f"  call {tool_call.name}({_clip(arguments, width)}) [{tool_call.id}]")
+        lines.append(f"  call {tool_call.name}({clip(arguments, width, flat=True)}) [{tool_call.id}]")
     usage = reply.usage
     if usage.input or usage.output:
         cached = f", {usage.cache_read} cached" if usage.cache_read else ""
         lines.append(f"  usage: {usage.input} in{cached}, {usage.output} out")
     return lines
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = text.replace("\n", "\\n")
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,11 +426,11 @@ def drift_targets(
         request, where = interaction.request, f"{path}: {interaction.where}"
         try:
             route = request.route
-        except cassettes.RouteError as exc:
+        except wire.RouteError as exc:
             raise ConversionError(f"{where}: {exc}") from None
         prefix = urlsplit(route.base_url).path if route.base_url else ""
         below = request.path.removeprefix(prefix) if request.path.startswith(prefix) else request.path
-        query = urlsplit(request.uri).query
+        query = urlsplit(wire.scrub_url(request.uri)).query  # a recorded key goes nowhere, live or not
         region = None
         if live:
             root, region = _live_root(where, request, route, environ)
@@ -448,7 +444,7 @@ def drift_targets(
 
 
 def _live_root(
-    where: str, request: cassettes.Request, route: cassettes.Route, environ: Mapping[str, str]
+    where: str, request: cassettes.Request, route: wire.Destination, environ: Mapping[str, str]
 ) -> tuple[str, str | None]:
     """The server a live request goes to, and (Bedrock) the region it is signed for."""
     try:
@@ -462,8 +458,8 @@ def _live_root(
             raise ConversionError(f"{where}: --live needs AWS_REGION (the recording does not name the Bedrock region)")
     if root is not None:
         return root, region
-    if route.base_url is None:  # the provider's own host, as recorded
-        parts = urlsplit(request.uri)
+    if route.base_url is None:  # the provider's own host, as recorded (never a recorded password)
+        parts = urlsplit(wire.scrub_url(request.uri))
         return f"{parts.scheme}://{parts.netloc}", region
     if route.provider == "bedrock":
         return f"https://bedrock-runtime.{region}.amazonaws.com", region
@@ -473,7 +469,7 @@ def _live_root(
     return _DEFAULT_ROOTS[route.provider], region
 
 
-def _check_credentials(where: str, route: cassettes.Route, environ: Mapping[str, str]) -> None:
+def _check_credentials(where: str, route: wire.Destination, environ: Mapping[str, str]) -> None:
     if route.provider == "gemini" and route.project:
         _google_token(where)  # Vertex with a project takes Google's default credentials, not a key
         return
@@ -510,14 +506,14 @@ def _live_headers(target: DriftTarget, headers: dict[str, str]) -> dict[str, str
     request, environ = target.interaction.request, target.environ
     route = request.route
     if route.provider == "openai":
-        headers["authorization"] = f"Bearer {environ['OPENAI_API_KEY']}"
+        headers.update([wire.key_header("openai", environ["OPENAI_API_KEY"])])
     elif route.provider == "anthropic":
-        headers["x-api-key"] = environ["ANTHROPIC_API_KEY"]
+        headers.update([wire.key_header("anthropic", environ["ANTHROPIC_API_KEY"])])
         headers.setdefault("anthropic-version", "2023-06-01")  # required; recorders often drop it
     elif route.provider == "gemini" and route.project:
-        headers["authorization"] = f"Bearer {_google_token(f'{target.path}: {target.interaction.where}')}"
+        headers.update([wire.key_header("vertex", _google_token(f"{target.path}: {target.interaction.where}"))])
     elif route.provider == "gemini":
-        headers["x-goog-api-key"] = environ.get("GEMINI_API_KEY") or environ["GOOGLE_API_KEY"]
+        headers.update([wire.key_header("gemini", environ.get("GEMINI_API_KEY") or environ["GOOGLE_API_KEY"])])
     else:
         headers = _sigv4(target, headers)
     return headers
@@ -556,12 +552,12 @@ def send_for_drift(targets: list[DriftTarget], *, timeout: float = 60.0) -> list
             headers = {
                 name.lower(): value
                 for name, value in request.headers
-                if name.lower() not in _NOT_FORWARDED and not scrub.is_credential_header(name)
+                if name.lower() not in _NOT_FORWARDED and not wire.is_credential_header(name)
             }
             if target.live:
                 headers = _live_headers(target, headers)
             else:
-                headers.update({"authorization": "Bearer test", "x-api-key": "test", "x-goog-api-key": "test"})
+                headers.update(wire.PLACEHOLDER_HEADERS)
             try:
                 reply = client.request(request.method, target.url, content=request.body.data, headers=headers)
             except httpx2.HTTPError as exc:

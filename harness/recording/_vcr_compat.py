@@ -29,16 +29,22 @@ class ReachIn:
     owner: str
     name: str
     why: str
+    since: str
+    """The first vcrpy release that has it: pyproject's ``vcrpy>=`` floor is at least the latest of these."""
 
     def __str__(self) -> str:
         return f"{self.owner}.{self.name}"
 
 
 REACH_INS: Final[tuple[ReachIn, ...]] = (
-    ReachIn("vcr.cassette.Cassette", "_loaded_count", "which recorded interactions were never replayed"),
-    ReachIn("vcr.cassette.Cassette", "_save", "saving a cassette the recorded backend drives itself"),
-    ReachIn("vcr.config.VCR", "_custom_patches", "event-by-event streams under pytest-recording's vcr marker"),
-    ReachIn("vcr.stubs.httpx_stubs", "_deserialize_response", "the httpx stub's recorded response, to split"),
+    ReachIn("vcr.cassette.Cassette", "_loaded_count", "which recorded interactions were never replayed", "9.0.0"),
+    ReachIn("vcr.cassette.Cassette", "_save", "saving a cassette the recorded backend drives itself", "6.0.0"),
+    ReachIn(
+        "vcr.config.VCR", "_custom_patches", "event-by-event streams under pytest-recording's vcr marker", "6.0.0"
+    ),
+    ReachIn(
+        "vcr.stubs.httpx_stubs", "_deserialize_response", "the httpx stub's recorded response, to split", "9.0.0"
+    ),
 )
 """What :func:`missing` checks; a new reach-in is added here and used through a function below."""
 

@@ -11,8 +11,8 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
   :class:`CassetteCorruptError` (path and reason) instead of vcrpy's "treat it as empty and
   overwrite it"; writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too),
   scans for credentials from the environment (nothing is written when one is found) and
-  replaces the file atomically (temp file + ``os.replace``), so a killed recording leaves the
-  old cassette whole.
+  replaces the file atomically (``harness.wire.write_atomic``: through a symbolic link to its
+  target), so a killed recording leaves the old cassette whole.
 - :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
   ``harness_query``): JSON bodies compared as data (key order and volatile fields ignored), the
   query without credential parameters; a mismatch explains itself with a unified diff.
@@ -29,8 +29,6 @@ import functools
 import json
 import os
 import re
-import tempfile
-import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +49,7 @@ from harness.recording._scrub import (
     scrub_response,
     scrub_uri,
 )
+from harness.wire import clip, header_values, outer_coding, write_atomic
 
 VOLATILE_FIELDS: Final[frozenset[str]] = frozenset(
     {"request_id", "idempotency_key", "client_request_id", "timestamp", "created", "created_at", "user_agent"}
@@ -181,7 +180,7 @@ class AtomicPersister:
         from vcr.persisters.filesystem import CassetteNotFoundError
 
         path = Path(cassette_path)
-        if path.is_dir():  # found now, not by os.replace after a whole recording
+        if path.is_dir():  # found now, not by the atomic write after a whole recording
             raise CassetteCorruptError(path, "a directory, not a cassette file; move it away")
         if path.is_file():
             try:
@@ -318,48 +317,6 @@ def _check_parses(path: Path, text: str, serializer: Any) -> tuple[Any, dict[str
         raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
 
 
-_WRITE_LOCK = threading.Lock()
-
-
-def _mode_for(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o777
-    except OSError:
-        pass
-    try:  # Linux shows the umask without changing it
-        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)  # elsewhere: read it by setting it, and put it back at once
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and ``os.replace``.
-
-    Readers, and a process killed halfway, see either the old file or the new one, never a part.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _WRITE_LOCK:
-        # the name cut short: a cassette's name may already be as long as the file system allows
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                file.write(text)
-                file.flush()
-                # mkstemp makes the file 0600; a cassette is a file of the project, shared like any
-                # other: the mode it had, else the one a plain open() would give it (0666 - umask)
-                os.fchmod(file.fileno(), _mode_for(path))
-                os.fsync(file.fileno())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-
-
 # ---------------------------------------------------------------------------------------------
 # Matching
 # ---------------------------------------------------------------------------------------------
@@ -480,7 +437,7 @@ def _first_difference(sent: Any, recorded: Any, path: str = "") -> str:
             if a != b:
                 return _first_difference(a, b, f"{path}[{index}]")
         return f"{path or 'the body'}: {len(sent)} items sent, {len(recorded)} recorded"
-    shown = [_clip(json.dumps(v, ensure_ascii=False, default=str)) for v in (sent, recorded)]
+    shown = [clip(json.dumps(v, ensure_ascii=False, default=str)) for v in (sent, recorded)]
     return f"{path or 'the body'}: sent {shown[0]}, recorded {shown[1]}"
 
 
@@ -510,10 +467,6 @@ def _owner_name(body: Any, path: str) -> str | None:
         if value is None:
             break
     return f"the tool {found!r}" if found else None
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def safe_query(r1: Any, r2: Any) -> None:
@@ -580,10 +533,9 @@ def reply_parts(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], lis
         for value in values if isinstance(values, list | tuple) else [values]:
             pairs.append((str(name), value.decode("latin-1") if isinstance(value, bytes) else str(value)))
     body = _body_bytes((response.get("body") or {}).get("string"))
-    lowered = {name.lower(): value for name, value in pairs}
-    if lowered.get("content-encoding", "identity") not in ("identity", ""):
+    if outer_coding(pairs) is not None:
         return pairs, [body]  # still compressed (decoding was turned off): not splittable
-    return pairs, event_chunks(body, lowered.get("content-type"))
+    return pairs, event_chunks(body, next(iter(header_values(pairs, "content-type")), None))
 
 
 class CutStreamError(AssertionError):
@@ -593,16 +545,11 @@ class CutStreamError(AssertionError):
 
 def stream_cut(response: Mapping[str, Any]) -> int:
     """How many bytes at the end of a recorded response's streamed body end no event (0: whole)."""
-    headers = {str(name).lower(): value for name, value in (response.get("headers") or {}).items()}
-    kind, encoding = (_header_text(headers.get(name)) for name in ("content-type", "content-encoding"))
-    if encoding.strip().lower() not in ("", "identity"):
+    headers = response.get("headers")
+    if outer_coding(headers) is not None:
         return 0  # stored compressed (decoding turned off): no event boundary to judge
+    kind = next(iter(header_values(headers, "content-type")), None)
     return cut_tail(_body_bytes((response.get("body") or {}).get("string")), kind or None)
-
-
-def _header_text(value: Any) -> str:
-    value = value[0] if isinstance(value, list | tuple) and value else value
-    return value.decode("latin-1") if isinstance(value, bytes) else str(value or "")
 
 
 def cut_stream_error(path: Any, interaction: int | None, request: Any, replayed_for: int, cut: int) -> CutStreamError:

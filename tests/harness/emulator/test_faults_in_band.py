@@ -21,8 +21,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from harness.emulator import Emulator, fault
-from harness.emulator._server import script_of
+from harness.emulator import Emulator, fault, script_of
 from harness.scenarios._parts import ScenarioError
 from harness.scenarios._scenario import Scenario
 from harness.script import turn

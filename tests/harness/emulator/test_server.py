@@ -417,7 +417,7 @@ def test_harness_emulate_refuses_a_fault_it_cannot_serve_in_one_line_with_exit_2
 
 
 def test_the_documented_wire_fault_example_loads_round_trips_and_becomes_emulator_faults() -> None:
-    from harness.emulator._server import script_of
+    from harness.emulator import script_of
     from harness.scenarios._scenario import Scenario
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "scenarios.md").read_text(encoding="utf-8")

@@ -26,6 +26,7 @@ from harness.emulator import _gemini as gemini
 from harness.emulator import _wire as wire
 from harness.recording import _clients as backends
 from harness.script import Turn
+from harness.wire import CREDENTIAL_HEADERS
 from openprogram.providers import ModelRequest, Provider
 from openprogram.types import AssistantMessage, UserMessage
 
@@ -61,7 +62,7 @@ def wire_request(
     parts = urlsplit(url)
     path = unquote(parts.path)
     route, params = match(routes, method, path)
-    kept = {name.lower(): value for name, value in headers.items() if name.lower() not in wire.CREDENTIAL_HEADERS}
+    kept = {name.lower(): value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}
     return wire.WireRequest(
         method=method,
         path=path,

@@ -18,8 +18,10 @@ import pytest
 import yaml
 
 from harness.recording import _cassettes as cassettes
-from harness.recording._cassettes import Body, CassetteError, Headers, Route, RouteError, route
+from harness.recording._cassettes import Body, CassetteError, Headers
 from harness.recording._conformance import default_cassette_dir
+from harness.wire import ENDPOINTS, RouteError, route
+from harness.wire import Destination as Route
 
 
 def _interaction(
@@ -115,7 +117,7 @@ VERTEX = "https://europe-west4-aiplatform.googleapis.com"
 )
 def test_each_provider_endpoint_is_routed_from_method_host_and_path(uri: str, expected: Route) -> None:
     assert route("POST", uri) == expected
-    assert (expected.provider, expected.endpoint) in cassettes.ENDPOINTS
+    assert (expected.provider, expected.endpoint) in ENDPOINTS
 
 
 @pytest.mark.parametrize(

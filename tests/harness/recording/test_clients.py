@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.recording import _cassettes as cassettes
+from harness import wire
 from harness.recording import _clients as backends
 from harness.recording._clients import TEST_KEY, BackendError, Connection, MissingExtraError
 from openprogram import providers
@@ -353,7 +353,7 @@ def test_each_endpoint_gives_a_working_backend_pointed_at_the_base_url(
     assert seen.path == path  # the same path the provider's own host gets
     assert _sent_test_credentials(seen)
     # what the SDK sent routes back to the endpoint asked for, as a recording of it would
-    real = cassettes.route("POST", "https://" + _real_host(provider, options) + path)
+    real = wire.route("POST", "https://" + _real_host(provider, options) + path)
     url_model = model if provider in ("gemini", "bedrock") else None  # OpenAI and Anthropic name it in the body
     assert (real.provider, real.endpoint, real.model) == (provider, endpoint, url_model)
     if url_model is None:
@@ -474,7 +474,7 @@ def test_a_missing_optional_extra_names_the_extra_to_install(
 
 def test_every_routable_endpoint_has_a_backend_and_nothing_else_does() -> None:
     table = {(provider, endpoint) for provider, needs in backends.PROVIDERS.items() for endpoint in needs.backends}
-    assert table == cassettes.ENDPOINTS
+    assert table == wire.ENDPOINTS
     with pytest.raises(BackendError, match=r"no backend for the provider 'mistral' \(known: anthropic, bedrock"):
         backends.backend("mistral", "chat", model="m")
     with pytest.raises(

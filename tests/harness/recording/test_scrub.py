@@ -16,12 +16,11 @@ from harness.recording._scrub import (
     credential_variables,
     find_credentials,
     find_credentials_in,
-    is_credential_header,
     is_credential_variable,
     scrub_arns,
-    scrub_headers,
     scrub_uri,
 )
+from harness.wire import is_credential_header, scrub_headers
 
 SECRET = "sk-sentinel-0123456789abcdef"
 

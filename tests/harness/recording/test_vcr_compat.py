@@ -52,3 +52,19 @@ def test_no_other_module_reaches_into_vcrpy_privately() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vcr"):
                 offenders.extend(f"{path.name}:{node.lineno} {a.name}" for a in node.names if a.name.startswith("_"))
     assert offenders == []
+
+
+def test_the_declared_vcrpy_floor_has_every_private_name() -> None:
+    """pyproject's ``vcrpy>=N`` must be a vcrpy that has each reach-in (checked against the wheels
+    of 6.0 to 9.0: ``_loaded_count`` and the httpx stub's ``_deserialize_response`` arrived in 9.0)."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    pyproject = tomllib.loads((RECORDING.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    [vcrpy] = [Requirement(r) for r in pyproject["project"]["dependencies"] if Requirement(r).name == "vcrpy"]
+    floors = [Version(spec.version) for spec in vcrpy.specifier if spec.operator == ">="]
+    assert floors, f"vcrpy is required without a floor: {vcrpy}"
+    needed = max(vcr_compat.REACH_INS, key=lambda reach_in: Version(reach_in.since))
+    assert floors[0] >= Version(needed.since), f"vcrpy>={floors[0]} lacks {needed} (since {needed.since})"

@@ -23,8 +23,8 @@ from harness.recording._wire import (
     configure_vcr,
     json_body,
     stream_replaying_httpx_response,
-    write_atomic,
 )
+from harness.wire import write_atomic
 
 SSE = b'data: {"a": 1}\n\ndata: {"b": 2}\n\ndata: [DONE]\n\n'
 
@@ -176,7 +176,7 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path: Path, monkeypatch: p
     def fail(*_: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("harness.recording._wire.os.replace", fail)
+    monkeypatch.setattr("harness.wire._atomic.os.replace", fail)
     with pytest.raises(KeyboardInterrupt):
         write_atomic(path, "new")
     assert path.read_text(encoding="utf-8") == "old"

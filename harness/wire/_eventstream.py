@@ -1,15 +1,21 @@
-"""AWS event-stream framing (``application/vnd.amazon.eventstream``), the encoding half.
+"""AWS event-stream framing (``application/vnd.amazon.eventstream``): the one codec, writing for
+the emulator's Bedrock renderer and its faults, reading for recording's replay, scrub and lint.
 
 botocore ships only the decoder (``botocore.eventstream``), and the Bedrock renderer needs to
 write frames that decoder, and every other AWS SDK, accepts: a 12-byte prelude (total length,
 headers length, CRC32 of those 8 bytes), the headers, the payload, and a CRC32 of everything
-before it. Only string header values (type 7) are written: the only kind Bedrock sends.
+before it. Only string header values (type 7) are written: the only kind Bedrock sends. Reading
+splits a recorded body at its messages' length preludes and keeps a cut or foreign rest whole, so
+the pieces joined are always the body.
 """
 
 from __future__ import annotations
 
 import binascii
 from collections.abc import Iterable
+from typing import Final
+
+EVENTSTREAM: Final = "application/vnd.amazon.eventstream"
 
 _STRING = 7
 _PRELUDE = 12
@@ -75,3 +81,36 @@ def decode_frame(frame: bytes) -> tuple[list[tuple[str, str]], bytes]:
         headers.append((name, raw[position + 3 : position + 3 + value_length].decode("utf-8")))
         position += 3 + value_length
     return headers, frame[_PRELUDE + headers_length : total - _CRC]
+
+
+def eventstream_messages(body: bytes) -> list[bytes]:
+    """A body as its messages (by their length prelude); a cut or foreign rest stays whole."""
+    chunks, start = [], 0
+    while start < len(body):
+        if len(body) - start < 4:
+            chunks.append(body[start:])
+            break
+        total = int.from_bytes(body[start : start + 4], "big")
+        if total < _PRELUDE + _CRC:  # not a message prelude: keep the rest whole
+            chunks.append(body[start:])
+            break
+        chunks.append(body[start : start + total])
+        start += total
+    return chunks
+
+
+def eventstream_payload(message: bytes) -> bytes | None:
+    """The payload of one whole message, ``None`` when ``message`` is not one (cut, or foreign)."""
+    if len(message) < _PRELUDE + _CRC or int.from_bytes(message[:4], "big") != len(message):
+        return None
+    headers = int.from_bytes(message[4:8], "big")
+    if _PRELUDE + headers > len(message) - _CRC:
+        return None
+    return message[_PRELUDE + headers : -_CRC]
+
+
+def with_eventstream_crc(message: bytes) -> bytes:
+    """``message`` with its trailing CRC recomputed: a rewritten payload must still pass the SDK's check."""
+    if eventstream_payload(message) is None:
+        return message
+    return message[:-_CRC] + binascii.crc32(message[:-_CRC]).to_bytes(_CRC, "big")

@@ -1,0 +1,196 @@
+"""The routes of every provider's wire, in one table, and reading a request's URL back into one.
+
+One :class:`Route` per ``(provider, endpoint, path)``: the emulator serves exactly these paths,
+recording routes a recorded request to one of them (by the provider's own host, else by the
+path, so a request sent to the emulator, a proxy or a gateway reads too), and the SDK client
+table covers exactly their ``(provider, endpoint)`` pairs. ``stream`` says whether the path alone
+decides streaming (Gemini's ``:streamGenerateContent``, Bedrock's ``converse-stream``) or the
+body's ``"stream": true`` does (``None``).
+
+A recorded URL read back is a :class:`Destination`: the route's provider and endpoint plus what
+the URL fixes about the call (model, region, Vertex project, API version, a base URL that is not
+the provider's own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Final
+from urllib.parse import unquote, urlsplit
+
+
+@dataclass(frozen=True)
+class Route:
+    """A path one provider endpoint answers, in starlette's syntax (``/{version}/models/{model}:...``)."""
+
+    provider: str
+    endpoint: str
+    method: str
+    path: str
+    stream: bool | None = None
+    """True or False where the path decides streaming, ``None`` where the request body does."""
+
+
+_GEMINI_METHODS: Final = ("generateContent", "streamGenerateContent")
+_GEMINI_PREFIXES: Final = (  # Developer API, Vertex AI with a project, Vertex express mode
+    "/{version}/models/{model}",
+    "/{version}/projects/{project}/locations/{location}/publishers/google/models/{model}",
+    "/{version}/publishers/google/models/{model}",
+)
+
+ROUTES: Final[tuple[Route, ...]] = (
+    Route("openai", "chat.completions", "POST", "/v1/chat/completions"),
+    Route("openai", "responses", "POST", "/v1/responses"),
+    Route("anthropic", "messages", "POST", "/v1/messages"),
+    *(
+        Route("gemini", method, "POST", f"{prefix}:{method}", method == "streamGenerateContent")
+        for prefix in _GEMINI_PREFIXES
+        for method in _GEMINI_METHODS
+    ),
+    Route("bedrock", "converse", "POST", "/model/{modelId:path}/converse", False),
+    Route("bedrock", "converse-stream", "POST", "/model/{modelId:path}/converse-stream", True),
+)
+"""Every provider path the harness speaks: the ones openprogram has a backend for."""
+
+ENDPOINTS: Final[frozenset[tuple[str, str]]] = frozenset((route.provider, route.endpoint) for route in ROUTES)
+"""Every ``(provider, endpoint)`` of :data:`ROUTES`."""
+
+STREAMING_ENDPOINTS: Final[frozenset[str]] = frozenset(route.endpoint for route in ROUTES if route.stream)
+"""Endpoints that stream by their path alone."""
+
+_FIXED_PATHS: Final = tuple((r.path, r.provider, r.endpoint) for r in ROUTES if "{" not in r.path)
+
+
+def routes_of(provider: str) -> tuple[Route, ...]:
+    """The routes of one provider, in table order."""
+    return tuple(route for route in ROUTES if route.provider == provider)
+
+
+class RouteError(ValueError):
+    """A request that goes to no provider endpoint openprogram has a backend for; the text says why."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a recorded request went: the provider endpoint and what its URL fixes about the call.
+
+    ``model`` is set where the URL names the model (Gemini, Bedrock) and ``None`` where the body
+    does (OpenAI, Anthropic). ``region`` is the Bedrock region or the Vertex location,
+    ``project`` the Vertex project, ``api_version`` the Gemini path's version (``v1beta``...):
+    a client rebuilt from these sends its request to the same URL.
+    """
+
+    provider: str
+    endpoint: str
+    model: str | None = None
+    region: str | None = None
+    vertex: bool = False
+    project: str | None = None
+    api_version: str | None = None
+    base_url: str | None = None
+    """The server's root when the request went to a host that is not the provider's own (the
+    emulator on ``127.0.0.1:PORT``, a proxy): a client aimed there sends the recorded URL."""
+
+    @property
+    def streams(self) -> bool | None:
+        """True or False where the endpoint decides streaming, ``None`` where the request body does."""
+        if self.provider in ("gemini", "bedrock"):
+            return self.endpoint in STREAMING_ENDPOINTS
+        return None
+
+
+def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Destination:
+    """The provider endpoint of a request; raises :class:`RouteError` for one with no backend.
+
+    A provider's own host decides; any other host (the emulator, a proxy, a gateway) is read by
+    its path, as :func:`route_by_path` does, ``headers`` giving what the path cannot (the region).
+    """
+    parts = urlsplit(uri)
+    host, path = (parts.hostname or "").lower(), parts.path
+    if method.upper() != "POST":
+        raise RouteError(f"no backend for {method.upper()} requests (every provider endpoint takes a POST)")
+    if host in ("api.openai.com", "api.anthropic.com"):
+        provider = "openai" if host == "api.openai.com" else "anthropic"
+        for fixed, owner, endpoint in _FIXED_PATHS:
+            if owner == provider and path.endswith(fixed.removeprefix("/v1")):
+                return Destination(provider, endpoint)
+        raise RouteError(f"no backend for the {'OpenAI' if provider == 'openai' else 'Anthropic'} endpoint {path}")
+    if host == "generativelanguage.googleapis.com":
+        return _gemini_route(path, vertex=False)
+    if host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com"):
+        return _gemini_route(path, vertex=True)
+    if host.startswith(("bedrock-runtime.", "bedrock-runtime-fips.")) and host.endswith(".amazonaws.com"):
+        model, _, operation = path.rpartition("/model/")[2].partition("/")
+        if ("bedrock", operation) not in ENDPOINTS:
+            raise RouteError(f"no backend for the Bedrock operation {operation or path}")
+        return Destination("bedrock", operation, model=unquote(model) or None, region=host.split(".")[1])
+    found = route_by_path(path, headers)
+    if found is None:
+        raise RouteError(
+            f"no backend for host {host!r}: neither a provider's host nor a provider's path"
+            " (/v1/chat/completions, /v1/responses, /v1/messages, /VERSION/models/M:generateContent,"
+            f" /model/M/converse...): {path}"
+        )
+    netloc = parts.netloc.rpartition("@")[2]  # a password in the URL is never part of a base URL
+    return replace(found, base_url=f"{parts.scheme}://{netloc}{found.base_url or ''}")
+
+
+_SIGV4_SCOPE = re.compile(r"Credential=[^/,\s]*/\d{8}/([a-z0-9-]+)/bedrock/aws4_request")
+
+
+def route_by_path(path: str, headers: Iterable[tuple[str, str]] = ()) -> Destination | None:
+    """The provider endpoint a path names wherever it was sent, or ``None``.
+
+    The SDKs send the same path to any base URL, so a request to the emulator or a proxy still
+    says what it is: ``/v1/chat/completions`` and ``/v1/responses`` are OpenAI's, ``/v1/messages``
+    Anthropic's, ``/VERSION/models/M:generateContent`` (or ``:streamGenerateContent``) Gemini's
+    (Vertex's with ``publishers/google`` in it), ``/model/M/converse`` (``-stream``) Bedrock's.
+    What comes before is the base URL's own path (``/proxy/v1/messages``), kept in the route's
+    ``base_url``. The path does not name the Bedrock region: it comes from the SigV4 credential
+    scope in the ``authorization`` header when the recording kept one.
+    """
+    for suffix, provider, endpoint in _FIXED_PATHS:
+        if path.endswith(suffix):
+            return Destination(provider, endpoint, base_url=path.removesuffix(suffix))
+    if "/models/" in path and path.rpartition(":")[2] in _GEMINI_METHODS:
+        segments = path.split("/")
+        anchor = "projects" if "projects" in segments else "publishers" if "publishers" in segments else "models"
+        version = segments.index(anchor) - 1  # the version segment comes before the first of these
+        if version < 1:
+            return None
+        found = _gemini_route("/".join(["", *segments[version:]]), vertex=anchor != "models")
+        return replace(found, base_url="/".join(segments[:version]))
+    base, _, rest = path.rpartition("/model/")
+    model, _, operation = rest.partition("/")
+    if "/model/" in path and ("bedrock", operation) in ENDPOINTS:
+        scopes = (_SIGV4_SCOPE.search(value) for name, value in headers if name.lower() == "authorization")
+        region = next((scope.group(1) for scope in scopes if scope), None)
+        return Destination("bedrock", operation, model=unquote(model) or None, region=region, base_url=base)
+    return None
+
+
+def _gemini_route(path: str, *, vertex: bool) -> Destination:
+    """Developer API: ``/v1beta/models/M:method``.
+
+    Vertex: ``/v1/projects/P/locations/L/publishers/google/models/M:method``, or in express mode
+    (an API key, no project) ``/v1/publishers/google/models/M:method`` on the global host.
+    """
+    model, _, method = path.rpartition("/models/")[2].partition(":")
+    if method not in _GEMINI_METHODS:
+        raise RouteError(f"no backend for the Gemini method {method or path}")
+    segments = path.strip("/").split("/")
+    named = dict(zip(segments[1::2], segments[2::2], strict=False)) if vertex else {}
+    project, location = named.get("projects"), named.get("locations")
+    if vertex and location is None:  # express mode: no project in the path, the global endpoint
+        location = "global"
+    return Destination(
+        "gemini",
+        method,
+        model=unquote(model) or None,
+        region=location,
+        vertex=vertex,
+        project=project,
+        api_version=segments[0] if segments and segments[0] else None,
+    )
