@@ -241,7 +241,12 @@ def _fuzz_agent(
     console = Console()
     examples = examples or DEFAULT_EXAMPLES
     chosen = seed if seed is not None else DEFAULT_SEED
-    console.print(f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}", markup=False, highlight=False)
+    tiers = "provider, network, invalid (--hostile)" if hostile else "provider, network"
+    console.print(
+        f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}, replies of the tiers {tiers}",
+        markup=False,
+        highlight=False,
+    )
     with progress_bar(console) as progress:
         task = progress.add_task("conversing", total=examples)
 

@@ -51,7 +51,9 @@ def _loop(
                 choice = chunk.choices[0]
                 text += choice.delta.content or ""
                 for delta in choice.delta.tool_calls or []:
-                    slot = calls.setdefault(delta.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                    slot = calls.setdefault(
+                        delta.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                    )
                     slot["id"] = delta.id or slot["id"]
                     if delta.function is not None:
                         slot["function"]["name"] += delta.function.name or ""

@@ -65,7 +65,10 @@ def test_a_deviation_declared_for_the_reply_that_causes_it_covers_the_violation(
     assert re.search(r"declared: W4 after text and a call: .* \(covered \d+ violation\(s\)\)", " ".join(output.split()))
     one = Scenario(
         prompts=("hi",),
-        turns=(ModelTurn(text="Let me check.", calls=(Call("add", {"a": 1, "b": 2}, id="call_1"),)), ModelTurn(text="Done.")),
+        turns=(
+            ModelTurn(text="Let me check.", calls=(Call("add", {"a": 1, "b": 2}, id="call_1"),)),
+            ModelTurn(text="Done."),
+        ),
     )
     _, judgement = replay_agent(planted_tiers.joins_texts, one)
     assert judgement.ok and [v.kinds for v, _ in judgement.declared] == [("text and a call",)]
@@ -81,8 +84,9 @@ def test_invalid_input_is_served_only_to_a_hostile_campaign_and_its_finding_says
     assert code == 1, output
     shown = " ".join(output.split())
     assert re.search(
-        r"W2 at request \d+: message \d+, reply \d+'s calls, came back changed: tool_calls\[\]\.id (call_\d+) \(\w+ .*\) "
-        r"was sent twice; tool_calls\[\]\.id \1 \(\w+ .*\) was lost \[tier: invalid\]",
+        r"W2 at request \d+: message \d+, reply \d+'s calls, came back changed: "
+        r"tool_calls\[\]\.id (call_\d+) \(\w+ .*\) was sent twice; "
+        r"tool_calls\[\]\.id \1 \(\w+ .*\) was lost \[tier: invalid\]",
         shown,
     ), output
     saved = next((tmp_path / "wire").glob("W2-*.yaml"))
@@ -104,7 +108,10 @@ def test_a_hostile_campaign_serves_a_status_the_wire_never_uses() -> None:
 def test_w6_says_the_wait_measured_against_the_wait_asked() -> None:
     asked = Scenario(
         prompts=("hi",),
-        turns=(ModelTurn(kind="error", message="slow down", wire=(("status", 429), ("retry_after", 0.2))), ModelTurn(text="Done.")),
+        turns=(
+            ModelTurn(kind="error", message="slow down", wire=(("status", 429), ("retry_after", 0.2))),
+            ModelTurn(text="Done."),
+        ),
     )
     _, judgement = replay_agent(planted.retry_without_wait, asked)
     (violation,) = judgement.violations
