@@ -29,8 +29,12 @@ def _fuzz(*args: str) -> tuple[int, str]:
 
 
 def test_a_reset_mid_chunk_is_a_network_finding_told_apart_from_a_body_that_ends_cleanly(tmp_path: Path) -> None:
-    code, output = _fuzz("tests.harness.agents.planted_tiers:returns_text_on_reset", "--save-dir", str(tmp_path))
+    report = tmp_path / "report.html"
+    code, output = _fuzz(
+        "tests.harness.agents.planted_tiers:returns_text_on_reset", "--save-dir", str(tmp_path), "--html", str(report)
+    )
     assert code == 1, output
+    assert "reset mid-chunk" in report.read_text() and "[tier: network]" in report.read_text()
     shown = " ".join(output.split())
     assert re.search(
         r"W5 at request \d+: the reply was a stream reset mid-chunk \(the connection was reset mid-chunk, after a "
