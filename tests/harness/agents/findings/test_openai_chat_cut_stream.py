@@ -47,6 +47,11 @@ async def _ends_cleanly(writer: asyncio.StreamWriter) -> None:
     await writer.drain()
 
 
+async def _ends_inside_an_event(writer: asyncio.StreamWriter) -> None:
+    writer.write(HEAD + EVENTS[0] + EVENTS[1] + EVENTS[2][:40])  # the last data: line without its end
+    await writer.drain()
+
+
 async def _reset_mid_chunk(writer: asyncio.StreamWriter) -> None:
     writer.write(HEAD + EVENTS[0] + EVENTS[1][:30])
     await writer.drain()
@@ -90,6 +95,7 @@ async def _langchain(base_url: str) -> str:
 
 def test_pydantic_ai_returns_a_body_that_ended_cleanly_without_finish_reason_as_its_answer() -> None:
     assert asyncio.run(_serving(_ends_cleanly, _pydantic_ai)) == "The answer is"
+    assert asyncio.run(_serving(_ends_inside_an_event, _pydantic_ai)) == "The answer"  # the half event dropped
 
 
 def test_pydantic_ai_raises_on_it_with_the_profile_flag() -> None:
@@ -105,6 +111,7 @@ def test_pydantic_ai_raises_on_a_reset_mid_chunk() -> None:
 
 def test_langchain_returns_a_body_that_ended_cleanly_without_finish_reason_as_its_answer() -> None:
     assert asyncio.run(_serving(_ends_cleanly, _langchain)) == "The answer is"
+    assert asyncio.run(_serving(_ends_inside_an_event, _langchain)) == "The answer"
 
 
 def test_langchain_raises_on_a_reset_mid_chunk() -> None:
