@@ -140,3 +140,17 @@ def test_each_wire_is_served_only_the_statuses_its_provider_sends(provider: str,
         assert (dict(reply.wire).get("retry_after") is None) == (provider == "bedrock")  # AWS sends none
     if kind == "in-band error":
         assert dict(reply.wire)["error_event"] in IN_BAND_ERRORS[provider]
+
+
+def test_every_reply_kind_says_who_could_send_it() -> None:
+    from harness.agents import KINDS, TIERS, kinds_for, tier_of
+
+    assert {tier_of(kind) for kind in KINDS} == set(TIERS)
+    assert set(KINDS) - set(kinds_for()) == {"duplicate ids", "unused status"}
+    assert kinds_for(hostile=True) == KINDS
+    assert {k: tier_of(k) for k in ("cut stream", "dropped connection", "cut inside an event", "error status")} == {
+        "cut stream": "network",
+        "dropped connection": "network",
+        "cut inside an event": "network",
+        "error status": "provider",
+    }
