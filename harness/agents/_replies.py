@@ -14,6 +14,12 @@ that HTTP error, and the other two whole).
 
 The first kind is a plain final answer, so shrinking walks every reply towards "the model just
 answers" and a minimal failure keeps only the replies the failure needs.
+
+Each kind has a realism tier (:data:`TIERS`, DESIGN 6): what the provider or its model sends,
+what a proxy, gateway or broken connection does to it, and what no conforming provider sends
+(two calls sharing an id, a status the wire never uses), drawn only by a hostile campaign. The
+statuses are the wire's own (:data:`ERROR_STATUSES`, :data:`IN_BAND_ERRORS`), so a shrunk
+scenario never holds a 529 on OpenAI's wire unless the campaign asked for hostile input.
 """
 
 from __future__ import annotations
