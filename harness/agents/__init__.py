@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
     from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
-    from harness.agents._replies import KINDS, replies
+    from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
 
 _EXPORTS = {
     "DEFAULT_EXAMPLES": "._campaign",
@@ -60,7 +60,10 @@ _EXPORTS = {
     "judge": "._invariants",
     "judge_recording": "._recordings",
     "KINDS": "._replies",
+    "TIERS": "._replies",
+    "kinds_for": "._replies",
     "replies": "._replies",
+    "tier_of": "._replies",
 }
 __all__ = [
     "Agent",
@@ -73,6 +76,7 @@ __all__ = [
     "Judgement",
     "KINDS",
     "Run",
+    "TIERS",
     "UnsteadyAgentError",
     "Violation",
     "WireEmulator",
@@ -82,10 +86,12 @@ __all__ = [
     "converse",
     "judge",
     "judge_recording",
+    "kinds_for",
     "load_wire_regressions",
     "replay_agent",
     "replies",
     "run_agent_campaign",
     "scenario_of",
+    "tier_of",
 ]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

@@ -213,9 +213,11 @@ def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
 class _Drawn:
     """The replies of one conversation, drawn as its requests arrive (on the test's thread)."""
 
-    def __init__(self, data: Any, max_replies: int, seen: _GoesOn | None = None) -> None:
+    def __init__(self, data: Any, max_replies: int, seen: _GoesOn | None = None, hostile: bool = False) -> None:
         self.data, self.max_replies = data, max_replies
         self.seen = seen
+        self.hostile = hostile
+        self.provider = "openai"
         self.menu: tuple[Tool, ...] | None = None
         self.prefix = "call_"
         self.count = 0
@@ -229,15 +231,17 @@ class _Drawn:
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
         if self.menu is None:  # the first request tells the wire and the menu
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
+            self.provider = request.route.provider
             self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
             if self.seen is not None:
-                self.seen.menu_is(self.menu)
+                self.seen.menu_is(self.menu, self.provider, self.hostile)
         if self.final is not None:
             return self.final
         if self.drawn >= self.max_replies:
             self.final = FINAL
             return FINAL
-        reply = numbered(self.data.draw(unnumbered(self.menu), label=f"reply to request {number}"), self.next_id)
+        strategy = unnumbered(self.menu, self.provider, self.hostile)
+        reply = numbered(self.data.draw(strategy, label=f"reply to request {number}"), self.next_id)
         self.drawn += 1
         if is_final(reply):
             self.final = reply
@@ -261,10 +265,12 @@ class _GoesOn:
         self.went_on: Counter[str] = Counter()
         self.stopped: Counter[str] = Counter()
         self.menu: tuple[Tool, ...] | None = None
+        self.wire: tuple[str, bool] = ("openai", False)
         self.steady = True
         """Every run's first request sent the same menu (it comes before any reply: a steady agent's does)."""
 
-    def menu_is(self, menu: tuple[Tool, ...]) -> None:
+    def menu_is(self, menu: tuple[Tool, ...], provider: str = "openai", hostile: bool = False) -> None:
+        self.wire = (provider, hostile)
         if self.menu is None:
             self.menu = menu
         elif menu is not self.menu:
@@ -304,7 +310,7 @@ class _GoesOn:
         planned = 0
         try:
             while planned < max_replies:
-                reply = numbered(scratch.draw(unnumbered(menu)), lambda: f"#{next(count)}")
+                reply = numbered(scratch.draw(unnumbered(menu, *self.wire)), lambda: f"#{next(count)}")
                 planned += 1
                 kind = kind_of(reply)
                 if is_final(reply) or not self.went_on[kind] or self.stopped[kind]:
@@ -333,7 +339,12 @@ def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Sce
         meta["wire"] = wire_of(run.exchanges[0].request)
     if judgement is not None and judgement.violations:
         first = judgement.violations[0]
-        meta["violation"] = {"invariant": first.invariant, "request": first.request, "message": first.message}
+        meta["violation"] = {
+            "invariant": first.invariant,
+            "request": first.request,
+            "message": first.message,
+            "tier": first.tier,
+        }
     name = f"{agent}: {judgement.violations[0].invariant}" if judgement and judgement.violations else agent
     turns: list[ModelTurn] = []
     for reply in run.replies:  # after a final answer the campaign repeats it: the file says so once
@@ -409,10 +420,12 @@ def run_agent_campaign(
     save: bool = True,
     on_example: Callable[[AgentStats], None] | None = None,
     name: str | None = None,
+    hostile: bool = False,
 ) -> AgentCampaignResult:
     """Run ``examples`` conversations with replies drawn as requests arrive; shrink the first
     violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
-    saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent)."""
+    saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent). ``hostile``
+    also draws the ``invalid`` tier (replies no conforming provider sends, DESIGN 6)."""
     chosen = seed if seed is not None else random.randrange(2**32)
     name = agent_name(agent, name)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
@@ -422,7 +435,7 @@ def run_agent_campaign(
     attempts: list[int] = []
     started = time.perf_counter()
     with serving(agent) as served:
-        check = _checker(agent, name, served, text, declared, max_replies, time_bound)
+        check = _checker(agent, name, served, text, declared, max_replies, time_bound, hostile)
 
         def count(run: Run, judgement: Judgement) -> None:
             stats.add(run, judgement)
@@ -469,12 +482,13 @@ def run_agent_campaign(
     result = AgentCampaignResult(name, stats, chosen, served.in_process)
     if failing:
         if save:
-            failure.path = save_wire_regression(failure, save_dir, found_by(name, chosen, examples, max_replies))
+            command = found_by(name, chosen, examples, max_replies, hostile)
+            failure.path = save_wire_regression(failure, save_dir, command)
         result.failure = failure
     return result
 
 
-def found_by(name: str, seed: int, examples: int, max_replies: int) -> str:
+def found_by(name: str, seed: int, examples: int, max_replies: int, hostile: bool = False) -> str:
     """The command that runs this campaign again: each option that is not its default, so the
     same conversations are drawn (the number of examples shapes Hypothesis's generation too)."""
     command = f"harness fuzz --agent {name} --seed {seed}"
@@ -482,6 +496,8 @@ def found_by(name: str, seed: int, examples: int, max_replies: int) -> str:
         command += f" --examples {examples}"
     if max_replies != DEFAULT_MAX_REPLIES:
         command += f" --max-turns {max_replies}"
+    if hostile:
+        command += " --hostile"
     return command
 
 
@@ -541,6 +557,7 @@ def _checker(
     deviations: Sequence[Deviation],
     max_replies: int,
     time_bound: float,
+    hostile: bool = False,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
     seen = _GoesOn()
 
@@ -549,7 +566,7 @@ def _checker(
         run = converse(
             agent,
             served.emulator,
-            _Drawn(data, max_replies, seen),
+            _Drawn(data, max_replies, seen, hostile),
             prompt=prompt,
             base_url=served.base_url,
             request_bound=max_replies + 1 + REQUEST_SLACK,
@@ -573,6 +590,7 @@ def agent_test(
     time_bound: float = DEFAULT_TIME_BOUND,
     regressions: str | os.PathLike[str] | None = None,
     name: str | None = None,
+    hostile: bool = False,
 ) -> Callable[[], None]:
     """A pytest test of ``agent``: its saved wire regressions replayed first, then a campaign under
     the active Hypothesis profile (``harness-ci`` in CI: the same examples every time).
@@ -598,7 +616,7 @@ def agent_test(
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path))
         stats = AgentStats()
         with serving(agent) as served:
-            check = _checker(agent, name, served, text, declared, max_replies, time_bound)
+            check = _checker(agent, name, served, text, declared, max_replies, time_bound, hostile)
 
             def example(data: Any) -> None:
                 stats.add(*check(data))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents._conversation import Exchange, Run, as_recorded
-from harness.agents._replies import KINDS, kind_of, retry_after, status_of
+from harness.agents._replies import KINDS, TIERS, kind_of, retry_after, status_of, tier_of
 from harness.recording import Call, Said
 from harness.scenarios._parts import ModelTurn
 from harness.wire import clip
@@ -53,10 +53,16 @@ class Violation:
     """What a clock measured (how soon a retry came), shown with the message but kept out of it:
     the message goes into the saved scenario, whose name is a digest of its text, so the same
     seed must give the same message, whatever the machine's timing that time."""
+    tier: str = ""
+    """Who could have sent the replies that led to it (``harness.agents.TIERS``): the least
+    realistic of them, ``provider``, ``network`` or ``invalid`` (a finding on input no conforming
+    provider sends is literally right and of little value beside a realistic one)."""
 
     def __str__(self) -> str:
         where = f"request {self.request}" if self.request else "the end of the run"
-        return f"{self.invariant} at {where}: {self.message}" + (f" ({self.measured})" if self.measured else "")
+        measured = f" ({self.measured})" if self.measured else ""
+        tier = f" [tier: {self.tier}]" if self.tier else ""
+        return f"{self.invariant} at {where}: {self.message}{measured}{tier}"
 
 
 @dataclass(frozen=True)
@@ -127,11 +133,14 @@ def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
     histories = _histories(run.exchanges)
     kinds = _Kinds(run)
     found = [
-        *_w1(run.exchanges, histories, kinds),
-        *_w2(run.exchanges, histories, kinds),
-        *_w3(run, kinds),
-        *_w4_w5(run, kinds),
-        *_w6(run.exchanges, kinds),
+        dataclasses.replace(v, tier=tier_for(v.kinds))
+        for v in (
+            *_w1(run.exchanges, histories, kinds),
+            *_w2(run.exchanges, histories, kinds),
+            *_w3(run, kinds),
+            *_w4_w5(run, kinds),
+            *_w6(run.exchanges, kinds),
+        )
     ]
     failing, declared = [], []
     for violation in found:
@@ -141,6 +150,11 @@ def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
         else:
             declared.append((violation, deviation))
     return Judgement(tuple(failing), tuple(declared))
+
+
+def tier_for(kinds: Iterable[str]) -> str:
+    """The least realistic tier among ``kinds`` (``provider`` for none: the run's own doing)."""
+    return max((tier_of(kind) for kind in kinds), key=TIERS.index, default="provider")
 
 
 # -- reading the requests --------------------------------------------------------------------------
@@ -216,12 +230,13 @@ class _Kinds:
     def __init__(self, run: Run) -> None:
         self._run = run
         self._schemas: dict[str, Any] | None = None
+        self.provider = run.exchanges[0].request.route.provider if run.exchanges else None
 
     def __call__(self, *replies: ModelTurn | None) -> tuple[str, ...]:
         return tuple(self._kind(r) for r in replies if r is not None)
 
     def _kind(self, reply: ModelTurn) -> str:
-        kind = kind_of(reply)
+        kind = kind_of(reply, self.provider)
         if kind != "valid call" or reply.calls[0].raw is not None:
             return kind
         call = reply.calls[0]
@@ -329,25 +344,98 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], ki
         if previous.delivered and served is not None:
             expected = expected + reply_messages(served)
         actual = histories[index]
+        gemini = exchange.request.route.provider == "gemini"
         for position, said in enumerate(expected):
+            origin = _origin(exchanges, histories, index, position)
+            source = f"reply {origin.number}" if origin is not None else f"request {previous.number}"
+            blame = kinds(origin.reply) if origin is not None else ()
             if position >= len(actual):
                 yield Violation(
                     "W2",
                     exchange.number,
                     f"it carries {len(actual)} message(s); request {previous.number} and its reply had "
-                    f"{len(expected)}, the first one missing: {_show(said)}",
-                    kinds(previous.reply),
+                    f"{len(expected)}, the first one missing ({source}'s): {_show(said)}",
+                    blame,
                 )
                 break
-            if not _same(actual[position], said, exchange.request.route.provider == "gemini"):
-                yield Violation(
-                    "W2",
-                    exchange.number,
-                    f"message {position + 1} was {_show(said)} (request {previous.number} and its reply), "
-                    f"now {_show(actual[position])}",
-                    kinds(previous.reply),
-                )
-                break
+            now = actual[position]
+            if _same(now, said, gemini):
+                continue
+            calls = _calls_changed(said, now, gemini, _id_field(exchange))
+            if calls:
+                message = f"message {position + 1}, {source}'s calls, came back changed: {calls}"
+            else:
+                message = f"message {position + 1} was {_show(said)} ({source}), now {_show(now)}"
+            yield Violation("W2", exchange.number, message, blame)
+            break
+
+
+def _origin(
+    exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], index: int, position: int
+) -> Exchange | None:
+    """The exchange whose reply put message ``position`` of request ``index - 1``'s history and
+    reply there (``None``: the agent's own, a prompt or a result): the reply a violation that
+    concerns it was caused by, what a deviation's ``kinds`` is matched against."""
+    for j in range(index - 1, -1, -1):
+        start = len(histories[j])
+        if position < start:
+            continue
+        reply = exchanges[j].reply
+        added = len(reply_messages(reply)) if reply is not None and exchanges[j].delivered else 0
+        return exchanges[j] if position < start + added else None
+    return None
+
+
+def _id_field(exchange: Exchange) -> str:
+    """The wire's own name for a call's id, as a maintainer of that wire's client would search it."""
+    route = exchange.request.route
+    if route.provider == "openai":
+        return "call_id" if route.endpoint == "responses" else "tool_calls[].id"
+    return {"anthropic": "tool_use id", "gemini": "functionCall.id", "bedrock": "toolUseId"}.get(route.provider, "id")
+
+
+def _calls_changed(expected: Said, actual: Said, ids_optional: bool, field: str) -> str:
+    """Call by call, what an assistant message's calls lost, repeated or changed on their way back
+    (``""``: the calls came back as sent, the difference is elsewhere)."""
+    if expected.role != "assistant" or actual.role != "assistant" or not (expected.calls or actual.calls):
+        return ""
+    unmatched = list(actual.calls)
+    lost: list[Call] = []
+    kept: list[Call] = []
+    for call in expected.calls:
+        twin = next((a for a in unmatched if _same_call(a, call, ids_optional)), None)
+        if twin is None:
+            lost.append(call)
+        else:
+            unmatched.remove(twin)
+            kept.append(call)
+    if not lost and not unmatched:
+        return ""
+    said: list[str] = []
+    for extra in unmatched:
+        again = [c for c in (*kept, *lost) if _same_call(extra, c, ids_optional)]
+        if again:
+            times = 1 + sum(1 for a in unmatched if _same_call(a, again[0], ids_optional))
+            entry = f"{_named(again[0], field)} was sent {'twice' if times == 2 else f'{times} times'}"
+        else:
+            replaced = next((c for c in lost if c.id == extra.id), None)
+            if replaced is not None:
+                lost.remove(replaced)
+                entry = f"{_named(replaced, field)} came back as {extra.name} {_args(extra)}"
+            else:
+                entry = f"{_named(extra, field)}, a call the reply never made, appeared"
+        if entry not in said:
+            said.append(entry)
+    said.extend(f"{_named(call, field)} was lost" for call in lost)
+    return "; ".join(said)
+
+
+def _named(call: Call, field: str) -> str:
+    return f"{field} {call.id or '(none)'} ({call.name} {_args(call)})"
+
+
+def _args(call: Call) -> str:
+    return clip(call.raw if call.raw is not None else json.dumps(call.arguments, sort_keys=True), 40)
 
 
 def _w3(run: Run, kinds: _Kinds) -> Iterable[Violation]:
@@ -371,24 +459,47 @@ def _w3(run: Run, kinds: _Kinds) -> Iterable[Violation]:
 
 
 def _failure(exchange: Exchange) -> str:
+    """How a reply that was not delivered whole ended, in its wire's terms: the error status, the
+    in-band error event, the broken chunk, or where the body ended (cleanly after which event, as
+    a proxy closing it leaves it, or reset mid-chunk, as the network does)."""
     reply = exchange.reply
     assert reply is not None
     if reply.kind == "error":
-        return f"HTTP {status_of(reply)}"
+        return f"an HTTP {status_of(reply)}"
     faults = dict(reply.wire)
     if "error_event" in faults:
         if not exchange.request.streaming:
-            return f"HTTP {faults['error_event']} (the in-band error of a reply that is not streamed)"
+            return f"an HTTP {faults['error_event']} (the in-band error of a reply that is not streamed)"
         return f"a stream that ended in the provider's in-band error event (of HTTP {faults['error_event']}'s type)"
     if "malformed_chunk" in faults:
         return "a stream with a chunk whose JSON is broken"
     if "bad_checksum" in faults:
         return "a stream with a corrupted chunk (a wrong checksum, or broken JSON where there is none)"
+    ending = _ending(exchange)
     if "cut_mid_event" in faults:
-        return "a stream cut inside an event"
+        return f"a stream cut inside an event ({ending or 'the body ended cleanly inside its last event'})"
     if reply.kind == "raise":
-        return "a connection dropped mid-reply"
-    return "a stream cut before its stop reason"
+        return f"a stream reset mid-chunk ({ending or 'the connection was reset mid-chunk'})"
+    return f"a stream cut before its stop reason ({ending or 'the body ended cleanly after an event'})"
+
+
+def _ending(exchange: Exchange) -> str:
+    """Where the served bytes ended, rendered again from the reply for the request that got it (the
+    same events; only ids may differ): which event came last, on this wire."""
+    from harness.emulator import Emulator
+    from harness.emulator._faults import ending
+    from harness.emulator._scenario_file import script_of
+
+    request = exchange.request
+    assert exchange.reply is not None
+    try:
+        emulator = Emulator(*script_of([exchange.reply]))
+        body = json.dumps(request.body).encode() if request.body is not None else b""
+        query = "&".join(f"{k}={v}" for k, v in request.query.items())
+        delivery = emulator.answer(request.method, request.path, query, request.headers.items(), body)
+        return ending(delivery)
+    except Exception:  # a description is not worth a failed judgement: the message says less instead
+        return ""
 
 
 def _w4_w5(run: Run, kinds: _Kinds) -> Iterable[Violation]:
@@ -404,17 +515,25 @@ def _w4_w5(run: Run, kinds: _Kinds) -> Iterable[Violation]:
         yield Violation(
             "W5",
             last.number,
-            f"the reply was {_failure(last)}, and the run returned {_clip(run.returned)!r} as its answer",
+            f"the reply was {_failure(last)}, and the run returned {_clip(run.returned)!r} as a complete answer",
             kinds(last.reply),
         )
         return
     said = last.reply.text or ""
     if run.returned.strip() != said.strip():
+        # the replies whose text the return holds besides the last one's led to it: what a
+        # deviation for, say, an agent that joins every reply's text is declared against
+        returned = run.returned.strip()
+        earlier = [
+            e.reply
+            for e in run.exchanges[:-1]
+            if e.reply is not None and e.reply.text and e.reply.text.strip() and e.reply.text.strip() in returned
+        ]
         yield Violation(
             "W4",
             last.number,
             f"the run returned {_clip(run.returned)!r}; the last reply said {_clip(said)!r}",
-            kinds(last.reply),
+            kinds(*earlier) if earlier else kinds(last.reply),
         )
 
 
@@ -432,8 +551,8 @@ def _w6(exchanges: Sequence[Exchange], kinds: _Kinds) -> Iterable[Violation]:
             yield Violation(
                 "W6",
                 following.number,
-                f"it came before the Retry-After: {wait:g} of request {exchange.number}'s HTTP "
-                f"{status_of(reply)} had passed",
+                f"the retry of request {exchange.number}, whose HTTP {status_of(reply)} asked for "
+                f"Retry-After: {wait:g} (seconds), came sooner",
                 kinds(reply),
-                measured=f"{gap:.3f}s after it",
+                measured=f"it came {gap:.3f}s after the {status_of(reply)}, {wait:g}s asked",
             )

@@ -14,11 +14,18 @@ that HTTP error, and the other two whole).
 
 The first kind is a plain final answer, so shrinking walks every reply towards "the model just
 answers" and a minimal failure keeps only the replies the failure needs.
+
+Each kind has a realism tier (:data:`TIERS`, DESIGN 6): what the provider or its model sends,
+what a proxy, gateway or broken connection does to it, and what no conforming provider sends
+(two calls sharing an id, a status the wire never uses), drawn only by a hostile campaign. The
+statuses are the wire's own (:data:`ERROR_STATUSES`, :data:`IN_BAND_ERRORS`), so a shrunk
+scenario never holds a 529 on OpenAI's wire unless the campaign asked for hostile input.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,8 +58,70 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 """What the service in front of the model does to a reply: each ends a correct agent's run (or
 costs it a retry), so they are drawn one time in four (as the model's kinds, simplest first)."""
-KINDS: tuple[str, ...] = MODEL_KINDS + FAILURE_KINDS
-"""Every kind of reply, simplest first (Hypothesis shrinks towards the first)."""
+KINDS: tuple[str, ...] = MODEL_KINDS + FAILURE_KINDS + ("unused status",)
+"""Every kind of reply, simplest first (Hypothesis shrinks towards the first); ``unused status``, an
+error status the wire never sends, is drawn only by a hostile campaign."""
+
+TIERS: tuple[str, ...] = ("provider", "network", "invalid")
+"""Who could send a reply (DESIGN 6, realism): the provider or its model; a proxy, gateway or broken
+connection; nobody conforming. A default campaign draws the first two, a hostile one all three:
+a finding on ``invalid`` input is literally right and of little value beside a realistic one."""
+_TIER_OF_KIND: Mapping[str, str] = {
+    **{kind: "provider" for kind in MODEL_KINDS},
+    "duplicate ids": "invalid",  # no provider sends two calls sharing an id (Bedrock rejects them as input)
+    "error status": "provider",
+    "in-band error": "provider",
+    "cut stream": "network",  # a proxy or gateway ends the body cleanly after an event
+    "dropped connection": "network",  # the connection is reset mid-chunk
+    "malformed chunk": "network",
+    "cut inside an event": "network",
+    "unused status": "invalid",
+}
+
+ERROR_STATUSES: Mapping[str, tuple[int, ...]] = {
+    "openai": (429, 503, 500),
+    "anthropic": (429, 529, 500),
+    "gemini": (429, 503, 500),
+    "bedrock": (429, 503, 500),
+}
+"""The error statuses each wire's provider sends (and a client retries): OpenAI's and Gemini's rate
+limit, unavailable and server error; Anthropic's rate limit, ``overloaded_error`` (529) and
+``api_error``; Bedrock's ``ThrottlingException``, ``ServiceUnavailableException`` and
+``InternalServerException`` (its ``ModelNotReadyException`` is a 429 too). Drawn in this order,
+so a shrunk scenario shows the wire's rate limit first."""
+UNUSED_STATUSES: Mapping[str, tuple[int, ...]] = {
+    "openai": (529,),
+    "anthropic": (503,),
+    "gemini": (529,),
+    "bedrock": (529,),
+}
+"""A status each wire never sends (the ``invalid`` tier): Anthropic's 529 elsewhere, a 503 on Anthropic."""
+IN_BAND_ERRORS: Mapping[str, tuple[int, ...]] = {
+    "openai": (500,),
+    "anthropic": (529, 500),
+    "gemini": (500, 503),
+    "bedrock": (500, 429, 503),
+}
+"""The HTTP statuses whose error type each wire's in-band error event carries: OpenAI's
+``server_error`` (chat's ``data: {"error"}``, Responses' ``response.failed``); Anthropic's
+``overloaded_error`` and ``api_error`` events; Gemini's ``INTERNAL`` and ``UNAVAILABLE`` error
+objects; Bedrock's ``internalServerException``, ``throttlingException`` and
+``serviceUnavailableException`` frames. No ``Retry-After`` travels with them: a stream that
+already answered 200 has no header left to carry one."""
+SENDS_RETRY_AFTER: frozenset[str] = frozenset({"openai", "anthropic", "gemini"})
+"""The wires whose error statuses say how long to wait (``Retry-After``; Gemini's ``retryDelay``
+too). AWS sends none: a Bedrock error carries none, and W6 has nothing to judge there."""
+
+
+def tier_of(kind: str) -> str:
+    """The realism tier of a reply kind (the same on every wire: what differs per wire, the
+    statuses, is drawn from that wire's own)."""
+    return _TIER_OF_KIND[kind]
+
+
+def kinds_for(hostile: bool = False) -> tuple[str, ...]:
+    """The kinds a campaign draws: ``provider`` and ``network``; ``hostile`` adds ``invalid``."""
+    return tuple(kind for kind in KINDS if hostile or tier_of(kind) != "invalid")
 
 ANSWERS: tuple[str, ...] = ("Done.", "The answer is 5.", "I could not finish that.")
 """Final answers: short fixed sentences, so a shrunk scenario reads as a conversation."""
@@ -60,11 +129,6 @@ ANSWERS: tuple[str, ...] = ("Done.", "The answer is 5.", "I could not finish tha
 FINAL = ModelTurn(text="Done.")
 """The answer served once a conversation has had its budget of drawn replies."""
 
-RETRY_STATUSES: tuple[int, ...] = (429, 503, 500)
-IN_BAND_STATUSES: tuple[int, ...] = (500, 529, 429)
-"""The HTTP statuses whose error type an in-band error event carries: a server error, Anthropic's
-``overloaded_error`` (529), a rate limit (Bedrock's ``throttlingException``). No ``Retry-After``
-travels with them: a stream that already answered 200 has no header left to carry one."""
 
 WIRE_KINDS: Mapping[str, str] = {
     "error_event": "in-band error",
@@ -89,9 +153,12 @@ class Tool:
     schema: Mapping[str, Any]
 
 
-def kind_of(reply: ModelTurn) -> str:
-    """The vocabulary kind a reply belongs to (a served scenario's turns are counted the same way)."""
+def kind_of(reply: ModelTurn, provider: str | None = None) -> str:
+    """The vocabulary kind a reply belongs to (a served scenario's turns are counted the same way);
+    given the wire's ``provider``, a status that wire never sends is an ``unused status``."""
     if reply.kind == "error":
+        if provider is not None and status_of(reply) not in ERROR_STATUSES.get(provider, (status_of(reply),)):
+            return "unused status"
         return "error status"
     for name, _ in reply.wire:
         if name in WIRE_KINDS:
@@ -136,23 +203,59 @@ def status_of(reply: ModelTurn) -> int | None:
     return int(value) if value is not None else None
 
 
-def replies(tools: Sequence[Tool], next_id: Callable[[], str]) -> st.SearchStrategy[ModelTurn]:
-    """One reply to a request of an agent whose menu is ``tools``; ``next_id`` numbers the calls
-    (each call of a conversation gets a fresh id, so a result names the one call it answers)."""
-    return _reply(tuple(tools), _menu(tuple(tools)), next_id)
+def tier_of_reply(reply: ModelTurn, provider: str | None = None) -> str:
+    """The realism tier of a served reply on ``provider``'s wire (:data:`TIERS`)."""
+    return tier_of(kind_of(reply, provider))
 
 
-def unnumbered(tools: tuple[Tool, ...]) -> st.SearchStrategy[ModelTurn]:
-    """:func:`replies` before its calls are numbered (:func:`numbered`): one strategy per menu, built
-    once, since a strategy made afresh for every reply is validated afresh too, which cost more
-    than drawing the reply (a campaign draws one for every request of every conversation)."""
-    key = tuple(id(tool) for tool in tools)
+def replies(
+    tools: Sequence[Tool], next_id: Callable[[], str], provider: str = "openai", hostile: bool = False
+) -> st.SearchStrategy[ModelTurn]:
+    """One reply to a request of an agent whose menu is ``tools``, on ``provider``'s wire (its own
+    statuses); ``hostile`` adds the ``invalid`` tier. ``next_id`` numbers the calls (each call of a
+    conversation gets a fresh id, so a result names the one call it answers)."""
+    return _reply(tuple(tools), _menu(tuple(tools)), next_id, _Wire.of(provider, hostile))
+
+
+def unnumbered(
+    tools: tuple[Tool, ...], provider: str = "openai", hostile: bool = False
+) -> st.SearchStrategy[ModelTurn]:
+    """:func:`replies` before its calls are numbered (:func:`numbered`): one strategy per menu and
+    wire, built once, since a strategy made afresh for every reply is validated afresh too, which
+    cost more than drawing the reply (a campaign draws one for every request of every conversation)."""
+    key = (*(id(tool) for tool in tools), provider, hostile)
     found = _BUILT.get(key)
     if found is None or found[0] != tools:
         if len(_BUILT) > 64:
             _BUILT.clear()
-        found = _BUILT[key] = (tools, _reply(tools, _menu(tools), None))
+        found = _BUILT[key] = (tools, _reply(tools, _menu(tools), None, _Wire.of(provider, hostile)))
     return found[1]
+
+
+@dataclass(frozen=True)
+class _Wire:
+    """What a wire's replies are drawn from: its kinds (by the campaign's tiers) and its statuses."""
+
+    model: st.SearchStrategy[str]
+    failing: st.SearchStrategy[str]
+    statuses: st.SearchStrategy[int]
+    unused: st.SearchStrategy[int]
+    in_band: st.SearchStrategy[int]
+    retry_after: bool
+
+    @staticmethod
+    @functools.cache
+    def of(provider: str, hostile: bool) -> _Wire:
+        drawn = kinds_for(hostile)
+        known = provider if provider in ERROR_STATUSES else "openai"
+        return _Wire(
+            model=st.sampled_from([k for k in MODEL_KINDS if k in drawn]),
+            failing=st.sampled_from([k for k in (*FAILURE_KINDS, "unused status") if k in drawn]),
+            statuses=st.sampled_from(ERROR_STATUSES[known]),
+            unused=st.sampled_from(UNUSED_STATUSES[known]),
+            in_band=st.sampled_from(IN_BAND_ERRORS[known]),
+            retry_after=known in SENDS_RETRY_AFTER,
+        )
 
 
 def _menu(tools: tuple[Tool, ...]) -> st.SearchStrategy[Tool]:
@@ -164,7 +267,7 @@ def numbered(reply: ModelTurn, next_id: Callable[[], str]) -> ModelTurn:
     (a duplicate keeps sharing its id)."""
     if not reply.calls:
         return reply
-    ids: dict[str, str] = {}
+    ids: dict[str | None, str] = {}
     calls = tuple(
         dataclasses.replace(call, id=ids[call.id] if call.id in ids else ids.setdefault(call.id, next_id()))
         for call in reply.calls
@@ -174,13 +277,10 @@ def numbered(reply: ModelTurn, next_id: Callable[[], str]) -> ModelTurn:
 
 # Built once (a strategy is validated when first drawn): same strategies, same choices, so what a
 # seed generates does not change.
-_BUILT: dict[tuple[int, ...], tuple[tuple[Tool, ...], st.SearchStrategy[ModelTurn]]] = {}
+_BUILT: dict[tuple[Any, ...], tuple[tuple[Tool, ...], st.SearchStrategy[ModelTurn]]] = {}
 _FAILING = st.integers(0, 3)
-_KINDS = {True: st.sampled_from(FAILURE_KINDS), False: st.sampled_from(MODEL_KINDS)}
 _ANSWERS = st.sampled_from(ANSWERS)
-_RETRY_STATUSES = st.sampled_from(RETRY_STATUSES)
 _RETRY_AFTER = st.sampled_from(RETRY_AFTER)
-_IN_BAND_STATUSES = st.sampled_from(IN_BAND_STATUSES)
 _DAMAGE = st.sampled_from(("malformed_chunk", "bad_checksum"))
 _NOT_JSON = st.sampled_from(NOT_JSON)
 _FIRST, _SECOND = "#1", "#2"
@@ -189,7 +289,11 @@ _FIRST, _SECOND = "#1", "#2"
 
 @st.composite
 def _reply(
-    draw: st.DrawFn, tools: tuple[Tool, ...], menu: st.SearchStrategy[Tool], next_id: Callable[[], str] | None
+    draw: st.DrawFn,
+    tools: tuple[Tool, ...],
+    menu: st.SearchStrategy[Tool],
+    next_id: Callable[[], str] | None,
+    wire: _Wire,
 ) -> ModelTurn:
     """One reply; its call ids from ``next_id``, or placeholders for :func:`numbered` when ``None``."""
     ids = iter((_FIRST, _SECOND)) if next_id is None else None
@@ -198,14 +302,16 @@ def _reply(
         return next(ids) if ids is not None else next_id()  # type: ignore[misc]
 
     failing = draw(_FAILING, label="failure") == 3
-    kind = draw(_KINDS[failing], label="kind")
+    kind = draw(wire.failing if failing else wire.model, label="kind")
     answer = draw(_ANSWERS, label="text")
     if kind == "final answer":
         return ModelTurn(text=answer)
     if kind == "length cut-off":
         return ModelTurn(text="The answer is", stop="length")
-    if kind == "error status":
-        status = draw(_RETRY_STATUSES, label="status")
+    if kind in ("error status", "unused status"):
+        status = draw(wire.statuses if kind == "error status" else wire.unused, label="status")
+        if not wire.retry_after:
+            return ModelTurn(kind="error", message=f"emulated {status}", wire=(("status", status),))
         wait = draw(_RETRY_AFTER, label="retry_after")
         return ModelTurn(kind="error", message=f"emulated {status}", wire=(("status", status), ("retry_after", wait)))
     if kind == "cut stream":
@@ -213,7 +319,7 @@ def _reply(
     if kind == "dropped connection":
         return ModelTurn(kind="raise", text=answer, message="connection dropped")
     if kind == "in-band error":
-        status = draw(_IN_BAND_STATUSES, label="status")
+        status = draw(wire.in_band, label="status")
         return ModelTurn(text=answer, wire=(("error_event", status),))
     if kind == "malformed chunk":
         damage = draw(_DAMAGE, label="damage")
@@ -242,4 +348,5 @@ def _args(value: Any) -> dict[str, Any]:
     """Arguments as a JSON object a scenario file can hold (a schema may allow anything)."""
     if not isinstance(value, dict):
         return {"value": value}
-    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    copied: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    return copied

@@ -60,6 +60,12 @@ from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
     help="Only read the shared database; this campaign's finds go to .hypothesis/examples.",
 )
 @click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=HTML_HELP)
+@click.option(
+    "--hostile",
+    is_flag=True,
+    help="With --agent: also serve replies no conforming provider sends (two calls sharing an id, a status "
+    "the wire never uses); by default only what a provider or the network between sends.",
+)
 def fuzz_command(
     examples: int | None,
     seed: int | None,
@@ -70,6 +76,7 @@ def fuzz_command(
     database_readonly: bool = False,
     html: Path | None = None,
     agent_path: str | None = None,
+    hostile: bool = False,
 ) -> None:
     """Generate adversarial model behaviour and check every run against the reference and the invariants.
 
@@ -90,8 +97,10 @@ def fuzz_command(
                 "--database is for our loop's campaigns: a wire campaign (--agent) is replayed by its --seed "
                 "and its saved scenarios"
             )
-        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html)
+        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html, hostile)
         return
+    if hostile:
+        raise click.UsageError("--hostile is for a wire campaign: give it with --agent MODULE:CALLABLE")
     examples = examples or 200
     max_turns = max_turns or 10
     from rich.console import Console
@@ -201,6 +210,7 @@ def _fuzz_agent(
     save_dir: Path | None,
     max_turns: int | None,
     html: Path | None = None,
+    hostile: bool = False,
 ) -> None:
     """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation)."""
     from rich.console import Console
@@ -231,7 +241,12 @@ def _fuzz_agent(
     console = Console()
     examples = examples or DEFAULT_EXAMPLES
     chosen = seed if seed is not None else DEFAULT_SEED
-    console.print(f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}", markup=False, highlight=False)
+    tiers = "provider, network, invalid (--hostile)" if hostile else "provider, network"
+    console.print(
+        f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}, replies of the tiers {tiers}",
+        markup=False,
+        highlight=False,
+    )
     with progress_bar(console) as progress:
         task = progress.add_task("conversing", total=examples)
 
@@ -247,6 +262,7 @@ def _fuzz_agent(
                 save_dir=save_dir,
                 on_example=advance,
                 name=path,
+                hostile=hostile,
             )
         except UnsteadyAgentError as exc:
             console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
@@ -287,7 +303,7 @@ def _fuzz_agent(
             highlight=False,
         )
     if html is not None:
-        command = found_by(path, chosen, examples, max_turns or DEFAULT_MAX_REPLIES)
+        command = found_by(path, chosen, examples, max_turns or DEFAULT_MAX_REPLIES, hostile)
         _write_wire_report(html, result, command, deviations_of(agent))
     if result.failure is None and not stats.requests:
         console.print(

@@ -246,3 +246,94 @@ def apply(
             body = _gzip.compress(body or b"")
     out = WireReply(reply.status, headers, body if chunks is None else None, chunks)
     return Delivery(out, delay=spec.delay, drop_after=spec.drop_after)
+
+
+def ending(delivery: Delivery) -> str:
+    """How a streamed delivery ends, in its wire's own events: after which complete event the body
+    ended cleanly (a proxy or gateway closing it; inside an event when its last one is cut), or was
+    reset mid-chunk (the network). What a finding says, so a maintainer can rebuild the bytes."""
+    parts = delivery.parts
+    reset = delivery.drop_after is not None
+    if reset:
+        cut = min(delivery.drop_after or 0, max(len(parts) - 1, 0))
+        parts = [*parts[:cut], parts[cut][: len(parts[cut]) // 2] if parts else b""]
+    body = b"".join(parts)
+    events, rest = _events(body)
+    last = _event_name(events[-1]) if events else None
+    after = f"after {last}" if last else "before its first event"
+    if reset:
+        return f"the connection was reset mid-chunk, {after}"
+    if rest.strip():
+        return f"the body ended cleanly inside an event, {after}"
+    return f"the body ended cleanly {after}"
+
+
+def _events(body: bytes) -> tuple[list[bytes], bytes]:
+    """The complete events of a body (SSE blocks or event-stream frames) and what trails them."""
+    if not body.startswith(b"\x00"):  # an event-stream frame starts with its length's high byte
+        blocks = body.replace(b"\r\n", b"\n").split(b"\n\n")
+        return [b for b in blocks[:-1] if b.strip()], blocks[-1]
+    frames: list[bytes] = []
+    while len(body) >= 12:
+        size = int.from_bytes(body[:4], "big")
+        if size < 16 or size > len(body):
+            break
+        frames.append(body[:size])
+        body = body[size:]
+    return frames, body
+
+
+def _event_name(event: bytes) -> str:
+    """An event as its wire names it: the SSE ``event:`` name, or for OpenAI chat and Gemini (whose
+    events have none) the field the chunk carries; an event-stream frame's ``:event-type``."""
+    if not event.lstrip().startswith((b"event:", b"data:", b":")):
+        from harness.emulator._eventstream import decode_frame
+
+        try:
+            headers, _ = decode_frame(event)
+        except (ValueError, IndexError):
+            return "an event-stream frame"
+        fields = dict(headers)
+        return f"`{fields.get(':event-type') or fields.get(':exception-type') or 'frame'}`"
+    lines = event.decode("utf-8", "replace").splitlines()
+    named = next((line[6:].strip() for line in lines if line.startswith("event:")), None)
+    if named:
+        return f"`{named}`"
+    data = "".join(line[5:].strip() for line in lines if line.startswith("data:"))
+    if data == "[DONE]":
+        return "`data: [DONE]`"
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        return "an event whose JSON is broken"
+    return _chunk_name(chunk)
+
+
+def _chunk_name(chunk: Any) -> str:
+    if not isinstance(chunk, dict):
+        return "a data event"
+    if "error" in chunk:
+        return "an `error` event"
+    if chunk.get("type"):
+        return f"`{chunk['type']}`"
+    for key, path in (("choices", "choices[0]"), ("candidates", "candidates[0]")):
+        first = (chunk.get(key) or [{}])[0]
+        if not isinstance(first, dict):
+            continue
+        if first.get("finish_reason") or first.get("finishReason"):
+            reason = first.get("finish_reason") or first.get("finishReason")
+            return f"the chunk with {path}.{'finish_reason' if key == 'choices' else 'finishReason'} {reason!r}"
+        if key == "choices":
+            delta = first.get("delta") or {}
+            field = next((f for f in ("tool_calls", "content", "role") if delta.get(f)), None)
+            if field:
+                return f"a `{path}.delta.{field}` chunk"
+        else:
+            parts = (first.get("content") or {}).get("parts") or [{}]
+            field = next((f for f in ("functionCall", "text") if f in parts[-1]), None)
+            if field:
+                return f"a `{path}.content.parts[].{field}` chunk"
+    if "usage" in chunk:
+        return "the usage chunk"
+    return "a data event"
+

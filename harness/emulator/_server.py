@@ -547,12 +547,15 @@ class _ConnectionDropped(Exception):
 
 
 async def _deliver(delivery: Delivery, drop: Callable[[str], Exception]) -> AsyncIterator[bytes]:
-    """The reply's parts, each after the fault's delay; at the drop point, ``drop(reason)`` is
-    raised: uvicorn then closes the socket mid-body, the in-process stream raises it to httpx2."""
+    """The reply's parts, each after the fault's delay; at the drop point, half of that part and
+    then ``drop(reason)``, as a connection reset mid-chunk leaves it: uvicorn then closes the
+    socket mid-body, the in-process stream raises it to httpx2."""
     parts = delivery.parts
     cut = None if delivery.drop_after is None else min(delivery.drop_after, max(len(parts) - 1, 0))
     for sent, part in enumerate(parts):
         if cut is not None and sent >= cut:
+            if len(part) > 1:
+                yield part[: len(part) // 2]
             raise drop(f"emulator: connection dropped after {sent} chunk(s)")
         if delivery.delay:
             await asyncio.sleep(delivery.delay)
@@ -577,7 +580,9 @@ class _SyncStream(httpx2.SyncByteStream):
         drop = self._delivery.drop_after
         cut = None if drop is None else min(drop, max(len(parts) - 1, 0))
         for sent, part in enumerate(parts):
-            if cut is not None and sent >= cut:
+            if cut is not None and sent >= cut:  # half of it first, as _deliver does
+                if len(part) > 1:
+                    yield part[: len(part) // 2]
                 raise httpx2.RemoteProtocolError(f"emulator: connection dropped after {sent} chunk(s)")
             if self._delivery.delay:
                 time.sleep(self._delivery.delay)

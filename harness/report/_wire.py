@@ -234,7 +234,12 @@ def wire_timeline(
 def _said(violation: ViolationLike) -> str:
     where = f"request {violation.request}" if violation.request else "the end of the run"
     measured = getattr(violation, "measured", "")  # what a clock measured: shown, never in the saved file
-    return f"{violation.invariant} at {where}: {violation.message}" + (f" ({measured})" if measured else "")
+    tier = getattr(violation, "tier", "")  # who could have sent what caused it (DESIGN 6, realism)
+    return (
+        f"{violation.invariant} at {where}: {violation.message}"
+        + (f" ({measured})" if measured else "")
+        + (f" [tier: {tier}]" if tier else "")
+    )
 
 
 def _wire(request: Any) -> str:

@@ -115,15 +115,6 @@ async def pydantic_ai_bedrock(prompt: str, *, base_url: str, api_key: str) -> st
     return str(result.output)
 
 
-_BOTOCORE_BACKS_OFF = Deviation(
-    "W6",
-    "botocore retries an error status after its own exponential back-off and never reads Retry-After "
-    "(AWS sends none; botocore's retry guide documents the back-off)",
-    kinds=("error status",),
-)
-pydantic_ai_bedrock.wire_deviations = [_BOTOCORE_BACKS_OFF]  # type: ignore[attr-defined]
-
-
 # -- OpenAI Agents SDK ---------------------------------------------------------------------------
 
 
@@ -206,9 +197,6 @@ async def langchain_bedrock(prompt: str, *, base_url: str, api_key: str) -> str:
     model = ChatBedrockConverse(model=BEDROCK, client=_boto3_client(base_url), **AWS)
     agent = create_agent(model, tools=[add, lookup])
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
-
-
-langchain_bedrock.wire_deviations = [_BOTOCORE_BACKS_OFF]  # type: ignore[attr-defined]
 
 
 # -- LiteLLM (a client, not a framework: the loop is ours, as a LiteLLM user writes it) -----------

@@ -25,7 +25,9 @@ frameworks = pytest.importorskip(
     "tests.harness.agents.frameworks", reason="the frameworks come with the agents extra: pip install -e '.[agents]'"
 )
 
-FINDINGS = sorted((Path(__file__).parent / "findings").glob("*.yaml"))
+FINDINGS = sorted((Path(__file__).parent / "findings").rglob("*.yaml"))
+"""The saved scenarios of the findings; those under ``findings/hostile/`` came from ``--hostile``
+campaigns (their trigger is ``invalid`` input, which no conforming provider sends)."""
 
 ONE_ROUND = Scenario(
     prompts=("Add 2 and 3.",),
@@ -44,14 +46,17 @@ def test_each_framework_agent_completes_a_tool_round_on_its_wire(name: str) -> N
     assert "5" in results[0].text
 
 
-@pytest.mark.parametrize("path", FINDINGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", FINDINGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_each_finding_still_reproduces_on_the_pinned_version(path: Path) -> None:
     scenario = Scenario.from_yaml(path)
     agent = import_user_object(scenario.meta["agent"])
     _, judgement = replay_agent(agent, scenario)
     # a declared deviation still shows: the declaration is still needed
-    found = [v.invariant for v in judgement.violations] + [v.invariant for v, _ in judgement.declared]
-    assert scenario.meta["violation"]["invariant"] in found, (path.name, [str(v) for v in judgement.violations])
+    seen = [*judgement.violations, *(v for v, _ in judgement.declared)]
+    found = [(v.invariant, v.tier) for v in seen]
+    saved = scenario.meta["violation"]
+    assert (saved["invariant"], saved["tier"]) in found, (path.name, [str(v) for v in judgement.violations])
+    assert (saved["tier"] == "invalid") == (path.parent.name == "hostile")
 
 
 def test_the_docs_pydantic_ai_agent_is_a_first_campaign_in_a_new_project(tmp_path: Path) -> None:
