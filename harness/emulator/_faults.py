@@ -27,6 +27,7 @@ from typing import Any
 
 from harness.emulator._wire import WireReply, WireRequest
 from harness.script import turn
+from harness.wire import decode_frame, eventstream_messages, eventstream_payload, sse_events, sse_whole
 
 Wrapped = Any  # a Turn, a ScriptedCall, a str, or another Fault
 
@@ -271,24 +272,19 @@ def ending(delivery: Delivery) -> str:
 def _events(body: bytes) -> tuple[list[bytes], bytes]:
     """The complete events of a body (SSE blocks or event-stream frames) and what trails them."""
     if not body.startswith(b"\x00"):  # an event-stream frame starts with its length's high byte
-        blocks = body.replace(b"\r\n", b"\n").split(b"\n\n")
-        return [b for b in blocks[:-1] if b.strip()], blocks[-1]
-    frames: list[bytes] = []
-    while len(body) >= 12:
-        size = int.from_bytes(body[:4], "big")
-        if size < 16 or size > len(body):
-            break
-        frames.append(body[:size])
-        body = body[size:]
-    return frames, body
+        pieces = sse_events(body)
+        whole = [p for p in pieces if sse_whole(p)]
+        rest = b"" if len(whole) == len(pieces) else pieces[-1]
+        return [p for p in whole if p.strip()], rest
+    messages = eventstream_messages(body)
+    frames = [m for m in messages if eventstream_payload(m) is not None]
+    return frames, b"" if len(frames) == len(messages) else messages[-1]
 
 
 def _event_name(event: bytes) -> str:
     """An event as its wire names it: the SSE ``event:`` name, or for OpenAI chat and Gemini (whose
     events have none) the field the chunk carries; an event-stream frame's ``:event-type``."""
     if not event.lstrip().startswith((b"event:", b"data:", b":")):
-        from harness.emulator._eventstream import decode_frame
-
         try:
             headers, _ = decode_frame(event)
         except (ValueError, IndexError):
