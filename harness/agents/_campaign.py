@@ -21,8 +21,9 @@ import os
 import random
 import sys
 import time
+import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,9 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
+from harness.agents._agent_output import agent_output
 from harness.agents._conversation import (
+    LeftBehind,
     Run,
     WireEmulator,
     as_recorded,
@@ -51,7 +54,8 @@ from harness.agents._invariants import (
     judge,
     reply_kinds,
 )
-from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
+from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
+from harness.agents._verdicts import exercised
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
 from harness.emulator._wire import WireRequest
@@ -65,6 +69,7 @@ DEFAULT_MAX_REPLIES = 6
 REQUEST_SLACK = 4
 """Requests a run may send beyond its drawn replies and the final answer before W3 calls it endless."""
 DEFAULT_TIME_BOUND = 20.0
+"""Seconds a run may take before it is abandoned (W3); ``--time-bound`` / ``time_bound=``."""
 SHRINK_RUNS = 80
 """Runs of the agent Hypothesis may spend shrinking a failure. Each is a real conversation (one
 that loops to its request bound costs a dozen requests), and Hypothesis would try hundreds; past
@@ -95,10 +100,24 @@ class AgentStats:
 
     first_error: str | None = None
     """How the first run that sent no request ended: a campaign that reached nothing says why."""
+    first_raised: Run | None = None
+    """That run, whole: its traceback and what it printed are shown when nothing was tested."""
+    exercised: Counter[str] = field(default_factory=Counter)
+    """Conversations that gave each invariant a chance to break (``_verdicts``)."""
+    late: int = 0
+    """Requests that arrived from runs the campaign had abandoned (refused, never judged)."""
+    unnamed: int = 0
+    """Requests whose path named no conversation (a client that drops its base URL's path)."""
+    left_behind: int = 0
+    """Abandoned runs still running when the verdict was given."""
+    bypassed: int = 0
+    """Conversations in process whose requests came over loopback: the agent ignored its ``http_client``."""
 
     def add(self, run: Run, judgement: Judgement) -> None:
         if not run.exchanges and run.raised is not None and self.first_error is None:
             self.first_error = f"{type(run.raised).__name__}: {run.raised}"
+            self.first_raised = run
+        self.exercised.update(exercised(run))
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
         self.requests += len(run.exchanges)
@@ -117,7 +136,34 @@ class AgentStats:
         rows = [(f"runs that {ending}", count) for ending, count in sorted(self.endings.items())]
         rows += [(f"replies: {kind}", count) for kind, count in sorted(self.kinds.items())]
         rows += [(f"runs on {wire}", count) for wire, count in sorted(self.wires.items())]
+        if self.late:
+            rows.append(("requests from runs the campaign had abandoned (refused, not judged)", self.late))
+        if self.left_behind:
+            rows.append(("abandoned runs still running at the verdict", self.left_behind))
         return rows
+
+    def notes(self) -> list[str]:
+        """What a reader must know to trust the verdict: runs left behind, late requests, isolation
+        that a client defeated, an ``http_client`` ignored."""
+        said = []
+        if self.late:
+            said.append(
+                f"{self.late} request(s) arrived from runs the campaign had abandoned: refused and counted, "
+                "not judged as another conversation's"
+            )
+        if self.left_behind:
+            said.append(f"{self.left_behind} abandoned run(s) were still running at the verdict: left behind")
+        if self.unnamed:
+            said.append(
+                f"{self.unnamed} request(s) did not carry their conversation's base URL path (the client drops "
+                "base_url's path): each was judged in the conversation running when it arrived"
+            )
+        if self.bypassed:
+            said.append(
+                f"the agent ignored the http_client it was given in {self.bypassed} conversation(s) (a framework "
+                "that takes only an httpx client?): its own client was served on loopback instead"
+            )
+        return said
 
 
 def wire_of(request: WireRequest) -> str:
@@ -160,10 +206,15 @@ class UnsteadyAgentError(RuntimeError):
 class WireViolationError(AssertionError):
     """A run broke a wire invariant; carries the run, and (once shrunk) its scenario and file."""
 
-    def __init__(self, judgement: Judgement, run: Run, scenario: Scenario) -> None:
+    def __init__(self, judgement: Judgement, run: Run, scenario: Scenario, notes: str = "") -> None:
         self.judgement, self.run, self.scenario = judgement, run, scenario
         shown = "\n".join(str(v) for v in judgement.violations)
-        super().__init__(f"{shown}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}")
+        said = f"{shown}{notes}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}"
+        if run.log:
+            from harness.agents._agent_output import shown as output
+
+            said += f"\nthe agent's output in this conversation:\n{output(run.log)}\n"
+        super().__init__(said)
 
 
 def agent_name(agent: Callable[..., Any], name: str | None = None) -> str:
@@ -188,13 +239,34 @@ def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
 
 
 class _Serving:
-    """One emulator for a whole campaign: in process when the agent takes ``http_client``, else on
-    a loopback port started once (a server per run would cost more than most runs)."""
+    """One emulator for a whole campaign, each conversation under its own path. An agent that takes
+    ``http_client`` is served in process; it is given the loopback root as well (when the
+    ``emulator`` extra is installed), so a framework that ignores the client it was handed (one that
+    wants an ``httpx`` client, say) is served anyway, and the campaign says so."""
 
     def __init__(self, agent: Callable[..., Any]) -> None:
         self.in_process = takes_http_client(agent)
         self.emulator = WireEmulator()
-        self.base_url: str | None = None if self.in_process else self.emulator.start()
+        self.left_behind = LeftBehind()
+        self.bypassed = 0
+        """Conversations whose requests all came over loopback though the agent was given a client."""
+        self.base_url: str | None = None
+        try:
+            self.base_url = self.emulator.start()
+        except ImportError:  # no uvicorn: in process only (a client it ignores fails loudly instead)
+            if not self.in_process:
+                raise
+
+    def converse(self, agent: Callable[..., Any], choose: Any, **kwargs: Any) -> Run:
+        return converse(
+            agent,
+            self.emulator,
+            choose,
+            base_url=self.base_url,
+            in_process=self.in_process,
+            left_behind=self.left_behind,
+            **kwargs,
+        )
 
     def close(self) -> None:
         self.emulator.stop()
@@ -202,23 +274,25 @@ class _Serving:
 
 @contextmanager
 def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
-    served = _Serving(agent)
-    try:
-        yield served
-    finally:
-        served.close()
+    with agent_output():
+        served = _Serving(agent)
+        try:
+            yield served
+        finally:
+            served.close()
 
 
-class _Drawn:
-    """The replies of one conversation, drawn as its requests arrive (on the test's thread)."""
+class _Planned:
+    """The replies of one conversation, planned at its first request (which tells the wire and the
+    menu), with the public ``st.data()``: a list of replies, served in order, then the final answer.
+    A list, so Hypothesis's shrinker removes whole replies; one draw, on the test's own thread."""
 
-    def __init__(self, data: Any, max_replies: int, seen: _GoesOn | None = None) -> None:
-        self.data, self.max_replies = data, max_replies
-        self.seen = seen
-        self.menu: tuple[Tool, ...] | None = None
+    def __init__(self, data: Any, max_replies: int, options: Mapping[str, Any]) -> None:
+        self.data, self.max_replies, self.options = data, max_replies, options
+        self.plan: list[ModelTurn] | None = None
+        self.served = 0
         self.prefix = "call_"
         self.count = 0
-        self.drawn = 0
         self.final: ModelTurn | None = None
 
     def next_id(self) -> str:
@@ -226,91 +300,36 @@ class _Drawn:
         return f"{self.prefix}{self.count}"
 
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
-        if self.menu is None:  # the first request tells the wire and the menu
+        if self.plan is None:
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
-            if self.seen is not None:
-                self.seen.menu_is(self.menu)
+            menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
+            self.plan = self.data.draw(_plans(menu, self.max_replies, self.options), label="replies")
         if self.final is not None:
             return self.final
-        if self.drawn >= self.max_replies:
+        if self.served >= len(self.plan):
             self.final = FINAL
             return FINAL
-        reply = numbered(self.data.draw(unnumbered(self.menu), label=f"reply to request {number}"), self.next_id)
-        self.drawn += 1
+        reply = numbered(self.plan[self.served], self.next_id)
+        self.served += 1
         if is_final(reply):
             self.final = reply
         return reply
 
 
-class _GoesOn:
-    """What this campaign's agent did after each kind of reply: sent another request, or not.
+_PLANS: dict[tuple[int, int, str], tuple[tuple[Tool, ...], st.SearchStrategy[list[ModelTurn]]]] = {}
 
-    Hypothesis replays a fixed list of choices when it mutates an earlier conversation or shrinks
-    one, and throws the run away (``StopTest``) when the conversation asks for a reply past their
-    end: a whole run of the agent for nothing, about one run in six of a default campaign. The
-    replies those choices hold are known before the run starts (decoded with the menu every earlier
-    run's first request sent); when every one of them is of a kind after which this agent has gone
-    on, and never stopped, the run would ask for one more, and is thrown away before the agent
-    starts. A run that ended once is never thrown away this way again (its last reply's kind has
-    stopped it), so a failure Hypothesis replays is replayed, and the same seed still makes the
-    same campaign."""
 
-    def __init__(self) -> None:
-        self.went_on: Counter[str] = Counter()
-        self.stopped: Counter[str] = Counter()
-        self.menu: tuple[Tool, ...] | None = None
-        self.steady = True
-        """Every run's first request sent the same menu (it comes before any reply: a steady agent's does)."""
-
-    def menu_is(self, menu: tuple[Tool, ...]) -> None:
-        if self.menu is None:
-            self.menu = menu
-        elif menu is not self.menu:
-            self.steady = False
-
-    def skip(self, data: Any, max_replies: int) -> None:
-        """Throw the run away before the agent starts when it would ask for a reply past ``data``'s
-        fixed choices, as Hypothesis would have (``StopTest``), without drawing: were the guess
-        wrong (an agent that stops where it never stopped before), Hypothesis has recorded no draw
-        that the real run could later contradict."""
-        menu = self.menu
-        if menu is None or not self.steady or not self.runs_past(data, menu, max_replies):
-            return
-        data.conjecture_data.mark_overrun()
-
-    def learn(self, run: Run) -> None:
-        kinds = [kind_of(e.reply) for e in run.exchanges if e.reply is not None]
-        self.went_on.update(kinds[:-1])
-        self.stopped.update(kinds[-1:])
-
-    def runs_past(self, data: Any, menu: tuple[Tool, ...], max_replies: int) -> bool:
-        """Whether the run of ``data``'s fixed choices would ask for a reply past their end."""
-        try:
-            from hypothesis.errors import StopTest
-            from hypothesis.internal.conjecture.data import ConjectureData
-
-            fixed = data.conjecture_data
-            prefix = fixed.prefix
-            if fixed.max_choices is None or fixed.max_choices != len(prefix) or not prefix:
-                return False  # generating: past the fixed part, choices are drawn afresh
-            if not all(isinstance(choice, (bool, int, float, str, bytes)) for choice in prefix):
-                return False
-            scratch = ConjectureData.for_choices(prefix)
-        except (ImportError, AttributeError):  # pragma: no cover - a Hypothesis without these internals
-            return False
-        count = iter(range(1, 1 + 2 * max_replies))
-        planned = 0
-        try:
-            while planned < max_replies:
-                reply = numbered(scratch.draw(unnumbered(menu)), lambda: f"#{next(count)}")
-                planned += 1
-                kind = kind_of(reply)
-                if is_final(reply) or not self.went_on[kind] or self.stopped[kind]:
-                    return False
-        except StopTest:
-            return planned > 0
-        return False
+def _plans(menu: tuple[Tool, ...], max_replies: int, options: Mapping[str, Any]) -> st.SearchStrategy[list[ModelTurn]]:
+    """One strategy per menu, built once (a strategy is validated when first drawn). ``options``
+    are handed to the replies' strategy as they are (a realism tier, say)."""
+    key = (id(menu), max_replies, repr(sorted(options.items())))
+    found = _PLANS.get(key)
+    if found is None or found[0] is not menu:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        replies = unnumbered(menu, **options) if options else unnumbered(menu)
+        found = _PLANS[key] = (menu, st.lists(replies, max_size=max_replies))
+    return found[1]
 
 
 _MENUS: dict[str, tuple[Tool, ...]] = {}
@@ -383,12 +402,10 @@ def replay_agent(
     turns = tuple(scenario.turns)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     with serving(agent) as served:
-        run = converse(
+        run = served.converse(
             agent,
-            served.emulator,
             scripted(turns),
             prompt=scenario.prompts[0] if scenario.prompts else DEFAULT_PROMPT,
-            base_url=served.base_url,
             request_bound=max(len(turns), 1) + REQUEST_SLACK,
             time_bound=time_bound,
         )
@@ -408,10 +425,16 @@ def run_agent_campaign(
     save: bool = True,
     on_example: Callable[[AgentStats], None] | None = None,
     name: str | None = None,
+    reply_options: Mapping[str, Any] | None = None,
 ) -> AgentCampaignResult:
     """Run ``examples`` conversations with replies drawn as requests arrive; shrink the first
     violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
-    saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent)."""
+    saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent);
+    ``reply_options`` go to the replies' strategy as they are.
+
+    Hypothesis finds and shrinks; once it has re-raised the minimal example, whole replies are
+    removed where they can be (:func:`fewer_replies`) and the scenario is saved: nothing is saved
+    from inside a Hypothesis example."""
     chosen = seed if seed is not None else random.randrange(2**32)
     name = agent_name(agent, name)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
@@ -420,8 +443,9 @@ def run_agent_campaign(
     failing: list[WireViolationError] = []
     attempts: list[int] = []
     started = time.perf_counter()
+    failure: WireFailure | None = None
     with serving(agent) as served:
-        check = _checker(agent, name, served, text, declared, max_replies, time_bound)
+        check = _checker(agent, name, served, text, declared, max_replies, time_bound, reply_options or {})
 
         def count(run: Run, judgement: Judgement) -> None:
             stats.add(run, judgement)
@@ -462,18 +486,27 @@ def run_agent_campaign(
                     raise
         if not failing:  # with a failure, the time of what was explored (set per example), not the shrinking
             stats.seconds = time.perf_counter() - started
-        if failing:  # Hypothesis runs the minimal example last; then whole replies go, where they can
-            last = failing[-1]
-            failure = fewer_replies(agent, served, last, declared, time_bound, name=name)
-    result = AgentCampaignResult(name, stats, chosen, served.in_process)
-    if failing:
+        if failing:  # Hypothesis ran the minimal example last; then whole replies go, where they can
+            failure = fewer_replies(agent, served, failing[-1], declared, time_bound, name=name)
+        _tally(stats, served)
+    result = AgentCampaignResult(name, stats, chosen, served.in_process and not stats.bypassed)
+    if failure is not None:
         if save:
-            failure.path = save_wire_regression(failure, save_dir, found_by(name, chosen, examples, max_replies))
+            command = found_by(name, chosen, examples, max_replies, time_bound)
+            failure.path = save_wire_regression(failure, save_dir, command)
         result.failure = failure
     return result
 
 
-def found_by(name: str, seed: int, examples: int, max_replies: int) -> str:
+def _tally(stats: AgentStats, served: _Serving) -> None:
+    """What the wire saw beside the judged runs: late requests, unnamed ones, runs left behind."""
+    stats.late = served.emulator.late
+    stats.unnamed = served.emulator.unnamed
+    stats.left_behind = served.left_behind.count()
+    stats.bypassed = served.bypassed
+
+
+def found_by(name: str, seed: int, examples: int, max_replies: int, time_bound: float = DEFAULT_TIME_BOUND) -> str:
     """The command that runs this campaign again: each option that is not its default, so the
     same conversations are drawn (the number of examples shapes Hypothesis's generation too)."""
     command = f"harness fuzz --agent {name} --seed {seed}"
@@ -481,6 +514,8 @@ def found_by(name: str, seed: int, examples: int, max_replies: int) -> str:
         command += f" --examples {examples}"
     if max_replies != DEFAULT_MAX_REPLIES:
         command += f" --max-turns {max_replies}"
+    if time_bound != DEFAULT_TIME_BOUND:
+        command += f" --time-bound {time_bound:g}"
     return command
 
 
@@ -495,9 +530,9 @@ def fewer_replies(
 ) -> WireFailure:
     """The failure with every reply it does not need removed, one reply at a time.
 
-    Hypothesis shrinks each reply's choices well, but removing a whole reply means deleting a run
-    of choices of just the right length, which it rarely hits; replaying the scenario without one
-    turn is cheap and finds it. A removal is kept when the same invariant still breaks."""
+    Hypothesis's list shrinker removes whole replies too, within its budget of runs; replaying the
+    scenario without one turn is cheap and finishes the job. A removal is kept when the same
+    invariant still breaks."""
     invariant = found.judgement.violations[0].invariant
     best = WireFailure(found.judgement.violations[0], found.judgement, found.run, found.scenario)
     turns = list(found.scenario.turns)
@@ -512,12 +547,10 @@ def fewer_replies(
             if not candidate or budget <= 0:
                 continue
             budget -= 1
-            run = converse(
+            run = served.converse(
                 agent,
-                served.emulator,
                 scripted(candidate),
                 prompt=found.run.prompt,
-                base_url=served.base_url,
                 request_bound=found.run.request_bound,
                 time_bound=time_bound,
             )
@@ -540,21 +573,18 @@ def _checker(
     deviations: Sequence[Deviation],
     max_replies: int,
     time_bound: float,
+    reply_options: Mapping[str, Any],
 ) -> Callable[[Any], tuple[Run, Judgement]]:
-    seen = _GoesOn()
-
     def check(data: Any) -> tuple[Run, Judgement]:
-        seen.skip(data, max_replies)
-        run = converse(
+        run = served.converse(
             agent,
-            served.emulator,
-            _Drawn(data, max_replies, seen),
+            _Planned(data, max_replies, reply_options),
             prompt=prompt,
-            base_url=served.base_url,
             request_bound=max_replies + 1 + REQUEST_SLACK,
             time_bound=time_bound,
         )
-        seen.learn(run)
+        if run.in_process == 0 and run.exchanges and served.in_process:
+            served.bypassed += 1
         judgement = judge(run, deviations)
         if judgement.violations:
             raise WireViolationError(judgement, run, scenario_of(run, name, judgement))
@@ -572,13 +602,16 @@ def agent_test(
     time_bound: float = DEFAULT_TIME_BOUND,
     regressions: str | os.PathLike[str] | None = None,
     name: str | None = None,
+    reply_options: Mapping[str, Any] | None = None,
 ) -> Callable[[], None]:
     """A pytest test of ``agent``: its saved wire regressions replayed first, then a campaign under
     the active Hypothesis profile (``harness-ci`` in CI: the same examples every time).
 
     ``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite. ``name`` is the
     ``MODULE:CALLABLE`` its saved scenarios name (``meta.agent``), for an agent made by a factory
-    in another module, whose own ``__module__`` names the factory's module."""
+    in another module, whose own ``__module__`` names the factory's module. ``time_bound``: the
+    seconds a run may take before it is abandoned (W3); a run that cannot be cancelled is left
+    behind, and the test's failure message counts it."""
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     name = agent_name(agent, name)
@@ -597,7 +630,7 @@ def agent_test(
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path))
         stats = AgentStats()
         with serving(agent) as served:
-            check = _checker(agent, name, served, text, declared, max_replies, time_bound)
+            check = _checker(agent, name, served, text, declared, max_replies, time_bound, reply_options or {})
 
             def example(data: Any) -> None:
                 stats.add(*check(data))
@@ -606,13 +639,35 @@ def agent_test(
             campaign = settings(current, deadline=None, suppress_health_check=list(HealthCheck))(
                 given(st.data())(example)
             )
-            campaign()
+            try:
+                campaign()
+            except WireViolationError as exc:
+                _tally(stats, served)
+                notes = "".join(f"\n{note}" for note in stats.notes())
+                raise WireViolationError(exc.judgement, exc.run, exc.scenario, notes) from None
+            _tally(stats, served)
+        if stats.left_behind:  # said once the agent's output is no longer captured: pytest shows it
+            warnings.warn(f"{name}: {stats.notes()[-1]}", RuntimeWarning, stacklevel=2)
         if not stats.requests:  # a campaign of runs that all failed before their first request tested nothing
-            raise AssertionError(
-                f"{name}: no run sent a request to the emulator (the first one raised {stats.first_error}): "
-                "does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?"
-            )
+            raise AssertionError(f"{name}: " + nothing_tested(stats))
 
     test.__name__ = f"test_wire_{getattr(agent, '__name__', 'agent')}"
     test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
     return test
+
+
+def nothing_tested(stats: AgentStats) -> str:
+    """Why a campaign that reached nothing reached nothing: the first run's traceback (the agent's
+    frames), the hints it supports, and what the agent printed."""
+    from harness.agents._agent_output import shown
+    from harness.agents._first_failure import agent_traceback, hints
+
+    run = stats.first_raised
+    if run is None or run.raised is None:
+        return "no run sent a request to the emulator, and none raised: does the agent call its model at all?"
+    lines = [f"no run sent a request to the emulator; the first one raised {stats.first_error}"]
+    lines += ["", agent_traceback(run.raised)]
+    lines += ["", *hints(run.raised)] if hints(run.raised) else []
+    if run.log:
+        lines += ["", "the agent's output in that run:", shown(run.log)]
+    return "\n".join(lines)
