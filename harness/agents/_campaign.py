@@ -55,7 +55,7 @@ from harness.agents._invariants import (
     reply_kinds,
 )
 from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
-from harness.agents._verdicts import exercised
+from harness.agents._verdicts import Verdict, exercised, verdicts
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
 from harness.emulator._wire import WireRequest
@@ -197,6 +197,10 @@ class AgentCampaignResult:
         failed before their first request tested nothing)."""
         return self.failure is None and self.stats.requests > 0
 
+    def verdicts(self, invariants: Mapping[str, str] = INVARIANTS) -> list[Verdict]:
+        """Per invariant, what the campaign can honestly say (the console's table and the HTML's)."""
+        return verdicts(self, invariants)
+
 
 class UnsteadyAgentError(RuntimeError):
     """Hypothesis saw the agent answer the same replies with different requests: a campaign over
@@ -283,27 +287,43 @@ def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
 
 
 class _Planned:
-    """The replies of one conversation, planned at its first request (which tells the wire and the
-    menu), with the public ``st.data()``: a list of replies, served in order, then the final answer.
-    A list, so Hypothesis's shrinker removes whole replies; one draw, on the test's own thread."""
+    """The replies of one conversation, planned with the public ``st.data()``: a list of replies,
+    served in order, then the final answer. A list, so Hypothesis's shrinker removes whole replies.
 
-    def __init__(self, data: Any, max_replies: int, options: Mapping[str, Any]) -> None:
-        self.data, self.max_replies, self.options = data, max_replies, options
+    The plan needs the agent's menu, which its first request tells and which a steady agent sends
+    the same every time: the campaign's first conversation plans at its first request, every later
+    one before the agent starts, so a plan Hypothesis throws away (a replayed prefix too short for
+    it) costs no run of the agent. Drawn on the test's own thread either way."""
+
+    def __init__(self, data: Any, max_replies: int, options: Mapping[str, Any], menus: _Menus) -> None:
+        self.data, self.max_replies, self.options, self.menus = data, max_replies, options, menus
+        self.planned_for = menus.menu
         self.plan: list[ModelTurn] | None = None
+        if self.planned_for is not None:
+            self.plan = self._draw(self.planned_for)
+        self.asked = False
         self.served = 0
         self.prefix = "call_"
         self.count = 0
         self.final: ModelTurn | None = None
+
+    def _draw(self, menu: tuple[Tool, ...]) -> list[ModelTurn]:
+        drawn: list[ModelTurn] = self.data.draw(_plans(menu, self.max_replies, self.options), label="replies")
+        return drawn
 
     def next_id(self) -> str:
         self.count += 1
         return f"{self.prefix}{self.count}"
 
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
-        if self.plan is None:
+        if not self.asked:  # the first request: the wire (the calls' ids) and the menu
+            self.asked = True
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
             menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
-            self.plan = self.data.draw(_plans(menu, self.max_replies, self.options), label="replies")
+            self.menus.menu = menu
+            if self.plan is None or menu is not self.planned_for:  # the first conversation, or a new menu
+                self.plan = self._draw(menu)
+        assert self.plan is not None
         if self.final is not None:
             return self.final
         if self.served >= len(self.plan):
@@ -314,6 +334,13 @@ class _Planned:
         if is_final(reply):
             self.final = reply
         return reply
+
+
+@dataclass
+class _Menus:
+    """The menu the agent's last first request sent: what the next conversation is planned for."""
+
+    menu: tuple[Tool, ...] | None = None
 
 
 _PLANS: dict[tuple[int, int, str], tuple[tuple[Tool, ...], st.SearchStrategy[list[ModelTurn]]]] = {}
@@ -328,7 +355,7 @@ def _plans(menu: tuple[Tool, ...], max_replies: int, options: Mapping[str, Any])
         if len(_PLANS) > 64:
             _PLANS.clear()
         replies = unnumbered(menu, **options) if options else unnumbered(menu)
-        found = _PLANS[key] = (menu, st.lists(replies, max_size=max_replies))
+        found = _PLANS[key] = (menu, st.lists(replies, min_size=1, max_size=max_replies))
     return found[1]
 
 
@@ -349,6 +376,8 @@ def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Sce
     meta: dict[str, Any] = {"agent": agent, "emulate": {"after_last": "repeat"}}
     if run.exchanges:
         meta["wire"] = wire_of(run.exchanges[0].request)
+    if run.time_bound and run.time_bound != DEFAULT_TIME_BOUND:  # a W3 needs the same bound to come again
+        meta["time_bound"] = run.time_bound
     if judgement is not None and judgement.violations:
         first = judgement.violations[0]
         meta["violation"] = {"invariant": first.invariant, "request": first.request, "message": first.message}
@@ -394,11 +423,14 @@ def replay_agent(
     scenario: Scenario | str | os.PathLike[str],
     *,
     deviations: Sequence[Deviation] | None = None,
-    time_bound: float = DEFAULT_TIME_BOUND,
+    time_bound: float | None = None,
 ) -> tuple[Run, Judgement]:
-    """Serve a saved scenario's turns to the agent and judge the run (a regression test's body)."""
+    """Serve a saved scenario's turns to the agent and judge the run (a regression test's body).
+    ``time_bound``: by default the one the campaign that saved it ran under."""
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_yaml(Path(scenario))
+    if time_bound is None:
+        time_bound = float(scenario.meta.get("time_bound", DEFAULT_TIME_BOUND))
     turns = tuple(scenario.turns)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     with serving(agent) as served:
@@ -575,10 +607,12 @@ def _checker(
     time_bound: float,
     reply_options: Mapping[str, Any],
 ) -> Callable[[Any], tuple[Run, Judgement]]:
+    menus = _Menus()
+
     def check(data: Any) -> tuple[Run, Judgement]:
         run = served.converse(
             agent,
-            _Planned(data, max_replies, reply_options),
+            _Planned(data, max_replies, reply_options, menus),
             prompt=prompt,
             request_bound=max_replies + 1 + REQUEST_SLACK,
             time_bound=time_bound,
@@ -625,7 +659,7 @@ def agent_test(
         if unusable is not None:
             raise TypeError(unusable)
         for path in load_wire_regressions(regressions, name):
-            run, judgement = replay_agent(agent, path, deviations=declared, time_bound=time_bound)
+            run, judgement = replay_agent(agent, path, deviations=declared)
             if judgement.violations:
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path))
         stats = AgentStats()

@@ -274,6 +274,12 @@ class WireEmulator(Emulator):
     def transport(self) -> EmulatorTransport:
         return _InProcess(self)
 
+    def stop(self) -> None:
+        """Stop serving without waiting for the server's thread (a daemon) to notice: uvicorn looks
+        every 0.1 s, which a campaign, a replay and every regression of ``agent_test`` would wait."""
+        self._thread = None
+        super().stop()
+
 
 class _InProcess(EmulatorTransport):
     """The in-process transport, telling the emulator that a request came through the client

@@ -346,7 +346,7 @@ def slow_retry(prompt: str, *, base_url: str, api_key: str) -> str:
 
 def executor_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     """A synchronous agent running its own event loop in a ``ThreadPoolExecutor`` thread, as some
-    frameworks' sync entry points do, and backing off 30 s after a 429: nothing can cancel that
+    frameworks' sync entry points do, and backing off 120 s after a 429: nothing can cancel that
     thread, and ``concurrent.futures`` joins it when the interpreter exits."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -357,7 +357,7 @@ def executor_agent(prompt: str, *, base_url: str, api_key: str) -> str:
             try:
                 completion = await client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
             except openai.RateLimitError:
-                time.sleep(30)  # a blocking back-off: not even the thread's own loop can cancel it
+                time.sleep(120)  # a blocking back-off: not even the thread's own loop can cancel it
                 continue
             message = completion.choices[0].message
             calls = [c for c in message.tool_calls or [] if c.type == "function"]
@@ -394,7 +394,7 @@ def raises_deep(prompt: str, *, base_url: str, api_key: str) -> str:
     import warnings
 
     logging.getLogger("planted.framework").warning("building the client for %s", base_url)
-    warnings.warn("planted: this framework's option is deprecated", DeprecationWarning, stacklevel=1)
+    warnings.warn("planted: this framework's option is deprecated", UserWarning, stacklevel=1)
     completion = _client(base_url, api_key).chat.completions.create(model="gpt-test", messages=[])
     return completion.choices[0].message.content or ""
 
@@ -430,20 +430,25 @@ def all_the_text(prompt: str, *, base_url: str, api_key: str, http_client: Any =
     raise RuntimeError("no answer after 20 rounds")
 
 
+def _is_httpx(client: Any, name: str) -> bool:
+    """``isinstance(client, httpx.<name>)``, as a framework checks it (no httpx installed: never)."""
+    try:
+        import httpx  # type: ignore[import-not-found, unused-ignore]  # absent where only httpx2 is installed
+    except ImportError:
+        return False
+    return isinstance(client, getattr(httpx, name))
+
+
 def httpx_only(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """A framework that takes an ``http_client`` only when it is a real ``httpx.Client`` and
     silently builds its own otherwise (as some check ``isinstance``)."""
-    import httpx
-
-    if not isinstance(http_client, httpx.Client):
+    if not _is_httpx(http_client, "Client"):
         http_client = None
     return agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
 
 
 async def async_httpx_only(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """The async form: an ``http_client`` that is not an ``httpx.AsyncClient`` is silently dropped."""
-    import httpx
-
-    if not isinstance(http_client, httpx.AsyncClient):
+    if not _is_httpx(http_client, "AsyncClient"):
         http_client = None
     return await async_agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
