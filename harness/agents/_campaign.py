@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import random
 import sys
@@ -39,7 +38,6 @@ from harness.agents._conversation import (
     LeftBehind,
     Run,
     WireEmulator,
-    as_recorded,
     check_signature,
     converse,
     scripted,
@@ -54,7 +52,8 @@ from harness.agents._invariants import (
     judge,
     reply_kinds,
 )
-from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
+from harness.agents._plans import Menus, PlannedReplies
+from harness.agents._replies import is_final
 from harness.agents._verdicts import Verdict, exercised, verdicts
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
@@ -79,8 +78,6 @@ DEFAULT_PROMPT = "What is 2 + 3? Use your tools."
 WIRE_DIR = "wire"
 """The subdirectory of the regression directory (``cassettes/scenarios``) wire scenarios go to:
 they are served to an agent, not run through our loop, so ``harness run`` must not find them."""
-
-_ID_PREFIX = {"anthropic": "toolu_", "bedrock": "tooluse_"}
 
 
 @dataclass
@@ -284,95 +281,6 @@ def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
             yield served
         finally:
             served.close()
-
-
-class _Planned:
-    """The replies of one conversation, planned with the public ``st.data()``: a list of replies,
-    served in order, then the final answer. A list, so Hypothesis's shrinker removes whole replies.
-
-    The plan needs the agent's menu, which its first request tells and which a steady agent sends
-    the same every time: the campaign's first conversation plans at its first request, every later
-    one before the agent starts, so a plan Hypothesis throws away (a replayed prefix too short for
-    it) costs no run of the agent. Drawn on the test's own thread either way."""
-
-    def __init__(self, data: Any, max_replies: int, options: Mapping[str, Any], menus: _Menus) -> None:
-        self.data, self.max_replies, self.options, self.menus = data, max_replies, options, menus
-        self.planned_for = menus.menu
-        self.plan: list[ModelTurn] | None = None
-        if self.planned_for is not None:
-            self.plan = self._draw(self.planned_for)
-        self.asked = False
-        self.served = 0
-        self.prefix = "call_"
-        self.count = 0
-        self.final: ModelTurn | None = None
-
-    def _draw(self, menu: tuple[Tool, ...]) -> list[ModelTurn]:
-        drawn: list[ModelTurn] = self.data.draw(_plans(menu, self.max_replies, self.options), label="replies")
-        return drawn
-
-    def next_id(self) -> str:
-        self.count += 1
-        return f"{self.prefix}{self.count}"
-
-    def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
-        if not self.asked:  # the first request: the wire (the calls' ids) and the menu
-            self.asked = True
-            self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
-            self.menus.menu = menu
-            if self.plan is None or menu is not self.planned_for:  # the first conversation, or a new menu
-                self.plan = self._draw(menu)
-        assert self.plan is not None
-        if self.final is not None:
-            return self.final
-        if self.served >= len(self.plan):
-            self.final = FINAL
-            return FINAL
-        reply = numbered(self.plan[self.served], self.next_id)
-        self.served += 1
-        if is_final(reply):
-            self.final = reply
-        return reply
-
-
-@dataclass
-class _Menus:
-    """The menu the agent's last first request sent: what the next conversation is planned for."""
-
-    menu: tuple[Tool, ...] | None = None
-
-
-_PLANS: dict[tuple[int, int, str], tuple[tuple[Tool, ...], st.SearchStrategy[list[ModelTurn]]]] = {}
-
-
-def _plans(menu: tuple[Tool, ...], max_replies: int, options: Mapping[str, Any]) -> st.SearchStrategy[list[ModelTurn]]:
-    """One strategy per menu, built once (a strategy is validated when first drawn). ``options``
-    are handed to the replies' strategy as they are (a realism tier, say)."""
-    key = (id(menu), max_replies, repr(sorted(options.items())))
-    found = _PLANS.get(key)
-    if found is None or found[0] is not menu:
-        if len(_PLANS) > 64:
-            _PLANS.clear()
-        replies = unnumbered(menu, **options) if options else unnumbered(menu)
-        # Drawn up to three times as long, then cut: Hypothesis sizes a list towards half its bounds, and a
-        # conversation that ends after a reply or two would leave the later rounds of a loop (and
-        # the history W2 reads) rarely reached. What lies past the cut is never served, so the
-        # shrinker drops it first.
-        longer = st.lists(replies, min_size=1, max_size=3 * max_replies)
-        found = _PLANS[key] = (menu, longer.map(lambda plan: plan[:max_replies]))
-    return found[1]
-
-
-_MENUS: dict[str, tuple[Tool, ...]] = {}
-
-
-def _menu(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
-    """The same menu as the same tuple every run, so the strategies drawn from it are built once."""
-    key = json.dumps([(tool.name, tool.schema) for tool in tools], sort_keys=True, default=repr)
-    if len(_MENUS) > 64:
-        _MENUS.clear()
-    return _MENUS.setdefault(key, tools)
 
 
 def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Scenario:
@@ -612,12 +520,12 @@ def _checker(
     time_bound: float,
     reply_options: Mapping[str, Any],
 ) -> Callable[[Any], tuple[Run, Judgement]]:
-    menus = _Menus()
+    menus = Menus()
 
     def check(data: Any) -> tuple[Run, Judgement]:
         run = served.converse(
             agent,
-            _Planned(data, max_replies, reply_options, menus),
+            PlannedReplies(data, max_replies, reply_options, menus),
             prompt=prompt,
             request_bound=max_replies + 1 + REQUEST_SLACK,
             time_bound=time_bound,

@@ -166,3 +166,14 @@ def test_an_invariant_the_campaign_stopped_before_is_not_reached_and_one_exercis
     }
     clean = {v.invariant: v.verdict for v in verdicts(SimpleNamespace(stats=stats, failure=None), INVARIANTS)}
     assert clean["W4"] == "not exercised"
+
+
+def test_a_time_bound_without_an_agent_is_a_usage_error() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    done = CliRunner().invoke(main, ["fuzz", "--time-bound", "1", "-n", "1"])
+    assert done.exit_code == 2 and "--time-bound bounds an agent's runs: it goes with --agent" in done.output
+    done = CliRunner().invoke(main, ["fuzz", "--agent", "tests.harness.agents.planted:agent", "--time-bound", "0"])
+    assert done.exit_code == 2 and "--time-bound" in done.output
