@@ -93,12 +93,9 @@ def _plans(menu: tuple[Tool, ...], max_replies: int, options: Mapping[str, Any])
         if len(_PLANS) > 64:
             _PLANS.clear()
         replies = unnumbered(menu, **options) if options else unnumbered(menu)
-        # Drawn up to three times as long, then cut: Hypothesis sizes a list towards half its bounds, and a
-        # conversation that ends after a reply or two would leave the later rounds of a loop (and
-        # the history W2 reads) rarely reached. What lies past the cut is never served, so the
-        # shrinker drops it first.
-        longer = st.lists(replies, min_size=1, max_size=3 * max_replies)
-        found = _PLANS[key] = (menu, longer.map(lambda plan: plan[:max_replies]))
+        # at least one reply: an empty plan is the final answer alone, which the first reply's
+        # simplest kind already is
+        found = _PLANS[key] = (menu, st.lists(replies, min_size=1, max_size=max_replies))
     return found[1]
 
 

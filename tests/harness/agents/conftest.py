@@ -34,22 +34,24 @@ def saved_scenarios_reproduce(request: pytest.FixtureRequest, monkeypatch: pytes
     for path in sorted(root.rglob("wire/*.yaml")):
         saved = Scenario.from_yaml(path)
         said = saved.meta["violation"]["invariant"]
-        run, judgement = replay_agent(_agent(saved.meta["agent"], shrunk, root), saved, deviations=())
+        run, judgement = replay_agent(_agent(saved.meta["agent"], shrunk, root, path), saved, deviations=())
         found = [v.invariant for v in judgement.violations]
         assert said in found, f"{path.name} says {said}; replayed, the agent broke {found or 'nothing'} ({run.ended})"
 
 
-def _agent(name: str, shrunk: dict[str, Callable[..., Any]], root: Path) -> Callable[..., Any]:
+def _agent(name: str, shrunk: dict[str, Callable[..., Any]], root: Path, saved: Path) -> Callable[..., Any]:
     """The agent a saved scenario names: one of the test's own campaigns, or one importable by name
-    (an agent of the test's own project, for ``harness fuzz --agent agents:NAME``)."""
+    from a project of the test's (``harness fuzz --agent agents:NAME`` run in a directory above
+    the saved file)."""
     if name in shrunk:
         return shrunk[name]
     module = name.split(":", 1)[0]
-    sys.path.insert(0, str(root))
+    projects = [str(folder) for folder in saved.parents if folder.is_relative_to(root)]
+    sys.path[:0] = projects
     try:
         found: Callable[..., Any] = import_user_object(name)
     finally:
-        sys.path.remove(str(root))
+        del sys.path[: len(projects)]
         if Path(getattr(sys.modules.get(module), "__file__", None) or "/").is_relative_to(root):
             del sys.modules[module]
     return found
