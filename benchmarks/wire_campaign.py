@@ -69,8 +69,6 @@ class Meter:
     taken: int = 0
     discarded: int = 0
     discarded_seconds: float = 0.0
-    skipped: int = 0
-    """Conversations Hypothesis would have thrown away, seen coming before the agent started."""
     asked_to_wait: float = 0.0
     loopback: bool = False
     current: dict[str, float] = field(default_factory=dict)
@@ -119,7 +117,8 @@ class Meter:
 
 def metered(base: type[Emulator], meter: Meter) -> type[Emulator]:
     """``base`` with meters on ``answer`` (in process), its ASGI app (loopback), ``entry`` (the wait
-    for a reply's choice) and, for a campaign's emulator, ``reset`` (a conversation's bounds)."""
+    for a reply's choice) and, for a campaign's emulator, ``open`` and ``close`` (a conversation's
+    bounds)."""
 
     class Metered(base):  # type: ignore[misc, valid-type]
         def answer(self, *args: Any, **kwargs: Any) -> Any:
@@ -154,16 +153,14 @@ def metered(base: type[Emulator], meter: Meter) -> type[Emulator]:
 
             return timed
 
-        def start(self) -> str:
-            meter.loopback = True
-            return super().start()
+        def open(self, inbox: Any) -> Any:  # a campaign's emulator: a conversation begins
+            meter.begin()
+            return super().open(inbox)
 
-        def reset(self, inbox: Any) -> None:  # a campaign's emulator: one call per conversation's bounds
-            if inbox is not None:
-                meter.begin()
-            elif "started" in meter.current:
+        def close(self, live: Any) -> None:  # ... and ends
+            if "started" in meter.current:
                 meter.end()
-            super().reset(inbox)
+            super().close(live)
 
     return Metered
 
@@ -217,14 +214,13 @@ class Campaign:
     asked_to_wait: float
     discarded: int
     discarded_seconds: float
-    skipped: int
     stats_agent: float
     stats_harness: float
 
 
 def bare(contender: Contender, conversations: int) -> Bare:
     """N conversations against a fixed script: a call of ``add``, then the answer."""
-    meter = Meter()
+    meter = Meter(loopback=not contender.in_process)
     emulator = metered(Emulator, meter)(turn.tool_call("add", a=2, b=3), turn.text("The answer is 5."))
     base_url = "http://emulator.invalid" if contender.in_process else emulator.start()
     loop = asyncio.new_event_loop() if contender.is_async else None
@@ -253,19 +249,9 @@ def bare(contender: Contender, conversations: int) -> Bare:
 
 
 def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
-    meter = Meter()
+    meter = Meter(loopback=not contender.in_process)  # an agent in process is given the loopback root too
     original = campaign_module.WireEmulator
     campaign_module.WireEmulator = metered(original, meter)  # type: ignore[misc]
-    skip = campaign_module._GoesOn.skip
-
-    def counted_skip(self: Any, *args: Any, **kwargs: Any) -> None:
-        try:
-            skip(self, *args, **kwargs)
-        except BaseException:
-            meter.skipped += 1
-            raise
-
-    campaign_module._GoesOn.skip = counted_skip  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
         result = run_agent_campaign(
@@ -274,7 +260,6 @@ def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
         seconds = time.perf_counter() - started
     finally:
         campaign_module.WireEmulator = original  # type: ignore[misc]
-        campaign_module._GoesOn.skip = skip  # type: ignore[method-assign]
     meter.drop_pending()
     if not result.ok:
         found = result.failure.violation if result.failure else f"no request ({result.stats.first_error})"
@@ -283,7 +268,7 @@ def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
         raise RuntimeError(
             f"{contender.label}: the meters saw {meter.taken} conversations and {meter.requests} requests, the "
             f"campaign counted {result.stats.conversations} and {result.stats.requests}: the campaign "
-            "no longer makes its emulator as this benchmark expects (harness/agents/_campaign.py WireEmulator, reset)"
+            "no longer makes its emulator as this benchmark expects (harness/agents/_campaign.py WireEmulator, open)"
         )
     agent = meter.conversations - meter.serving
     wire = meter.serving - meter.choosing
@@ -297,7 +282,6 @@ def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
         asked_to_wait=meter.asked_to_wait,
         discarded=meter.discarded,
         discarded_seconds=meter.discarded_seconds,
-        skipped=meter.skipped,
         stats_agent=result.stats.agent_seconds,
         stats_harness=result.stats.harness_seconds,
     )
@@ -383,8 +367,7 @@ def measure(conversations: int, repeat: int, seed: int, out: Callable[[str], Non
         thrown = campaigns[label][0]
         lost = median([x.discarded_seconds for x in campaigns[label]])
         out(
-            f"  {label}: {thrown.discarded} run(s) thrown away, {lost:.2f} s ({thrown.skipped} more seen coming,"
-            " not started);"
+            f"  {label}: {thrown.discarded} run(s) thrown away, {lost:.2f} s;"
             f" AgentStats: the agent {agent_s:.2f} s, the harness {harness_s:.2f} s"
         )
     return results

@@ -9,7 +9,10 @@ plugin and ``harness --help`` pay nothing for it.
 
 ``run_agent_campaign`` (``_campaign``) is ``harness fuzz --agent``; ``agent_test`` its pytest
 form; ``replay_agent`` serves a saved scenario; ``judge`` and ``Deviation`` (``_invariants``) are
-the invariants; ``replies`` (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run.
+the invariants; ``replies`` (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run,
+under a base URL of its own; ``Verdict`` (``_verdicts``) a row of the invariants' table, the same
+on the console and the HTML page. ``_agent_output`` keeps what the agent prints per conversation,
+``_first_failure`` shows what a run raised (the agent's frames, the hints that fit).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
     from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
+    from harness.agents._verdicts import Verdict
 
 _EXPORTS = {
     "DEFAULT_EXAMPLES": "._campaign",
@@ -64,6 +68,7 @@ _EXPORTS = {
     "kinds_for": "._replies",
     "replies": "._replies",
     "tier_of": "._replies",
+    "Verdict": "._verdicts",
 }
 __all__ = [
     "Agent",
@@ -78,6 +83,7 @@ __all__ = [
     "Run",
     "TIERS",
     "UnsteadyAgentError",
+    "Verdict",
     "Violation",
     "WireEmulator",
     "WireFailure",

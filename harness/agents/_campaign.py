@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import random
 import sys
 import time
+import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +33,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
+from harness.agents._agent_output import agent_output
 from harness.agents._conversation import (
+    LeftBehind,
     Run,
     WireEmulator,
-    as_recorded,
     check_signature,
     converse,
     scripted,
@@ -51,7 +52,9 @@ from harness.agents._invariants import (
     judge,
     reply_kinds,
 )
-from harness.agents._replies import FINAL, Tool, is_final, kind_of, numbered, unnumbered
+from harness.agents._plans import Menus, PlannedReplies
+from harness.agents._replies import is_final
+from harness.agents._verdicts import Verdict, exercised, verdicts
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
 from harness.checking._regressions import scenario_dir
 from harness.emulator import WireRequest
@@ -66,6 +69,7 @@ DEFAULT_MAX_REPLIES = 6
 REQUEST_SLACK = 4
 """Requests a run may send beyond its drawn replies and the final answer before W3 calls it endless."""
 DEFAULT_TIME_BOUND = 20.0
+"""Seconds a run may take before it is abandoned (W3); ``--time-bound`` / ``time_bound=``."""
 SHRINK_RUNS = 80
 """Runs of the agent Hypothesis may spend shrinking a failure. Each is a real conversation (one
 that loops to its request bound costs a dozen requests), and Hypothesis would try hundreds; past
@@ -75,8 +79,6 @@ DEFAULT_PROMPT = "What is 2 + 3? Use your tools."
 WIRE_DIR = "wire"
 """The subdirectory of the regression directory (``cassettes/scenarios``) wire scenarios go to:
 they are served to an agent, not run through our loop, so ``harness run`` must not find them."""
-
-_ID_PREFIX = {"anthropic": "toolu_", "bedrock": "tooluse_"}
 
 
 @dataclass
@@ -96,10 +98,24 @@ class AgentStats:
 
     first_error: str | None = None
     """How the first run that sent no request ended: a campaign that reached nothing says why."""
+    first_raised: Run | None = None
+    """That run, whole: its traceback and what it printed are shown when nothing was tested."""
+    exercised: Counter[str] = field(default_factory=Counter)
+    """Conversations that gave each invariant a chance to break (``_verdicts``)."""
+    late: int = 0
+    """Requests that arrived from runs the campaign had abandoned (refused, never judged)."""
+    unnamed: int = 0
+    """Requests whose path named no conversation (a client that drops its base URL's path)."""
+    left_behind: int = 0
+    """Abandoned runs still running when the verdict was given."""
+    bypassed: int = 0
+    """Conversations in process whose requests came over loopback: the agent ignored its ``http_client``."""
 
     def add(self, run: Run, judgement: Judgement) -> None:
         if not run.exchanges and run.raised is not None and self.first_error is None:
             self.first_error = f"{type(run.raised).__name__}: {run.raised}"
+            self.first_raised = run
+        self.exercised.update(exercised(run))
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
         self.requests += len(run.exchanges)
@@ -118,7 +134,34 @@ class AgentStats:
         rows = [(f"runs that {ending}", count) for ending, count in sorted(self.endings.items())]
         rows += [(f"replies: {kind}", count) for kind, count in sorted(self.kinds.items())]
         rows += [(f"runs on {wire}", count) for wire, count in sorted(self.wires.items())]
+        if self.late:
+            rows.append(("requests from runs the campaign had abandoned (refused, not judged)", self.late))
+        if self.left_behind:
+            rows.append(("abandoned runs still running at the verdict", self.left_behind))
         return rows
+
+    def notes(self) -> list[str]:
+        """What a reader must know to trust the verdict: runs left behind, late requests, isolation
+        that a client defeated, an ``http_client`` ignored."""
+        said = []
+        if self.late:
+            said.append(
+                f"{self.late} request(s) arrived from runs the campaign had abandoned: refused and counted, "
+                "not judged as another conversation's"
+            )
+        if self.left_behind:
+            said.append(f"{self.left_behind} abandoned run(s) were still running at the verdict: left behind")
+        if self.unnamed:
+            said.append(
+                f"{self.unnamed} request(s) did not carry their conversation's base URL path (the client drops "
+                "base_url's path): each was judged in the conversation running when it arrived"
+            )
+        if self.bypassed:
+            said.append(
+                f"the agent ignored the http_client it was given in {self.bypassed} conversation(s) (a framework "
+                "that takes only an httpx client?): its own client was served on loopback instead"
+            )
+        return said
 
 
 def wire_of(request: WireRequest) -> str:
@@ -152,6 +195,10 @@ class AgentCampaignResult:
         failed before their first request tested nothing)."""
         return self.failure is None and self.stats.requests > 0
 
+    def verdicts(self, invariants: Mapping[str, str] = INVARIANTS) -> list[Verdict]:
+        """Per invariant, what the campaign can honestly say (the console's table and the HTML's)."""
+        return verdicts(self, invariants)
+
 
 class UnsteadyAgentError(RuntimeError):
     """Hypothesis saw the agent answer the same replies with different requests: a campaign over
@@ -161,10 +208,15 @@ class UnsteadyAgentError(RuntimeError):
 class WireViolationError(AssertionError):
     """A run broke a wire invariant; carries the run, and (once shrunk) its scenario and file."""
 
-    def __init__(self, judgement: Judgement, run: Run, scenario: Scenario) -> None:
+    def __init__(self, judgement: Judgement, run: Run, scenario: Scenario, notes: str = "") -> None:
         self.judgement, self.run, self.scenario = judgement, run, scenario
         shown = "\n".join(str(v) for v in judgement.violations)
-        super().__init__(f"{shown}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}")
+        said = f"{shown}{notes}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}"
+        if run.log:
+            from harness.agents._agent_output import shown as output
+
+            said += f"\nthe agent's output in this conversation:\n{output(run.log)}\n"
+        super().__init__(said)
 
 
 def agent_name(agent: Callable[..., Any], name: str | None = None) -> str:
@@ -189,13 +241,34 @@ def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
 
 
 class _Serving:
-    """One emulator for a whole campaign: in process when the agent takes ``http_client``, else on
-    a loopback port started once (a server per run would cost more than most runs)."""
+    """One emulator for a whole campaign, each conversation under its own path. An agent that takes
+    ``http_client`` is served in process; it is given the loopback root as well (when the
+    ``emulator`` extra is installed), so a framework that ignores the client it was handed (one that
+    wants an ``httpx`` client, say) is served anyway, and the campaign says so."""
 
     def __init__(self, agent: Callable[..., Any]) -> None:
         self.in_process = takes_http_client(agent)
         self.emulator = WireEmulator()
-        self.base_url: str | None = None if self.in_process else self.emulator.start()
+        self.left_behind = LeftBehind()
+        self.bypassed = 0
+        """Conversations whose requests all came over loopback though the agent was given a client."""
+        self.base_url: str | None = None
+        try:
+            self.base_url = self.emulator.start()
+        except ImportError:  # no uvicorn: in process only (a client it ignores fails loudly instead)
+            if not self.in_process:
+                raise
+
+    def converse(self, agent: Callable[..., Any], choose: Any, **kwargs: Any) -> Run:
+        return converse(
+            agent,
+            self.emulator,
+            choose,
+            base_url=self.base_url,
+            in_process=self.in_process,
+            left_behind=self.left_behind,
+            **kwargs,
+        )
 
     def close(self) -> None:
         self.emulator.stop()
@@ -203,132 +276,12 @@ class _Serving:
 
 @contextmanager
 def serving(agent: Callable[..., Any]) -> Iterator[_Serving]:
-    served = _Serving(agent)
-    try:
-        yield served
-    finally:
-        served.close()
-
-
-class _Drawn:
-    """The replies of one conversation, drawn as its requests arrive (on the test's thread)."""
-
-    def __init__(self, data: Any, max_replies: int, seen: _GoesOn | None = None, hostile: bool = False) -> None:
-        self.data, self.max_replies = data, max_replies
-        self.seen = seen
-        self.hostile = hostile
-        self.provider = "openai"
-        self.menu: tuple[Tool, ...] | None = None
-        self.prefix = "call_"
-        self.count = 0
-        self.drawn = 0
-        self.final: ModelTurn | None = None
-
-    def next_id(self) -> str:
-        self.count += 1
-        return f"{self.prefix}{self.count}"
-
-    def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
-        if self.menu is None:  # the first request tells the wire and the menu
-            self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            self.provider = request.route.provider
-            self.menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
-            if self.seen is not None:
-                self.seen.menu_is(self.menu, self.provider, self.hostile)
-        if self.final is not None:
-            return self.final
-        if self.drawn >= self.max_replies:
-            self.final = FINAL
-            return FINAL
-        strategy = unnumbered(self.menu, self.provider, self.hostile)
-        reply = numbered(self.data.draw(strategy, label=f"reply to request {number}"), self.next_id)
-        self.drawn += 1
-        if is_final(reply):
-            self.final = reply
-        return reply
-
-
-class _GoesOn:
-    """What this campaign's agent did after each kind of reply: sent another request, or not.
-
-    Hypothesis replays a fixed list of choices when it mutates an earlier conversation or shrinks
-    one, and throws the run away (``StopTest``) when the conversation asks for a reply past their
-    end: a whole run of the agent for nothing, about one run in six of a default campaign. The
-    replies those choices hold are known before the run starts (decoded with the menu every earlier
-    run's first request sent); when every one of them is of a kind after which this agent has gone
-    on, and never stopped, the run would ask for one more, and is thrown away before the agent
-    starts. A run that ended once is never thrown away this way again (its last reply's kind has
-    stopped it), so a failure Hypothesis replays is replayed, and the same seed still makes the
-    same campaign."""
-
-    def __init__(self) -> None:
-        self.went_on: Counter[str] = Counter()
-        self.stopped: Counter[str] = Counter()
-        self.menu: tuple[Tool, ...] | None = None
-        self.wire: tuple[str, bool] = ("openai", False)
-        self.steady = True
-        """Every run's first request sent the same menu (it comes before any reply: a steady agent's does)."""
-
-    def menu_is(self, menu: tuple[Tool, ...], provider: str = "openai", hostile: bool = False) -> None:
-        self.wire = (provider, hostile)
-        if self.menu is None:
-            self.menu = menu
-        elif menu is not self.menu:
-            self.steady = False
-
-    def skip(self, data: Any, max_replies: int) -> None:
-        """Throw the run away before the agent starts when it would ask for a reply past ``data``'s
-        fixed choices, as Hypothesis would have (``StopTest``), without drawing: were the guess
-        wrong (an agent that stops where it never stopped before), Hypothesis has recorded no draw
-        that the real run could later contradict."""
-        menu = self.menu
-        if menu is None or not self.steady or not self.runs_past(data, menu, max_replies):
-            return
-        data.conjecture_data.mark_overrun()
-
-    def learn(self, run: Run) -> None:
-        kinds = [kind_of(e.reply) for e in run.exchanges if e.reply is not None]
-        self.went_on.update(kinds[:-1])
-        self.stopped.update(kinds[-1:])
-
-    def runs_past(self, data: Any, menu: tuple[Tool, ...], max_replies: int) -> bool:
-        """Whether the run of ``data``'s fixed choices would ask for a reply past their end."""
+    with agent_output():
+        served = _Serving(agent)
         try:
-            from hypothesis.errors import StopTest
-            from hypothesis.internal.conjecture.data import ConjectureData
-
-            fixed = data.conjecture_data
-            prefix = fixed.prefix
-            if fixed.max_choices is None or fixed.max_choices != len(prefix) or not prefix:
-                return False  # generating: past the fixed part, choices are drawn afresh
-            if not all(isinstance(choice, (bool, int, float, str, bytes)) for choice in prefix):
-                return False
-            scratch = ConjectureData.for_choices(prefix)
-        except (ImportError, AttributeError):  # pragma: no cover - a Hypothesis without these internals
-            return False
-        count = iter(range(1, 1 + 2 * max_replies))
-        planned = 0
-        try:
-            while planned < max_replies:
-                reply = numbered(scratch.draw(unnumbered(menu, *self.wire)), lambda: f"#{next(count)}")
-                planned += 1
-                kind = kind_of(reply)
-                if is_final(reply) or not self.went_on[kind] or self.stopped[kind]:
-                    return False
-        except StopTest:
-            return planned > 0
-        return False
-
-
-_MENUS: dict[str, tuple[Tool, ...]] = {}
-
-
-def _menu(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
-    """The same menu as the same tuple every run, so the strategies drawn from it are built once."""
-    key = json.dumps([(tool.name, tool.schema) for tool in tools], sort_keys=True, default=repr)
-    if len(_MENUS) > 64:
-        _MENUS.clear()
-    return _MENUS.setdefault(key, tools)
+            yield served
+        finally:
+            served.close()
 
 
 def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Scenario:
@@ -337,6 +290,8 @@ def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Sce
     meta: dict[str, Any] = {"agent": agent, "emulate": {"after_last": "repeat"}}
     if run.exchanges:
         meta["wire"] = wire_of(run.exchanges[0].request)
+    if run.time_bound and run.time_bound != DEFAULT_TIME_BOUND:  # a W3 needs the same bound to come again
+        meta["time_bound"] = run.time_bound
     if judgement is not None and judgement.violations:
         first = judgement.violations[0]
         meta["violation"] = {
@@ -387,20 +342,21 @@ def replay_agent(
     scenario: Scenario | str | os.PathLike[str],
     *,
     deviations: Sequence[Deviation] | None = None,
-    time_bound: float = DEFAULT_TIME_BOUND,
+    time_bound: float | None = None,
 ) -> tuple[Run, Judgement]:
-    """Serve a saved scenario's turns to the agent and judge the run (a regression test's body)."""
+    """Serve a saved scenario's turns to the agent and judge the run (a regression test's body).
+    ``time_bound``: by default the one the campaign that saved it ran under."""
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_yaml(Path(scenario))
+    if time_bound is None:
+        time_bound = float(scenario.meta.get("time_bound", DEFAULT_TIME_BOUND))
     turns = tuple(scenario.turns)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     with serving(agent) as served:
-        run = converse(
+        run = served.converse(
             agent,
-            served.emulator,
             scripted(turns),
             prompt=scenario.prompts[0] if scenario.prompts else DEFAULT_PROMPT,
-            base_url=served.base_url,
             request_bound=max(len(turns), 1) + REQUEST_SLACK,
             time_bound=time_bound,
         )
@@ -425,7 +381,11 @@ def run_agent_campaign(
     """Run ``examples`` conversations with replies drawn as requests arrive; shrink the first
     violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
     saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent). ``hostile``
-    also draws the ``invalid`` tier (replies no conforming provider sends, DESIGN 6)."""
+    also draws the ``invalid`` tier (replies no conforming provider sends, DESIGN 6).
+
+    Hypothesis finds and shrinks; once it has re-raised the minimal example, whole replies are
+    removed where they can be (:func:`fewer_replies`) and the scenario is saved: nothing is saved
+    from inside a Hypothesis example."""
     chosen = seed if seed is not None else random.randrange(2**32)
     name = agent_name(agent, name)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
@@ -434,6 +394,7 @@ def run_agent_campaign(
     failing: list[WireViolationError] = []
     attempts: list[int] = []
     started = time.perf_counter()
+    failure: WireFailure | None = None
     with serving(agent) as served:
         check = _checker(agent, name, served, text, declared, max_replies, time_bound, hostile)
 
@@ -476,19 +437,29 @@ def run_agent_campaign(
                     raise
         if not failing:  # with a failure, the time of what was explored (set per example), not the shrinking
             stats.seconds = time.perf_counter() - started
-        if failing:  # Hypothesis runs the minimal example last; then whole replies go, where they can
-            last = failing[-1]
-            failure = fewer_replies(agent, served, last, declared, time_bound, name=name)
-    result = AgentCampaignResult(name, stats, chosen, served.in_process)
-    if failing:
+        if failing:  # Hypothesis ran the minimal example last; then whole replies go, where they can
+            failure = fewer_replies(agent, served, failing[-1], declared, time_bound, name=name)
+        _tally(stats, served)
+    result = AgentCampaignResult(name, stats, chosen, served.in_process and not stats.bypassed)
+    if failure is not None:
         if save:
-            command = found_by(name, chosen, examples, max_replies, hostile)
+            command = found_by(name, chosen, examples, max_replies, hostile, time_bound)
             failure.path = save_wire_regression(failure, save_dir, command)
         result.failure = failure
     return result
 
 
-def found_by(name: str, seed: int, examples: int, max_replies: int, hostile: bool = False) -> str:
+def _tally(stats: AgentStats, served: _Serving) -> None:
+    """What the wire saw beside the judged runs: late requests, unnamed ones, runs left behind."""
+    stats.late = served.emulator.late
+    stats.unnamed = served.emulator.unnamed
+    stats.left_behind = served.left_behind.count()
+    stats.bypassed = served.bypassed
+
+
+def found_by(
+    name: str, seed: int, examples: int, max_replies: int, hostile: bool = False, time_bound: float = DEFAULT_TIME_BOUND
+) -> str:
     """The command that runs this campaign again: each option that is not its default, so the
     same conversations are drawn (the number of examples shapes Hypothesis's generation too)."""
     command = f"harness fuzz --agent {name} --seed {seed}"
@@ -498,6 +469,8 @@ def found_by(name: str, seed: int, examples: int, max_replies: int, hostile: boo
         command += f" --max-turns {max_replies}"
     if hostile:
         command += " --hostile"
+    if time_bound != DEFAULT_TIME_BOUND:
+        command += f" --time-bound {time_bound:g}"
     return command
 
 
@@ -512,9 +485,9 @@ def fewer_replies(
 ) -> WireFailure:
     """The failure with every reply it does not need removed, one reply at a time.
 
-    Hypothesis shrinks each reply's choices well, but removing a whole reply means deleting a run
-    of choices of just the right length, which it rarely hits; replaying the scenario without one
-    turn is cheap and finds it. A removal is kept when the same invariant still breaks."""
+    Hypothesis's list shrinker removes whole replies too, within its budget of runs; replaying the
+    scenario without one turn is cheap and finishes the job. A removal is kept when the same
+    invariant still breaks."""
     invariant = found.judgement.violations[0].invariant
     best = WireFailure(found.judgement.violations[0], found.judgement, found.run, found.scenario)
     turns = list(found.scenario.turns)
@@ -529,12 +502,10 @@ def fewer_replies(
             if not candidate or budget <= 0:
                 continue
             budget -= 1
-            run = converse(
+            run = served.converse(
                 agent,
-                served.emulator,
                 scripted(candidate),
                 prompt=found.run.prompt,
-                base_url=served.base_url,
                 request_bound=found.run.request_bound,
                 time_bound=time_bound,
             )
@@ -559,20 +530,18 @@ def _checker(
     time_bound: float,
     hostile: bool = False,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
-    seen = _GoesOn()
+    menus = Menus()
 
     def check(data: Any) -> tuple[Run, Judgement]:
-        seen.skip(data, max_replies)
-        run = converse(
+        run = served.converse(
             agent,
-            served.emulator,
-            _Drawn(data, max_replies, seen, hostile),
+            PlannedReplies(data, max_replies, hostile, menus),
             prompt=prompt,
-            base_url=served.base_url,
             request_bound=max_replies + 1 + REQUEST_SLACK,
             time_bound=time_bound,
         )
-        seen.learn(run)
+        if run.in_process == 0 and run.exchanges and served.in_process:
+            served.bypassed += 1
         judgement = judge(run, deviations)
         if judgement.violations:
             raise WireViolationError(judgement, run, scenario_of(run, name, judgement))
@@ -597,7 +566,9 @@ def agent_test(
 
     ``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite. ``name`` is the
     ``MODULE:CALLABLE`` its saved scenarios name (``meta.agent``), for an agent made by a factory
-    in another module, whose own ``__module__`` names the factory's module."""
+    in another module, whose own ``__module__`` names the factory's module. ``time_bound``: the
+    seconds a run may take before it is abandoned (W3); a run that cannot be cancelled is left
+    behind, and the test's failure message counts it."""
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     name = agent_name(agent, name)
@@ -611,7 +582,7 @@ def agent_test(
         if unusable is not None:
             raise TypeError(unusable)
         for path in load_wire_regressions(regressions, name):
-            run, judgement = replay_agent(agent, path, deviations=declared, time_bound=time_bound)
+            run, judgement = replay_agent(agent, path, deviations=declared)
             if judgement.violations:
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path))
         stats = AgentStats()
@@ -625,13 +596,35 @@ def agent_test(
             campaign = settings(current, deadline=None, suppress_health_check=list(HealthCheck))(
                 given(st.data())(example)
             )
-            campaign()
+            try:
+                campaign()
+            except WireViolationError as exc:
+                _tally(stats, served)
+                notes = "".join(f"\n{note}" for note in stats.notes())
+                raise WireViolationError(exc.judgement, exc.run, exc.scenario, notes) from None
+            _tally(stats, served)
+        if stats.left_behind:  # said once the agent's output is no longer captured: pytest shows it
+            warnings.warn(f"{name}: {stats.notes()[-1]}", RuntimeWarning, stacklevel=2)
         if not stats.requests:  # a campaign of runs that all failed before their first request tested nothing
-            raise AssertionError(
-                f"{name}: no run sent a request to the emulator (the first one raised {stats.first_error}): "
-                "does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?"
-            )
+            raise AssertionError(f"{name}: " + nothing_tested(stats))
 
     test.__name__ = f"test_wire_{getattr(agent, '__name__', 'agent')}"
     test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
     return test
+
+
+def nothing_tested(stats: AgentStats) -> str:
+    """Why a campaign that reached nothing reached nothing: the first run's traceback (the agent's
+    frames), the hints it supports, and what the agent printed."""
+    from harness.agents._agent_output import shown
+    from harness.agents._first_failure import agent_traceback, hints
+
+    run = stats.first_raised
+    if run is None or run.raised is None:
+        return "no run sent a request to the emulator, and none raised: does the agent call its model at all?"
+    lines = [f"no run sent a request to the emulator; the first one raised {stats.first_error}"]
+    lines += ["", agent_traceback(run.raised)]
+    lines += ["", *hints(run.raised)] if hints(run.raised) else []
+    if run.log:
+        lines += ["", "the agent's output in that run:", shown(run.log)]
+    return "\n".join(lines)

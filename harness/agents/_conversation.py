@@ -3,6 +3,10 @@
 The agent runs on a worker thread (a coroutine function on one shared event loop); each
 request it sends reaches :class:`WireEmulator` (in process through the ``httpx2`` transport, or on
 loopback), which hands it to the thread that started the conversation and waits for the reply.
+Each conversation has a base URL of its own (the root plus ``/conversation/<n>``): a request is
+judged in the conversation that sent it, and one that names a conversation already over (a run
+abandoned at its time bound, waking from its back-off) is refused and counted, never judged as
+the running conversation's.
 That thread is the test's: Hypothesis draws only there, so every reply is a draw of the test's
 own, shrinkable like any other. A run that outlives its time bound is reported, never waited for:
 an async run is cancelled, a synchronous one abandoned (its thread is a daemon).
@@ -21,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.emulator import Emulator, Fault, IdSource, WireRequest, fault, script_of
+from harness.agents._agent_output import capturing, conversation_output
+from harness.emulator import Emulator, EmulatorTransport, Fault, IdSource, WireRequest, fault, script_of
 from harness.recording import Body, Request, Said, conversation
 from harness.scenarios._parts import ModelTurn
 from harness.script import Turn
@@ -136,6 +141,10 @@ class Run:
     """Time spent choosing replies (Hypothesis drawing them): the harness's share of ``seconds``."""
     request_bound: int = 0
     time_bound: float = 0.0
+    log: list[str] = field(default_factory=list)
+    """What the agent printed, logged and warned during the run (shown with a failing one)."""
+    in_process: int = 0
+    """Requests that came through the ``http_client`` the run was given."""
 
     @property
     def ended(self) -> str:
@@ -165,47 +174,140 @@ def response_id(body: bytes) -> str | None:
     return found.group(1).decode() if found else None
 
 
+CONVERSATION_PATH = "/conversation/"
+"""What begins each conversation's base URL path: ``<root>/conversation/<n>``. A request is judged
+in the conversation its path names, whatever else is running when it arrives."""
+_CONVERSATION = re.compile(r"^/conversation/(\d+)(?=/|$)")
+
+
+@dataclass
+class _Live:
+    """One conversation on the wire: where its requests go, and what they were."""
+
+    number: int
+    inbox: queue.Queue[Any]
+    exchanges: list[Exchange] = field(default_factory=list)
+    requests: int = 0
+    over: bool = False
+    came_in_process: int = 0
+    """Requests that came through the ``http_client`` the run was given (not over loopback)."""
+
+
 class WireEmulator(Emulator):
-    """An emulator whose replies come from a chooser on another thread, one per request."""
+    """An emulator whose replies come from a chooser on another thread, one per request, each
+    conversation under a path of its own (:data:`CONVERSATION_PATH`)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._inbox: queue.Queue[Any] | None = None
-        self.exchanges: list[Exchange] = []
+        self._conversations: dict[int, _Live] = {}
+        self._opened = 0
+        self._serving = threading.local()
+        self.late = 0
+        """Requests that named a conversation already over (a run the campaign had abandoned)."""
+        self.unnamed = 0
+        """Requests whose path named no conversation (a client that drops its base URL's path)."""
 
     answers_off_loop = True
     """Its answers block until the campaign's thread has chosen: the loopback server must not wait
     on its event loop, or one waiting request would stall every other connection."""
 
-    def reset(self, inbox: queue.Queue[Any] | None) -> None:
-        """A fresh conversation on the same server (no requests, ids from 1 again); ``None``: none."""
+    def open(self, inbox: queue.Queue[Any]) -> _Live:
+        """A new conversation: its own number, so its own base URL path."""
         with self._lock:
+            self._opened += 1
+            live = _Live(self._opened, inbox)
+            self._conversations = {live.number: live}  # one at a time: the one before is over
             self.requests = []
-            self.exchanges = []
             self.ids = IdSource()
-            self._inbox = inbox
+        return live
+
+    def close(self, live: _Live) -> None:
+        """The conversation is over: a request that names it from now on is late, refused, counted."""
+        with self._lock:
+            live.over = True
+            self._conversations.pop(live.number, None)
+
+    def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
+        found = _CONVERSATION.match(path)
+        with self._lock:
+            if found is None:  # a client that ignores the base URL's path: judged where it arrives
+                self.unnamed += 1
+                live = next(iter(self._conversations.values()), None)
+            else:
+                path = path[found.end() :] or "/"
+                live = self._conversations.get(int(found.group(1)))
+                if live is None:
+                    self.late += 1
+            if live is not None and getattr(self._serving, "in_process", False):
+                live.came_in_process += 1
+        self._serving.live = live
+        try:
+            delivery = super().answer(method, path, query, headers, body)
+        finally:
+            self._serving.live = None
+        if live is not None and path.endswith("/responses") and delivery.reply.status == 200:
+            found_id = response_id(delivery.reply.body or b"".join(delivery.reply.chunks or []))
+            with self._lock:
+                if found_id and live.exchanges:
+                    live.exchanges[-1].response_id = found_id
+        return delivery
 
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
-        exchange = Exchange(number, request, time.monotonic())
+        live: _Live | None = getattr(self._serving, "live", None)
+        if live is None:
+            return fault.status(400, "harness: this request belongs to no running conversation")
         answer: queue.Queue[Turn | Fault] = queue.Queue(maxsize=1)
         with self._lock:
-            inbox = self._inbox
-            if inbox is None:
-                return fault.status(400, "harness: no conversation is running")
-            inbox.put(("request", exchange, answer))
+            if live.over:
+                return fault.status(400, "harness: this conversation is over")
+            live.requests += 1
+            exchange = Exchange(live.requests, request, time.monotonic())
+            live.inbox.put(("request", exchange, answer))
         try:
             return answer.get(timeout=600)
         except queue.Empty:  # the campaign gave up on this run
             return fault.status(400, "harness: the campaign stopped serving this run")
 
-    def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
-        delivery = super().answer(method, path, query, headers, body)
-        if path.endswith("/responses") and delivery.reply.status == 200:
-            found = response_id(delivery.reply.body or b"".join(delivery.reply.chunks or []))
-            with self._lock:
-                if found and self.exchanges:
-                    self.exchanges[-1].response_id = found
-        return delivery
+    def transport(self) -> EmulatorTransport:
+        return _InProcess(self)
+
+    def stop(self) -> None:
+        """Stop serving without waiting for the server's thread (a daemon) to notice: uvicorn looks
+        every 0.1 s, which a campaign, a replay and every regression of ``agent_test`` would wait."""
+        self._thread = None
+        super().stop()
+
+
+class _InProcess(EmulatorTransport):
+    """The in-process transport, telling the emulator that a request came through the client
+    the run was given (an agent that ignores it reaches the loopback server instead)."""
+
+    def _answer(self, request: Any, body: bytes) -> Any:
+        serving = self.emulator._serving  # type: ignore[attr-defined]  # a WireEmulator's
+        serving.in_process = True
+        try:
+            return super()._answer(request, body)
+        finally:
+            serving.in_process = False
+
+
+class LeftBehind:
+    """Runs the campaign abandoned (their time bound passed, or Hypothesis discarded them) that
+    may still be running: counted at the verdict, never waited for."""
+
+    def __init__(self) -> None:
+        self._alive: list[Callable[[], bool]] = []
+        self._lock = threading.Lock()
+
+    def add(self, alive: Callable[[], bool]) -> None:
+        with self._lock:
+            self._alive.append(alive)
+
+    def count(self) -> int:
+        """How many abandoned runs are still running now."""
+        with self._lock:
+            self._alive = [alive for alive in self._alive if alive()]
+            return len(self._alive)
 
 
 def converse(
@@ -217,33 +319,44 @@ def converse(
     base_url: str | None,
     request_bound: int,
     time_bound: float,
+    in_process: bool | None = None,
+    left_behind: LeftBehind | None = None,
 ) -> Run:
     """Run the agent once against ``emulator``, answering each request with ``choose`` on this thread.
 
-    ``base_url`` ``None``: the agent takes ``http_client`` and is served in process."""
+    ``base_url`` is the emulator's root (``None``: served in process only, on :data:`IN_PROCESS_BASE`);
+    the run is given the root plus its conversation's path. ``in_process`` (default: when
+    ``base_url`` is ``None``) hands it an ``http_client`` answering in process as well."""
     inbox: queue.Queue[Any] = queue.Queue()
-    emulator.reset(inbox)
+    live = emulator.open(inbox)
     run = Run(prompt, request_bound=request_bound, time_bound=time_bound)
+    root = (base_url or IN_PROCESS_BASE).rstrip("/")
+    served_in_process = base_url is None if in_process is None else in_process
     started = time.monotonic()
-    cancel = _start(agent, emulator, prompt, base_url, inbox)
-    ended = False
-    try:
-        ended = _serve(run, emulator, choose, inbox, started + time_bound)
-    finally:
-        # Also when choosing raised (Hypothesis stops a draw that runs past its buffer, or replays
-        # a shorter prefix while shrinking): the waiting request is refused and the run cancelled,
-        # else it would hold the shared event loop, and every later run, for good.
-        if not ended:
-            cancel()
-        run.seconds = time.monotonic() - started
-        with emulator._lock:
-            run.exchanges = list(emulator.exchanges)
-        emulator.reset(None)  # a request the agent still sends (a leftover task) is refused at once
-        _refuse_pending(inbox, wait=0.0 if ended else 2.0)
+    with conversation_output(run.log):
+        url = f"{root}{CONVERSATION_PATH}{live.number}"
+        cancel, alive = _start(agent, emulator, prompt, url, served_in_process, inbox, run.log)
+        ended = False
+        try:
+            ended = _serve(run, live, choose, inbox, started + time_bound)
+        finally:
+            # Also when choosing raised (Hypothesis stops a draw that runs past its buffer, or replays
+            # a shorter prefix while shrinking): the waiting request is refused and the run cancelled,
+            # else it would hold the shared event loop, and every later run, for good.
+            if not ended:
+                cancel()
+            run.seconds = time.monotonic() - started
+            with emulator._lock:
+                run.exchanges = list(live.exchanges)
+                run.in_process = live.came_in_process
+            emulator.close(live)  # a request the run still sends (a leftover task) is refused at once, counted
+            ended = _refuse_pending(inbox, wait=0.0 if ended else 2.0) or ended
+            if not ended and left_behind is not None:
+                left_behind.add(alive)
     return run
 
 
-def _serve(run: Run, emulator: WireEmulator, choose: Chooser, inbox: queue.Queue[Any], deadline: float) -> bool:
+def _serve(run: Run, live: _Live, choose: Chooser, inbox: queue.Queue[Any], deadline: float) -> bool:
     """Answer the run's requests until it ends (``True``) or its time bound passes (``False``)."""
     request_bound = run.request_bound
     while True:
@@ -256,8 +369,7 @@ def _serve(run: Run, emulator: WireEmulator, choose: Chooser, inbox: queue.Queue
             _, run.returned, run.raised = item
             return True
         _, exchange, answer = item
-        with emulator._lock:
-            emulator.exchanges.append(exchange)
+        live.exchanges.append(exchange)
         before = time.monotonic()
         try:
             reply = choose(exchange.number, exchange.request) if exchange.number <= request_bound else None
@@ -275,25 +387,34 @@ def _serve(run: Run, emulator: WireEmulator, choose: Chooser, inbox: queue.Queue
         answer.put(entry)
 
 
-def _refuse_pending(inbox: queue.Queue[Any], wait: float) -> None:
-    """Refuse what is still waiting; with ``wait``, for that long or until the run says it ended."""
+def _refuse_pending(inbox: queue.Queue[Any], wait: float) -> bool:
+    """Refuse what is still waiting; with ``wait``, for that long or until the run says it ended
+    (then ``True``)."""
     deadline = time.monotonic() + wait
+    ended = False
     while True:
         try:
             item = inbox.get(timeout=max(0.0, deadline - time.monotonic())) if wait else inbox.get_nowait()
         except queue.Empty:
-            return
+            return ended
         if item[0] == "request":
             item[2].put(fault.status(400, "harness: this conversation is over"))
         elif item[0] == "done":
-            wait = 0.0
+            wait, ended = 0.0, True
 
 
 def _start(
-    agent: Callable[..., Any], emulator: WireEmulator, prompt: str, base_url: str | None, inbox: queue.Queue[Any]
-) -> Callable[[], None]:
-    """Start the run; returns how to cancel it (an async run's task; a sync thread cannot be)."""
-    kwargs: dict[str, Any] = {"base_url": base_url or IN_PROCESS_BASE, "api_key": API_KEY}
+    agent: Callable[..., Any],
+    emulator: WireEmulator,
+    prompt: str,
+    base_url: str,
+    in_process: bool,
+    inbox: queue.Queue[Any],
+    log: list[str],
+) -> tuple[Callable[[], None], Callable[[], bool]]:
+    """Start the run; returns how to cancel it (an async run's task; a sync thread cannot be) and
+    whether it is still running."""
+    kwargs: dict[str, Any] = {"base_url": base_url, "api_key": API_KEY}
 
     def finish(returned: Any, raised: BaseException | None) -> None:
         inbox.put(
@@ -303,10 +424,11 @@ def _start(
     if is_async(agent):
 
         async def call() -> None:
-            if base_url is None:
+            if in_process:
                 kwargs["http_client"] = emulator.http_client()
             try:
-                value = await agent(prompt, **kwargs)
+                with capturing(log):
+                    value = await agent(prompt, **kwargs)
             except BaseException as exc:  # the agent's failure is an outcome the invariants judge
                 finish(None, exc)
                 if not isinstance(exc, Exception):
@@ -315,20 +437,26 @@ def _start(
                 finish(value, None)
 
         future = asyncio.run_coroutine_threadsafe(call(), _shared_loop())
-        return lambda: future.cancel() and None
+
+        def cancel() -> None:
+            future.cancel()
+
+        return cancel, (lambda: not future.done())
 
     def work() -> None:
-        if base_url is None:
+        if in_process:
             kwargs["http_client"] = emulator.sync_http_client()
         try:
-            value = agent(prompt, **kwargs)
+            with capturing(log):
+                value = agent(prompt, **kwargs)
         except BaseException as exc:  # the agent's failure is an outcome the invariants judge
             finish(None, exc)
         else:
             finish(value, None)
 
-    threading.Thread(target=work, daemon=True, name="agent-under-test").start()
-    return lambda: None
+    thread = threading.Thread(target=work, daemon=True, name="agent-under-test")
+    thread.start()
+    return (lambda: None), thread.is_alive
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None

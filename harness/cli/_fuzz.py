@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,14 @@ from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
     envvar="HARNESS_EXAMPLE_DB_READONLY",
     help="Only read the shared database; this campaign's finds go to .hypothesis/examples.",
 )
+@click.option(
+    "--time-bound",
+    "time_bound",
+    default=None,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="With --agent: seconds a run may take before it is abandoned (W3) [default: 20].",
+)
 @click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=HTML_HELP)
 @click.option(
     "--hostile",
@@ -77,6 +86,7 @@ def fuzz_command(
     html: Path | None = None,
     agent_path: str | None = None,
     hostile: bool = False,
+    time_bound: float | None = None,
 ) -> None:
     """Generate adversarial model behaviour and check every run against the reference and the invariants.
 
@@ -97,10 +107,12 @@ def fuzz_command(
                 "--database is for our loop's campaigns: a wire campaign (--agent) is replayed by its --seed "
                 "and its saved scenarios"
             )
-        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html, hostile)
+        _fuzz_agent(agent_path, examples, seed, save_dir, max_turns, html, hostile, time_bound)
         return
     if hostile:
         raise click.UsageError("--hostile is for a wire campaign: give it with --agent MODULE:CALLABLE")
+    if time_bound is not None:
+        raise click.UsageError("--time-bound bounds an agent's runs: it goes with --agent")
     examples = examples or 200
     max_turns = max_turns or 10
     from rich.console import Console
@@ -211,21 +223,25 @@ def _fuzz_agent(
     max_turns: int | None,
     html: Path | None = None,
     hostile: bool = False,
+    time_bound: float | None = None,
 ) -> None:
-    """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation)."""
+    """``harness fuzz --agent``: the wire campaign, its summary, its verdict (exit 1 on a violation).
+
+    A run that cannot be cancelled is abandoned at its time bound, and may still be running at the
+    verdict (a thread of its own executor, say, which the interpreter would join at exit): then the
+    command says so and ends the process itself, so it always exits."""
+    import sys
+
     from rich.console import Console
-    from rich.table import Table
 
     from harness.agents._campaign import (
         DEFAULT_EXAMPLES,
         DEFAULT_MAX_REPLIES,
+        DEFAULT_TIME_BOUND,
         AgentStats,
         UnsteadyAgentError,
-        deviations_of,
-        found_by,
         run_agent_campaign,
     )
-    from harness.agents._invariants import INVARIANTS
     from harness.campaigns._fuzz import DEFAULT_SEED
     from harness.scenarios._parts import UserImportError, import_user_object
 
@@ -238,10 +254,11 @@ def _fuzz_agent(
     _check_agent(path, agent)
     _check_save_dir(save_dir)
     html_ready(html)
-    console = Console()
+    console = Console(file=sys.stdout)  # bound now: the agent's writes during the campaign go to its runs' logs
     examples = examples or DEFAULT_EXAMPLES
     chosen = seed if seed is not None else DEFAULT_SEED
     tiers = "provider, network, invalid (--hostile)" if hostile else "provider, network"
+    bound = time_bound or DEFAULT_TIME_BOUND
     console.print(
         f"harness fuzz: {examples} conversations, seed {chosen}, agent {path}, replies of the tiers {tiers}",
         markup=False,
@@ -259,6 +276,7 @@ def _fuzz_agent(
                 examples,
                 chosen,
                 max_replies=max_turns or DEFAULT_MAX_REPLIES,
+                time_bound=bound,
                 save_dir=save_dir,
                 on_example=advance,
                 name=path,
@@ -267,6 +285,36 @@ def _fuzz_agent(
         except UnsteadyAgentError as exc:
             console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
             raise SystemExit(1) from None
+    code = _print_wire_verdict(
+        console, result, agent, path, html, examples, max_turns or DEFAULT_MAX_REPLIES, bound, hostile
+    )
+    if result.stats.left_behind:  # their threads would keep the interpreter alive: leave them, exit now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    if code:
+        raise SystemExit(code)
+
+
+def _print_wire_verdict(
+    console: Any,
+    result: Any,
+    agent: Any,
+    path: str,
+    html: Path | None,
+    examples: int,
+    max_turns: int,
+    bound: float,
+    hostile: bool = False,
+) -> int:
+    """The campaign's summary and verdict; returns the exit code."""
+    from rich.table import Table
+
+    from harness.agents._agent_output import shown
+    from harness.agents._campaign import deviations_of, found_by, nothing_tested
+    from harness.agents._first_failure import agent_traceback
+    from harness.agents._invariants import INVARIANTS
+
     stats = result.stats
     rate = stats.conversations / stats.seconds if stats.seconds else 0.0
     console.print(
@@ -283,16 +331,12 @@ def _fuzz_agent(
         for label, count in stats.rows():
             table.add_row(label, str(count))
         console.print(table)
-    verdicts = Table(title="wire invariants")
+    table = Table(title="wire invariants")
     for column in ("invariant", "verdict"):
-        verdicts.add_column(column)
-    broken = result.failure.violation.invariant if result.failure else None
-    for name, text in INVARIANTS.items():
-        verdict = "VIOLATED" if name == broken else "held"
-        if stats.declared[name]:
-            verdict += f" ({stats.declared[name]} declared deviation(s))"
-        verdicts.add_row(f"{name} {text}", verdict)
-    console.print(verdicts)
+        table.add_column(column)
+    for verdict in result.verdicts(INVARIANTS):
+        table.add_row(f"{verdict.invariant} {verdict.statement}", verdict.text)
+    console.print(table)
     for deviation in deviations_of(agent):
         # a declaration nothing needed in this campaign is said as such: it may be stale
         met = stats.declared[deviation.invariant]
@@ -302,27 +346,32 @@ def _fuzz_agent(
             markup=False,
             highlight=False,
         )
+    for note in stats.notes():
+        console.print(f"note: {note}", markup=False, highlight=False)
     if html is not None:
-        command = found_by(path, chosen, examples, max_turns or DEFAULT_MAX_REPLIES, hostile)
+        command = found_by(path, result.seed, examples, max_turns, hostile, bound)
         _write_wire_report(html, result, command, deviations_of(agent))
     if result.failure is None and not stats.requests:
-        console.print(
-            f"[bold red]NOTHING TESTED[/] no run sent a request to the emulator (the first one raised "
-            f"{stats.first_error}): does the agent build its client on base_url (OpenAI clients: base_url + '/v1')?",
-            highlight=False,
-        )
-        raise SystemExit(1)
+        console.print("[bold red]NOTHING TESTED[/]", highlight=False)
+        console.print(nothing_tested(stats), markup=False, highlight=False)
+        return 1
     if result.failure is None:
         console.print("[bold green]no violation[/]")
-        return
+        return 0
     failure = result.failure
     console.print(f"\n[bold red]VIOLATION[/] {failure.violation.invariant}")
     console.print(str(failure.violation), markup=False, highlight=False)
     console.print("\nminimal scenario:", style="bold")
     console.print(failure.scenario.to_yaml(), markup=False, highlight=False)
+    if failure.run.raised is not None:
+        console.print("the run raised:", style="bold")
+        console.print(agent_traceback(failure.run.raised), markup=False, highlight=False)
+    if failure.run.log:
+        console.print("\nthe agent's output in this conversation:", style="bold")
+        console.print(shown(failure.run.log), markup=False, highlight=False)
     if failure.path is not None:
         console.print(f"saved as {failure.path} (serve it: harness emulate --script {failure.path})")
-    raise SystemExit(1)
+    return 1
 
 
 def _check_agent(path: str, agent: Any) -> None:
@@ -345,8 +394,6 @@ def _check_save_dir(save_dir: Path | None) -> None:
     """Refuse a scenario directory that cannot be written before the campaign, not after it: a
     failure found and shrunk, then lost to a save that cannot happen, is the worst way to fail.
     Nothing is created here (a clean campaign leaves no directory behind)."""
-    import os
-
     from harness.checking._regressions import scenario_dir
 
     target = scenario_dir(save_dir)
@@ -366,12 +413,17 @@ def _check_save_dir(save_dir: Path | None) -> None:
 
 def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -> None:
     """``--agent --html``: the report package sits below ``harness.agents`` (pyproject's
-    import-linter layers) and cannot read a request's menu, so it is handed the agents layer's
-    reader, the one the campaign used."""
+    import-linter layers) and cannot read a request's menu or a traceback, so it is handed the
+    agents layer's readers, the ones the console used."""
     from harness.agents import INVARIANTS
+    from harness.agents._agent_output import shown
+    from harness.agents._campaign import nothing_tested
     from harness.agents._conversation import as_recorded
+    from harness.agents._first_failure import agent_traceback
     from harness.report import wire_campaign_report
 
+    stats, failure = result.stats, result.failure
+    run = failure.run if failure is not None else stats.first_raised
     write_html(
         html,
         lambda: wire_campaign_report(
@@ -380,5 +432,8 @@ def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -
             invariants=INVARIANTS,
             deviations=deviations,
             tools_of=lambda request: as_recorded(request).tools,
+            nothing_tested=nothing_tested(stats) if failure is None and not stats.requests else "",
+            output=shown(run.log) if run is not None and run.log else "",
+            raised=agent_traceback(run.raised) if failure is not None and run.raised is not None else "",
         ),
     )

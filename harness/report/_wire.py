@@ -66,6 +66,9 @@ class WireCampaignLike(Protocol):
     def failure(self) -> Any: ...  # .violation .judgement (.violations .declared) .run .scenario .path
     @property
     def ok(self) -> bool: ...
+    def verdicts(self, invariants: Mapping[str, str]) -> Sequence[Any]:
+        """Per invariant: ``.invariant .statement .verdict .declared`` (the console's rows too)."""
+        ...
 
 
 ToolsOf = Callable[[Any], Sequence[Any]]
@@ -82,7 +85,7 @@ class _Verdict:
 
     @property
     def css(self) -> str:
-        return "verdict-fail" if self.verdict == "VIOLATED" else "verdict-ok" if self.verdict == "held" else ""
+        return "verdict-fail" if self.verdict == "VIOLATED" else "verdict-ok" if self.verdict.startswith("held") else ""
 
 
 @dataclass
@@ -101,7 +104,12 @@ class _WireCampaign:
     rows: list[tuple[str, int]]
     verdicts: list[_Verdict]
     deviations: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     nothing_tested: str = ""
+    output: str = ""
+    """What the agent printed, logged and warned in the failing (or first) conversation."""
+    raised: str = ""
+    """The failing conversation's traceback, the agent's frames."""
     violation: str = ""
     saved: str = ""
     serve: str = ""
@@ -116,25 +124,22 @@ def wire_campaign_report(
     invariants: Mapping[str, str],
     deviations: Sequence[DeviationLike] = (),
     tools_of: ToolsOf | None = None,
+    nothing_tested: str = "",
+    output: str = "",
+    raised: str = "",
 ) -> str:
     """The campaign (what it exercised, the invariants' verdicts, the time split) and, on a
     violation, the shrunk conversation as a timeline with the violation on its request.
 
     ``invariants``: name -> statement (``harness.agents.INVARIANTS``); ``deviations``: what the
-    agent declared; ``tools_of``: how to read a request's menu (the tools are left out without it)."""
+    agent declared; ``tools_of``: how to read a request's menu (the tools are left out without it).
+    The verdicts are the result's own (``result.verdicts``), the ones the console prints.
+    ``nothing_tested``: why no run reached the emulator (the first run's traceback and hints);
+    ``output``: the agent's output in the conversation shown; ``raised``: its traceback."""
     stats = result.stats
     failure = result.failure
-    broken = {v.invariant for v in failure.judgement.violations} if failure is not None else set()
     tested = stats.requests > 0
-    verdicts = [
-        _Verdict(
-            name,
-            text,
-            "VIOLATED" if name in broken else "held" if tested else "not tested",
-            int(stats.declared.get(name, 0)),
-        )
-        for name, text in invariants.items()
-    ]
+    verdicts = [_Verdict(v.invariant, v.statement, v.verdict, int(v.declared)) for v in result.verdicts(invariants)]
     headline = "no violation" if result.ok else "VIOLATION" if failure is not None else "NOTHING TESTED"
     campaign = _WireCampaign(
         agent=result.agent,
@@ -151,12 +156,12 @@ def wire_campaign_report(
         rows=list(stats.rows()),
         verdicts=verdicts,
         deviations=[f"{d.invariant} after {', '.join(d.kinds) or 'any reply'}: {d.reason}" for d in deviations],
+        notes=list(getattr(stats, "notes", list)()),
+        output=output,
+        raised=raised,
     )
     if failure is None and not tested:
-        campaign.nothing_tested = (
-            f"no run sent a request to the emulator (the first one raised {stats.first_error}): does the agent "
-            "build its client on base_url (OpenAI clients: base_url + '/v1')?"
-        )
+        campaign.nothing_tested = nothing_tested or f"no run sent a request to the emulator ({stats.first_error})"
     if failure is not None:
         campaign.violation = _said(failure.violation)
         campaign.scenario_yaml = failure.scenario.to_yaml()

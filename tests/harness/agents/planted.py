@@ -317,3 +317,138 @@ def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
             }
         )
     raise RuntimeError("no answer after 20 rounds")
+
+
+# -- agents the verdicts must stay right about (issue 26) --------------------------------------------
+
+
+def slow_retry(prompt: str, *, base_url: str, api_key: str) -> str:
+    """A plain SDK loop that waits 3 s before retrying a 429, whatever ``Retry-After`` says: under
+    a 1 s time bound its run is abandoned, and its retry arrives during a later conversation."""
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        try:
+            completion = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
+        except openai.RateLimitError:
+            time.sleep(3)
+            continue
+        message = completion.choices[0].message
+        calls = [c for c in message.tool_calls or [] if c.type == "function"]
+        if not calls:
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for call in calls:
+            result = _execute(call.function.name, call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def executor_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """A synchronous agent running its own event loop in a ``ThreadPoolExecutor`` thread, as some
+    frameworks' sync entry points do, and backing off 120 s after a 429: nothing can cancel that
+    thread, and ``concurrent.futures`` joins it when the interpreter exits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def run() -> str:
+        client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        for _ in range(20):
+            try:
+                completion = await client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
+            except openai.RateLimitError:
+                time.sleep(120)  # a blocking back-off: not even the thread's own loop can cancel it
+                continue
+            message = completion.choices[0].message
+            calls = [c for c in message.tool_calls or [] if c.type == "function"]
+            if not calls:
+                return message.content or ""
+            messages.append(message.model_dump(exclude_none=True))
+            for call in calls:
+                result = _execute(call.function.name, call.function.arguments)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        raise RuntimeError("no answer after 20 rounds")
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(asyncio.run, run()).result()
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _options(base_url: str) -> dict[str, Any]:
+    from typing import Union, cast
+
+    return {"base_url": base_url, "kind": cast(Any, Union)()}  # raises TypeError, as a framework's option did
+
+
+def _client(base_url: str, api_key: str) -> openai.OpenAI:
+    return openai.OpenAI(api_key=api_key, **_options(base_url))
+
+
+def raises_deep(prompt: str, *, base_url: str, api_key: str) -> str:
+    """An agent whose every run raises two calls deep, before any request: ``TypeError: Cannot
+    instantiate typing.Union``, which says nothing about base URLs. It logs and warns first, as
+    frameworks do."""
+    import logging
+    import warnings
+
+    logging.getLogger("planted.framework").warning("building the client for %s", base_url)
+    warnings.warn("planted: this framework's option is deprecated", UserWarning, stacklevel=1)
+    completion = _client(base_url, api_key).chat.completions.create(model="gpt-test", messages=[])
+    return completion.choices[0].message.content or ""
+
+
+def chatty(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The clean loop, printing a line per run and logging a warning per run, as a framework that
+    reports every model name does: its output must not flood the campaign's summary."""
+    import logging
+
+    print(f"chatty: starting a run on {base_url}")
+    logging.getLogger("planted.chatty").warning("chatty: a run")
+    return agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+
+def all_the_text(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """A loop that returns every text the model said in the run, not only the last reply's (W4 by
+    design, as frameworks that keep the preamble of a call do), declared for "text and a call"."""
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    said: list[str] = []
+    for _ in range(20):
+        text, calls, finish = _complete(client, messages, waits=True)
+        if finish is None:
+            raise CutStream(f"the stream ended without a finish reason after {text!r}")
+        if text:
+            said.append(text)
+        if not calls:
+            return " ".join(said)
+        messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+        for call in calls:
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": _execute(name, arguments)})
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def _is_httpx(client: Any, name: str) -> bool:
+    """``isinstance(client, httpx.<name>)``, as a framework checks it (no httpx installed: never)."""
+    try:
+        import httpx  # type: ignore[import-not-found, unused-ignore]  # absent where only httpx2 is installed
+    except ImportError:
+        return False
+    return isinstance(client, getattr(httpx, name))
+
+
+def httpx_only(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """A framework that takes an ``http_client`` only when it is a real ``httpx.Client`` and
+    silently builds its own otherwise (as some check ``isinstance``)."""
+    if not _is_httpx(http_client, "Client"):
+        http_client = None
+    return agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+
+async def async_httpx_only(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The async form: an ``http_client`` that is not an ``httpx.AsyncClient`` is silently dropped."""
+    if not _is_httpx(http_client, "AsyncClient"):
+        http_client = None
+    return await async_agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)

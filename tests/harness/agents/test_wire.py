@@ -164,8 +164,9 @@ def test_a_seed_is_one_campaign() -> None:
 
 def test_a_conversation_hypothesis_would_throw_away_is_not_run() -> None:
     """Hypothesis replays fixed choices when it mutates or shrinks a conversation, and throws the
-    run away when the agent asks for a reply past them: the campaign sees that coming and does not
-    start the agent (each such run cost a whole real conversation, one in six of a campaign)."""
+    example away when they run out: every conversation after the first draws its plan of replies
+    before the agent starts, so such an example costs no run of the agent (before, each cost a
+    whole real conversation, one in six of a campaign)."""
     started = []
 
     def counted(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:

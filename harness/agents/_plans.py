@@ -1,0 +1,115 @@
+"""A conversation's plan of replies, drawn with Hypothesis's public ``st.data()``.
+
+Each conversation's replies are one list (at most ``max_replies``, then the final answer), so
+Hypothesis's list shrinker removes whole replies, and no draw reaches into Hypothesis's internals
+(issue 27). The list needs the agent's menu, which its first request sends: the same every time
+for a steady agent, so only the campaign's first conversation waits for that request to plan.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.agents._conversation import as_recorded
+from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
+from harness.emulator._wire import WireRequest
+from harness.scenarios._parts import ModelTurn
+
+_ID_PREFIX = {"anthropic": "toolu_", "bedrock": "tooluse_"}
+"""Call ids in the wire's own style (``call_N`` elsewhere)."""
+
+
+class PlannedReplies:
+    """The replies of one conversation, planned with the public ``st.data()``: a list of replies,
+    served in order, then the final answer. A list, so Hypothesis's shrinker removes whole replies.
+
+    The plan needs the agent's menu, which its first request tells and which a steady agent sends
+    the same every time: the campaign's first conversation plans at its first request, every later
+    one before the agent starts, so a plan Hypothesis throws away (a replayed prefix too short for
+    it) costs no run of the agent. Drawn on the test's own thread either way."""
+
+    def __init__(self, data: Any, max_replies: int, hostile: bool, menus: Menus) -> None:
+        self.data, self.max_replies, self.hostile, self.menus = data, max_replies, hostile, menus
+        self.planned_for = (menus.menu, menus.provider)
+        self.plan: list[ModelTurn] | None = None
+        if menus.menu is not None:
+            self.plan = self._draw(menus.menu, menus.provider)
+        self.asked = False
+        self.served = 0
+        self.prefix = "call_"
+        self.count = 0
+        self.final: ModelTurn | None = None
+
+    def _draw(self, menu: tuple[Tool, ...], provider: str) -> list[ModelTurn]:
+        plans = _plans(menu, self.max_replies, provider, self.hostile)
+        drawn: list[ModelTurn] = self.data.draw(plans, label="replies")
+        return drawn
+
+    def next_id(self) -> str:
+        self.count += 1
+        return f"{self.prefix}{self.count}"
+
+    def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
+        if not self.asked:  # the first request: the wire (the calls' ids) and the menu
+            self.asked = True
+            self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
+            menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
+            provider = request.route.provider
+            self.menus.menu, self.menus.provider = menu, provider
+            if self.plan is None or (menu, provider) != self.planned_for:  # the first conversation, or a new menu
+                self.plan = self._draw(menu, provider)
+        assert self.plan is not None
+        if self.final is not None:
+            return self.final
+        if self.served >= len(self.plan):
+            self.final = FINAL
+            return FINAL
+        reply = numbered(self.plan[self.served], self.next_id)
+        self.served += 1
+        if is_final(reply):
+            self.final = reply
+        return reply
+
+
+@dataclass
+class Menus:
+    """The menu and wire the agent's last first request sent: what the next conversation is planned for
+    (the wire decides which statuses a reply may carry)."""
+
+    menu: tuple[Tool, ...] | None = None
+    provider: str = "openai"
+
+
+_PLANS: dict[tuple[int, int, str, bool], tuple[tuple[Tool, ...], st.SearchStrategy[list[ModelTurn]]]] = {}
+
+
+def _plans(
+    menu: tuple[Tool, ...], max_replies: int, provider: str, hostile: bool
+) -> st.SearchStrategy[list[ModelTurn]]:
+    """One strategy per menu and wire, built once (a strategy is validated when first drawn);
+    ``hostile`` adds the ``invalid`` tier."""
+    key = (id(menu), max_replies, provider, hostile)
+    found = _PLANS.get(key)
+    if found is None or found[0] is not menu:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        replies = unnumbered(menu, provider, hostile)
+        # at least one reply: an empty plan is the final answer alone, which the first reply's
+        # simplest kind already is
+        found = _PLANS[key] = (menu, st.lists(replies, min_size=1, max_size=max_replies))
+    return found[1]
+
+
+_MENUS: dict[str, tuple[Tool, ...]] = {}
+
+
+def _menu(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
+    """The same menu as the same tuple every run, so the strategies drawn from it are built once."""
+    key = json.dumps([(tool.name, tool.schema) for tool in tools], sort_keys=True, default=repr)
+    if len(_MENUS) > 64:
+        _MENUS.clear()
+    return _MENUS.setdefault(key, tools)
