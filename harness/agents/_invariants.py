@@ -486,9 +486,7 @@ def _failure(exchange: Exchange) -> str:
 def _ending(exchange: Exchange) -> str:
     """Where the served bytes ended, rendered again from the reply for the request that got it (the
     same events; only ids may differ): which event came last, on this wire."""
-    from harness.emulator import Emulator
-    from harness.emulator._faults import ending
-    from harness.emulator._scenario_file import script_of
+    from harness.emulator import Emulator, ending, script_of
 
     request = exchange.request
     assert exchange.reply is not None

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from harness.agents._conversation import as_recorded
 from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
-from harness.emulator._wire import WireRequest
+from harness.emulator import WireRequest
 from harness.scenarios._parts import ModelTurn
 
 _ID_PREFIX = {"anthropic": "toolu_", "bedrock": "tooluse_"}

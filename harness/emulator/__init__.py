@@ -6,7 +6,7 @@ provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in 
 received is journaled (``_journal``). docs/emulator.md is the user's page.
 """
 
-from harness.emulator._faults import Fault, fault
+from harness.emulator._faults import Fault, ending, fault
 from harness.emulator._scenario_file import script_of
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
 from harness.emulator._wire import IdSource, WireReply, WireRequest
@@ -19,6 +19,7 @@ __all__ = [
     "IdSource",
     "WireReply",
     "WireRequest",
+    "ending",
     "fault",
     "script_of",
     "serve",

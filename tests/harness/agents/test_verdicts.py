@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 from harness.agents import INVARIANTS, run_agent_campaign
 from harness.agents._verdicts import verdicts
 from tests.harness.agents import planted
@@ -111,11 +109,6 @@ def test_an_async_agent_that_wants_an_httpx_async_client_is_served_anyway() -> N
     assert result.stats.bypassed == 10 and not result.in_process
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="waits for the tiers branch (issue 26 point 6): a deviation's kinds matched against the reply that "
-    "caused the violation, not the last reply",
-)
 def test_a_w4_by_design_agent_declared_by_kinds_passes_as_declared(tmp_path: Path) -> None:
     done = fuzz(project(tmp_path), "--agent", "agents:all_text", "--save-dir", str(tmp_path))
     out = flat(done.stdout)

@@ -107,7 +107,7 @@ def long_trace(requests: int = 50) -> Trace:
 
 
 @cache
-def wire_campaign(defect: str, save_dir: str, examples: int = 40) -> Any:
+def wire_campaign(defect: str, save_dir: str, examples: int = 100) -> Any:
     """``harness fuzz --agent`` over the planted loop (tests/harness/agents/planted.py) with one
     defect (``""``: none): found and shrunk, or not, with the time split the campaign measured."""
     from harness.agents import run_agent_campaign
