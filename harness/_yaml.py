@@ -26,7 +26,8 @@ import yaml
 ALIAS_ALLOWANCE: Final = 1_000_000
 """What aliases may add, in characters and values, beyond twice what the file holds itself."""
 
-_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s\[\]{},]")  # an anchor, the only thing an alias can name
+# an anchor (the only thing an alias can name): & first, so the search runs at memchr speed on a large file
+_ANCHOR = re.compile(r"&(?<![^\s\[{,]&)[^\s\[\]{},]")
 
 
 class YamlFileError(yaml.YAMLError):
