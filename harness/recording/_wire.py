@@ -8,13 +8,14 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
 - :data:`READABLE_YAML`, a vcrpy serializer: standard vcrpy YAML (any vcrpy reads it), with JSON
   bodies pretty-printed and multi-line text (SSE streams, JSON) written as literal blocks.
 - :class:`AtomicPersister`: reading a cassette that does not parse fails with
-  :class:`CassetteCorruptError` (path and reason) instead of vcrpy's "treat it as empty and
-  overwrite it"; writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too),
+  :class:`CassetteCorruptError` (path and reason, places as ``line L, column C``, an alias bomb
+  refused by ``harness._yaml``) instead of vcrpy's "treat it as empty and overwrite it"; writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too),
   scans for credentials from the environment (nothing is written when one is found) and
   replaces the file atomically (temp file + ``os.replace``), so a killed recording leaves the
   old cassette whole.
 - :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
-  ``harness_query``): JSON bodies compared as data (key order and volatile fields ignored), the
+  ``harness_query``): JSON bodies compared as data, by type (key order and volatile fields
+  ignored; ``harness._jsondiff``), multipart uploads part by part whatever their boundary, the
   query without credential parameters; a mismatch explains itself with a unified diff.
 - :class:`EventChunks`, the one stream type: a recorded reply handed over split at its event
   boundaries (``harness.recording._cassettes.event_chunks``: SSE events, AWS event-stream
