@@ -10,8 +10,9 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
 - :class:`AtomicPersister`: reading a cassette that does not parse fails with
   :class:`CassetteCorruptError` (path and reason, places as ``line L, column C``, an alias bomb
   refused by ``harness._yaml``) instead of vcrpy's "treat it as empty and overwrite it";
-  writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too), scans for credentials from the environment (nothing is written when one is found) and
-  replaces the file atomically (temp file + ``os.replace``), so a killed recording leaves the
+  writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too), scans for
+  credentials from the environment (nothing is written when one is found) and replaces the file
+  atomically (temp file + ``os.replace``), so a killed recording leaves the
   old cassette whole.
 - :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
   ``harness_query``): JSON bodies compared as data, by type (key order and volatile fields
