@@ -66,6 +66,7 @@ def load_script(path: str | Path) -> tuple[list[Turn | Fault], AfterLast]:
     not a scenario (each problem, joined by ``; ``)."""
     import yaml
 
+    import harness._yaml as bounded_yaml
     from harness.scenarios import Scenario, ScenarioError
 
     path = Path(path)
@@ -86,7 +87,7 @@ def load_script(path: str | Path) -> tuple[list[Turn | Fault], AfterLast]:
     except UnicodeDecodeError as exc:
         raise refuse(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save it as UTF-8") from None
     try:
-        data = yaml.safe_load(text)
+        data = bounded_yaml.load(text)  # an alias bomb refused, not expanded
     except yaml.YAMLError as exc:
         raise refuse(f"not valid YAML: {_yaml_problem(exc)}") from None
     try:

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, urlsplit
 import yaml
 from vcr.serializers import yamlserializer
 
+import harness._yaml as bounded_yaml
 import harness.wire as wire
 from openprogram.types import ToolSpec
 
@@ -276,9 +277,9 @@ def load(path: str | Path) -> Cassette:
     except OSError as exc:
         raise CassetteError(path, f"cannot read the cassette: {exc.strerror or exc}") from exc
     try:
-        data = yamlserializer.deserialize(text)
+        data = bounded_yaml.load(text, yamlserializer.deserialize)
     except yaml.YAMLError as exc:
-        raise CassetteError(path, f"not a YAML cassette: {yaml_reason(exc)}") from None
+        raise CassetteError(path, f"not a YAML cassette: {bounded_yaml.reason(exc)}") from None
     recorded = data.get("interactions") if isinstance(data, dict) else None
     if not recorded or not isinstance(recorded, list):
         raise CassetteError(path, "not a vcrpy cassette (no interactions)")
@@ -286,26 +287,6 @@ def load(path: str | Path) -> Cassette:
     if problem is not None:  # what a replay refuses, the tools refuse in the same words
         raise CassetteError(path, problem)
     return Cassette(path, tuple(_interaction(path, index, item) for index, item in enumerate(recorded)))
-
-
-def yaml_reason(exc: BaseException) -> str:
-    """A YAML error in one line, positions as ``line L, column C`` of the file the caller names.
-
-    PyYAML names the stream it parsed (``in "<unicode string>"``) and spreads one error over four
-    lines; the caller's message already starts with the path, so the positions are what is left.
-    """
-    if not isinstance(exc, yaml.MarkedYAMLError):
-        text = " ".join(str(exc).split())
-        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-    def at(mark: Any) -> str:
-        return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-
-    problem = f"{at(exc.problem_mark)}: {exc.problem}" if exc.problem else at(exc.problem_mark)
-    if exc.context:
-        where = at(exc.context_mark)
-        problem += f" ({exc.context}{' at ' + where if where else ''})"
-    return problem
 
 
 def shape_problem(index: int, interaction: Any) -> str | None:

@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from vcr.serializers import yamlserializer
 
+import harness._yaml as bounded_yaml
 import harness.recording._age as age
 import harness.recording._cassettes as cassettes
 import harness.recording._scrub as scrub
@@ -121,11 +122,16 @@ def lint_file(
     """The findings of one cassette (``root``: the linted folder, for its ``<module>/<test>`` place)."""
     findings: list[Finding] = []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        raw = path.read_bytes()
     except OSError as exc:
         return [Finding(path, f"cannot read: {exc.strerror or exc}")]
+    text = raw.decode("utf-8", errors="replace")
+    try:  # bounded: an alias bomb is refused here, not expanded by the scans
+        data = bounded_yaml.load(raw, yamlserializer.deserialize)
+    except Exception:  # the format rule (cassettes.load) reports a file that does not load
+        data = None
     findings.extend(Finding(path, reason) for reason in _secrets_in_text(text, environ))
-    findings.extend(Finding(path, reason) for reason in _hidden_secrets(text, environ))
+    findings.extend(Finding(path, reason) for reason in _hidden_secrets(data, environ))
     try:
         cassette = cassettes.load(path)
     except cassettes.CassetteError as exc:
@@ -133,7 +139,7 @@ def lint_file(
     else:
         findings.extend(Finding(path, reason) for reason in _interaction_problems(cassette))
         if max_age is not None:
-            reason = age.stale(yamlserializer.deserialize(text), max_age)
+            reason = age.stale(data, max_age)
             if reason is not None:
                 findings.append(Finding(path, reason))
     if tests is not None:
@@ -252,12 +258,10 @@ def _secrets_in_text(text: str, environ: Mapping[str, str] | None) -> Iterator[s
         yield f"holds {finding}"
 
 
-def _hidden_secrets(text: str, environ: Mapping[str, str] | None) -> Iterator[str]:
+def _hidden_secrets(data: Any, environ: Mapping[str, str] | None) -> Iterator[str]:
     """What no line of the file shows: binary (``!!binary``) bodies decoded (gzip undone), streamed
     values joined across their events."""
-    try:
-        data = yamlserializer.deserialize(text)
-    except Exception:  # the format rule reports a file that does not load
+    if data is None:
         return
     data = _gunzipped(data)
     for index, interaction in enumerate(data.get("interactions") or [] if isinstance(data, dict) else []):

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+import harness._jsondiff as jsondiff
 import harness.recording._clients as backends
 import harness.recording._vcr_compat as vcr_compat
 from harness.recording._age import AgeLimit
@@ -217,7 +218,9 @@ class Recording:
         sent_body = normalized_body(filtered.body, self.ignore_fields)
         recorded_body = normalized_body(stored[index].body, self.ignore_fields)
         first = (
-            f"first difference: {first_difference(sent_body, recorded_body)}\n" if sent_body != recorded_body else ""
+            f"first difference: {first_difference(sent_body, recorded_body)}\n"
+            if not jsondiff.same(sent_body, recorded_body)
+            else ""
         )
         return CassetteMismatchError(
             self.path,

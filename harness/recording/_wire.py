@@ -8,13 +8,15 @@ its own SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest
 - :data:`READABLE_YAML`, a vcrpy serializer: standard vcrpy YAML (any vcrpy reads it), with JSON
   bodies pretty-printed and multi-line text (SSE streams, JSON) written as literal blocks.
 - :class:`AtomicPersister`: reading a cassette that does not parse fails with
-  :class:`CassetteCorruptError` (path and reason) instead of vcrpy's "treat it as empty and
-  overwrite it"; writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too),
-  scans for credentials from the environment (nothing is written when one is found) and
-  replaces the file atomically (``harness.wire.write_atomic``: through a symbolic link to its
-  target), so a killed recording leaves the old cassette whole.
+  :class:`CassetteCorruptError` (path and reason, places as ``line L, column C``, an alias bomb
+  refused by ``harness._yaml``) instead of vcrpy's "treat it as empty and overwrite it";
+  writing scrubs (``harness.recording._scrub``, whose filters vcrpy runs too), scans for
+  credentials from the environment (nothing is written when one is found) and replaces the file
+  atomically (``harness.wire.write_atomic``: through a symbolic link to its target), so a killed
+  recording leaves the old cassette whole.
 - :func:`json_body`, :func:`safe_query`: matchers registered by name (``harness_body``,
-  ``harness_query``): JSON bodies compared as data (key order and volatile fields ignored), the
+  ``harness_query``): JSON bodies compared as data, by type (key order and volatile fields
+  ignored; ``harness._jsondiff``), multipart uploads part by part whatever their boundary, the
   query without credential parameters; a mismatch explains itself with a unified diff.
 - :class:`EventChunks`, the one stream type: a recorded reply handed over split at its event
   boundaries (``harness.recording._cassettes.event_chunks``: SSE events, AWS event-stream
@@ -36,9 +38,11 @@ from typing import Any, Final
 
 import yaml
 
+import harness._jsondiff as jsondiff
+import harness._yaml as bounded_yaml
 import harness.recording._vcr_compat as vcr_compat
 from harness.recording._age import RECORDED_AT, AgeLimit, date_text, recorded_at
-from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, shape_problem, yaml_reason
+from harness.recording._cassettes import CassetteError, cut_tail, event_chunks, shape_problem
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,
@@ -49,7 +53,7 @@ from harness.recording._scrub import (
     scrub_response,
     scrub_uri,
 )
-from harness.wire import clip, header_values, outer_coding, write_atomic
+from harness.wire import header_values, outer_coding, write_atomic
 
 VOLATILE_FIELDS: Final[frozenset[str]] = frozenset(
     {"request_id", "idempotency_key", "client_request_id", "timestamp", "created", "created_at", "user_agent"}
@@ -114,7 +118,7 @@ class _ReadableYaml:
     def deserialize(cassette_string: str) -> Any:
         from vcr.serializers import yamlserializer
 
-        return yamlserializer.deserialize(cassette_string)
+        return bounded_yaml.load(cassette_string, yamlserializer.deserialize)
 
     @staticmethod
     def serialize(cassette_dict: dict[str, Any]) -> str:
@@ -184,9 +188,11 @@ class AtomicPersister:
             raise CassetteCorruptError(path, "a directory, not a cassette file; move it away")
         if path.is_file():
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                text = bounded_yaml.decoded(path.read_bytes())
+            except OSError as exc:
                 raise CassetteCorruptError(path, f"cannot read the cassette: {exc}") from exc
+            except bounded_yaml.YamlFileError as exc:
+                raise CassetteCorruptError(path, f"the cassette does not parse: {exc}") from None
             if text.strip():
                 loaded, data = _check_parses(path, text, serializer)
                 if self.age is not None and self.age.rerecords(path, data):
@@ -305,7 +311,7 @@ def _check_parses(path: Path, text: str, serializer: Any) -> tuple[Any, dict[str
     try:
         data = serializer.deserialize(text)
     except Exception as exc:
-        raise CassetteCorruptError(path, f"the cassette does not parse: {yaml_reason(exc)}") from None
+        raise CassetteCorruptError(path, f"the cassette does not parse: {bounded_yaml.reason(exc)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteCorruptError(path, "not a vcrpy cassette (no interactions list)")
     problem = next(filter(None, (shape_problem(i, item) for i, item in enumerate(data["interactions"]))), None)
@@ -314,7 +320,7 @@ def _check_parses(path: Path, text: str, serializer: Any) -> tuple[Any, dict[str
     try:
         return deserialize(text, _Parsed(data)), data
     except Exception as exc:
-        raise CassetteCorruptError(path, f"vcrpy cannot read it: {yaml_reason(exc)}") from None
+        raise CassetteCorruptError(path, f"vcrpy cannot read it: {bounded_yaml.reason(exc)}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,8 +353,43 @@ def _normalized(data: bytes, ignore: frozenset[str]) -> Any:
     try:
         parsed = json.loads(data) if data.strip() else None
     except ValueError:
-        return data.decode("utf-8", "replace")
+        parts = _form_parts(data, ignore)
+        return data.decode("utf-8", "replace") if parts is None else {"multipart": parts}
     return _tool_results_sorted(_without(parsed, ignore))
+
+
+_BOUNDARY = re.compile(rb"--([0-9A-Za-z'()+_,./:=? -]{1,70})\r\n")  # RFC 2046's characters
+
+
+def _form_parts(data: bytes, ignore: frozenset[str]) -> list[dict[str, Any]] | None:
+    """A multipart body (a file, batch or audio upload) as its parts, or ``None`` if it is none.
+
+    The HTTP client draws a new boundary for every request, so the bytes never match a recording;
+    the parts do: each part's name, file name, type and content (JSON compared as data, binary by
+    its length and digest). The standard library's MIME parser reads them, the boundary taken
+    from the body's first line (the matchers see no headers).
+    """
+    import email.parser
+    import email.policy
+    import hashlib
+
+    found = _BOUNDARY.match(data)
+    if found is None or b"\r\n--" + found[1] + b"--" not in data:
+        return None
+    head = b'Content-Type: multipart/form-data; boundary="' + found[1] + b'"\r\n\r\n'
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + data)
+    if not message.is_multipart():
+        return None
+    parts = []
+    for part in message.iter_parts():
+        payload = part.get_payload(decode=True)
+        content = payload if isinstance(payload, bytes) else b""
+        shown: Any = _normalized(content, ignore) if _is_utf8(content) else None
+        if shown is None and content:
+            shown = f"{len(content)} bytes, sha256 {hashlib.sha256(content).hexdigest()}"
+        name = part.get_param("name", header="content-disposition")
+        parts.append({"name": name, "filename": part.get_filename(), "type": part.get_content_type(), "content": shown})
+    return parts
 
 
 def _is_tool_result(item: Any) -> bool:
@@ -416,29 +457,9 @@ def json_body(r1: Any, r2: Any, ignore: Iterable[str] = VOLATILE_FIELDS) -> None
     error (``CassetteMismatchError``) shows the whole diff against the closest request.
     """
     sent, recorded = normalized_body(r1.body, ignore), normalized_body(r2.body, ignore)
-    if sent == recorded:
+    if sent == recorded and jsondiff.same(sent, recorded):  # == first: it is fast, and nearly always false
         return
-    raise AssertionError(f"body differs at {_first_difference(sent, recorded)}")
-
-
-def _first_difference(sent: Any, recorded: Any, path: str = "") -> str:
-    """``messages[1].content: sent 'bye', recorded 'hi'``: where two JSON values first part."""
-    if isinstance(sent, dict) and isinstance(recorded, dict):
-        for key in [*recorded, *(k for k in sent if k not in recorded)]:
-            where = f"{path}.{key}" if path else str(key)
-            if key not in sent:
-                return f"{where}: missing from the sent body"
-            if key not in recorded:
-                return f"{where}: not in the recorded body"
-            if sent[key] != recorded[key]:
-                return _first_difference(sent[key], recorded[key], where)
-    if isinstance(sent, list) and isinstance(recorded, list):
-        for index, (a, b) in enumerate(zip(sent, recorded, strict=False)):
-            if a != b:
-                return _first_difference(a, b, f"{path}[{index}]")
-        return f"{path or 'the body'}: {len(sent)} items sent, {len(recorded)} recorded"
-    shown = [clip(json.dumps(v, ensure_ascii=False, default=str)) for v in (sent, recorded)]
-    return f"{path or 'the body'}: sent {shown[0]}, recorded {shown[1]}"
+    raise AssertionError(f"body differs at {jsondiff.first_difference(sent, recorded)}")
 
 
 def first_difference(sent: Any, recorded: Any) -> str:
@@ -447,7 +468,7 @@ def first_difference(sent: Any, recorded: Any) -> str:
     A unified diff of a changed tool schema shows a few lines of context (``"limit": {``), not
     which of several tools changed; the path and the name say it in one line.
     """
-    text = _first_difference(sent, recorded)
+    text = jsondiff.first_difference(sent, recorded)
     path = text.split(": ", 1)[0]
     name = _owner_name(sent, path) or _owner_name(recorded, path)
     return f"{text} (in {name})" if name else text

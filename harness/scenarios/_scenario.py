@@ -45,6 +45,7 @@ from pydantic import (
     ValidationError,
 )
 
+import harness._yaml as bounded_yaml
 from harness._contract import effective_cap
 from harness.scenarios._expectations import expectation_errors, meta_schema
 from harness.scenarios._forms import (
@@ -226,9 +227,9 @@ class Scenario:
         """From YAML text or a path (a ``Path``, or a str naming an existing ``.yaml``/``.yml`` file)."""
         text, where = _read_source(source)
         try:
-            data = yaml.safe_load(text)
+            data = bounded_yaml.load(text)
         except yaml.YAMLError as exc:
-            raise ScenarioError(f"{where}: not valid YAML: {exc}") from None
+            raise ScenarioError(f"{where}: not valid YAML: {bounded_yaml.reason(exc)}") from None
         try:
             return cls.from_data(data)
         except ScenarioError as exc:
@@ -345,9 +346,9 @@ _FORMS: list[type[Form]] = [
 _FIELDS = frozenset(f.alias or n for form in _FORMS for n, f in form.model_fields.items())
 
 
-def _read_source(source: str | Path) -> tuple[str, str]:
+def _read_source(source: str | Path) -> tuple[str | bytes, str]:
     if isinstance(source, Path):
-        return source.read_text(encoding="utf-8"), str(source)
+        return source.read_bytes(), str(source)
     if "\n" not in source and source.endswith((".yaml", ".yml")) and Path(source).is_file():
-        return Path(source).read_text(encoding="utf-8"), source
+        return Path(source).read_bytes(), source
     return source, "scenario"

@@ -23,6 +23,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+import harness._yaml as bounded_yaml
+
 
 class Form(BaseModel):
     """One mapping of the file. Subclasses declare the keys as fields and say how to ``build``
@@ -299,7 +301,7 @@ def dump_yaml(data: Any) -> str:
 def plain_scalar(text: str) -> bool:
     """True when ``text`` written bare in YAML reads back as this very string."""
     try:
-        return yaml.safe_load(text) == text and not text.startswith(
+        return bounded_yaml.load(text) == text and not text.startswith(
             ("{", "[", "-", "?", ":", "#", "&", "*", "!", "|", ">", "'", '"', "%", "@", "`")
         )
     except yaml.YAMLError:
