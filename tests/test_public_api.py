@@ -12,6 +12,7 @@ click command in ``__all__`` is an implementation detail of the command line pos
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pkgutil
 import re
@@ -35,6 +36,7 @@ def _public_modules() -> list[str]:
     return names
 
 
+@functools.cache
 def _python_sources() -> list[tuple[Path, str]]:
     sources = []
     for folder in ("openprogram", "harness", "tests", "benchmarks"):
@@ -64,8 +66,10 @@ def _uses() -> dict[str, dict[str, set[str]]]:
     return uses
 
 
-MODULES = _public_modules()
-USES = _uses()
+# read when a test first asks, not at import: every xdist worker collects this module, and only one
+# runs these tests
+_modules = functools.cache(_public_modules)
+_used = functools.cache(_uses)
 
 
 def _offenders(rule: str, found: list[str]) -> str:
@@ -96,18 +100,18 @@ def _all_problems(name: str) -> list[str]:
 
 
 def test_all_lists_what_exists_and_no_command() -> None:
-    problems = [problem for name in MODULES for problem in _all_problems(name)]
+    problems = [problem for name in _modules() for problem in _all_problems(name)]
     assert not problems, _offenders("public modules whose __all__ is not their real surface", problems)
 
 
 def test_names_used_elsewhere_are_in_all() -> None:
     problems = []
-    for name in [m for m in MODULES if m.split(".")[0] == "openprogram"]:
+    for name in [m for m in _modules() if m.split(".")[0] == "openprogram"]:
         module = importlib.import_module(name)
         exported = set(getattr(module, "__all__", ()))
         own = str(Path(*name.split(".")))
         unlisted = {}
-        for imported, files in USES.get(name, {}).items():
+        for imported, files in _used().get(name, {}).items():
             others = {f for f in files if not f.startswith(own)}
             if imported == "*" or imported.startswith("_") or not others or imported in exported:
                 continue
@@ -119,6 +123,7 @@ def test_names_used_elsewhere_are_in_all() -> None:
     assert not problems, _offenders("names imported by other files but missing from their module's __all__", problems)
 
 
+@functools.cache
 def _documented_imports() -> list[tuple[str, str, str]]:
     """(file, module, name) for every ``from harness... import name`` in the README and the docs."""
     found = []
@@ -159,7 +164,7 @@ def test_the_harness_facade_offers_what_a_user_writes_first() -> None:
 def test_every_name_a_facade_offers_says_what_it_is_for() -> None:
     """A name offered to users is documented where they meet it: help(), an editor's hover."""
     undocumented = []
-    for module_name in [m for m in MODULES if m.split(".")[0] == "harness"]:
+    for module_name in [m for m in _modules() if m.split(".")[0] == "harness"]:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", ()):
             value = getattr(module, name)
