@@ -113,6 +113,16 @@ def attempts(monkeypatch):
 told apart from "the connection failed", since a backend must resolve its host to connect."""
 
 
+def failure_sections(output: str) -> list[str]:
+    """The report of each failed test in a pytest session's output, in the order the tests ran (the
+    ``____ name ____`` sections under FAILURES), so a session of several tests with one name (one
+    module per provider) still says which failed how."""
+    import re
+
+    block = re.search(r"^=+ FAILURES =+$(.*?)(?=^=+ .* =+$|\Z)", output, re.MULTILINE | re.DOTALL)
+    return re.split(r"^_{3,} .+ _{3,}$", block.group(1), flags=re.MULTILINE)[1:] if block else []
+
+
 def run_in_process(pytester: Any, *args: str, **env: str) -> Any:
     """A user's pytest session run in this process (``-rN``: no short summary repeating each
     message), with ``env`` set for it alone and put back after."""
