@@ -167,10 +167,10 @@ def report(trees: dict[str, Path], whole: dict[str, Run], separate: dict[str, di
     for row in sorted(rows):
         line = f"{row:<36}"
         for name in names:
-            count, seconds, run = rows[row].get(name, (0, 0.0, None))
+            count, seconds, own = rows[row].get(name, (0, 0.0, None))
             line += f" | {count:>17} {seconds:>7.1f}"
             if alone:
-                line += f" {run.wall:>7.1f} {run.cpu:>7.1f}" if run else f" {'':>7} {'':>7}"
+                line += f" {own.wall:>7.1f} {own.cpu:>7.1f}" if own else f" {'':>7} {'':>7}"
         print(line)
     for name in names:
         print(f"\nslowest {top} tests ({name}):")
