@@ -592,12 +592,12 @@ def _encoded(body: str | bytes, encoding: str | None) -> dict[str, Any]:
         ),
         (chat_completion("3."), "br", "the response body is stored decoded but says content-encoding: br"),
         (
-            gzip.compress(chat_completion("3.").encode()),
+            gzip.compress(chat_completion("3.").encode(), mtime=0),
             None,
             "interaction 0: the response body is stored gzip-compressed but says content-encoding: identity, so a"
             " replaying client reads compressed bytes: add content-encoding: gzip, or store the body decoded",
         ),
-        (gzip.compress(chat_completion("3.").encode()), "gzip", None),  # as vcrpy keeps it by default: fine
+        (gzip.compress(chat_completion("3.").encode(), mtime=0), "gzip", None),  # as vcrpy keeps it by default: fine
         (chat_completion("3."), "identity", None),
     ],
 )
