@@ -33,15 +33,18 @@ def _installed_library(name: str) -> bool:
     return isinstance(file, str) and file.startswith(_LIBRARY_DIRS)
 
 
-class _KeepInstalledLibraries(_pytest.pytester.SysModulesSnapshot):
-    """pytester's snapshot of ``sys.modules``, restored without dropping installed libraries."""
+_Snapshot = getattr(_pytest.pytester, "SysModulesSnapshot", None)  # private to pytest: absent, runs are only slower
 
-    def __init__(self, preserve: Callable[[str], bool] | None = None) -> None:
-        def keep(name: str) -> bool:
-            return (preserve is not None and preserve(name)) or _installed_library(name)
+if _Snapshot is not None:
 
-        super().__init__(preserve=keep)
+    class _KeepInstalledLibraries(_Snapshot):  # type: ignore[misc, valid-type]  # pytest's class, found at run time
+        """pytester's snapshot of ``sys.modules``, restored without dropping installed libraries."""
 
+        def __init__(self, preserve: Callable[[str], bool] | None = None) -> None:
+            def keep(name: str) -> bool:
+                return (preserve is not None and preserve(name)) or _installed_library(name)
 
-# pytester looks the class up by this module-level name each time it takes a snapshot
-_pytest.pytester.SysModulesSnapshot = _KeepInstalledLibraries  # type: ignore[misc]
+            super().__init__(preserve=keep)
+
+    # pytester looks the class up by this module-level name each time it takes a snapshot
+    _pytest.pytester.SysModulesSnapshot = _KeepInstalledLibraries  # type: ignore[misc]
