@@ -3,11 +3,16 @@
 The suite must pass on a machine with no network and must never spend a real API key by accident,
 so the first thing it does is cut every socket that would leave the machine (see
 ``install_offline_guard``). Loopback stays open: the emulator and several tests run local servers.
+
+The suite also spreads itself over the machine's CPUs with pytest-xdist unless told otherwise
+(``spread_over_the_cpus``): ``python -m pytest`` alone, the README's command, runs on every core;
+``-n 0`` or ``-p no:xdist`` runs in this one process, for ``--pdb``, ``-s`` or one test.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +115,36 @@ def install_offline_guard() -> Callable[[], None]:
 
 
 _uninstall_offline_guard: Callable[[], None] | None = None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own pytest_cmdline_main turns "auto" into workers
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    spread_over_the_cpus(config)
+
+
+def spread_over_the_cpus(config: pytest.Config) -> None:
+    """Run the suite on one xdist worker per CPU (``-n auto --dist loadgroup``) when the command
+    line says nothing of its own.
+
+    Done here rather than in pyproject's ``addopts`` so that ``-p no:xdist`` still works (an
+    ``-n`` in addopts is an unknown option without the plugin). Nothing changes when the run
+    names ``-n``, ``--dist`` or ``--tx``, debugs (``--pdb``, ``--trace``, ``-s``), only collects,
+    or is itself an xdist worker. Every test is xdist-safe: each uses its own ``tmp_path``, free
+    port and environment; tests that must share one worker say so with
+    ``@pytest.mark.xdist_group(name)``. Under ``CI`` every worker loads the ``harness-ci`` Hypothesis
+    profile (derandomized), as the serial run does.
+    """
+    option = config.option
+    if not config.pluginmanager.has_plugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if option.numprocesses is not None or option.dist != "no" or getattr(option, "tx", None):
+        return
+    if option.usepdb or getattr(option, "trace", False) or option.capture == "no" or option.collectonly:
+        return
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a pytest run started by a test that runs in a worker
+        return
+    option.numprocesses = "auto"
+    option.dist = "loadgroup"
 
 
 def pytest_configure(config: pytest.Config) -> None:

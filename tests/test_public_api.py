@@ -12,14 +12,13 @@ click command in ``__all__`` is an implementation detail of the command line pos
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import pkgutil
 import re
 import typing
 from collections import defaultdict
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("openprogram", "harness")
@@ -37,6 +36,7 @@ def _public_modules() -> list[str]:
     return names
 
 
+@functools.cache
 def _python_sources() -> list[tuple[Path, str]]:
     sources = []
     for folder in ("openprogram", "harness", "tests", "benchmarks"):
@@ -66,46 +66,64 @@ def _uses() -> dict[str, dict[str, set[str]]]:
     return uses
 
 
-MODULES = _public_modules()
-USES = _uses()
+# read when a test first asks, not at import: every xdist worker collects this module, and only one
+# runs these tests
+_modules = functools.cache(_public_modules)
+_used = functools.cache(_uses)
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_all_lists_what_exists_and_no_command(name: str) -> None:
+def _offenders(rule: str, found: list[str]) -> str:
+    """The failure message of a rule: every offender on a line of its own, so one run names them all."""
+    return f"{rule}:\n  " + "\n  ".join(found)
+
+
+def _all_problems(name: str) -> list[str]:
+    """What is wrong with one module's ``__all__``: absent, repeating, naming what is not there or
+    private, or offering click commands outside ``harness.cli``."""
+    import click
+
     module = importlib.import_module(name)
     exported = getattr(module, "__all__", None)
-    assert exported is not None, f"{name} has no __all__: say what it offers"
-    assert len(exported) == len(set(exported)), f"{name}.__all__ repeats a name"
-    missing = [n for n in exported if not hasattr(module, n)]
-    assert not missing, f"{name}.__all__ names what it does not define: {missing}"
-    private = [n for n in exported if n.startswith("_")]
-    assert not private, f"{name}.__all__ exports private names: {private}"
-    try:
-        import click
-    except ImportError:  # pragma: no cover - click is a dependency
-        return
-    if name == "harness.cli":
-        return  # the command line's commands are what harness.cli is for
-    commands = [n for n in exported if isinstance(getattr(module, n), click.Command)]
-    assert not commands, f"{name}.__all__ exports click commands (they belong to harness.cli): {commands}"
+    if exported is None:
+        return [f"{name} has no __all__: say what it offers"]
+    problems = []
+    if len(exported) != len(set(exported)):
+        problems.append(f"{name}.__all__ repeats a name")
+    if missing := [n for n in exported if not hasattr(module, n)]:
+        problems.append(f"{name}.__all__ names what it does not define: {missing}")
+    if private := [n for n in exported if n.startswith("_")]:
+        problems.append(f"{name}.__all__ exports private names: {private}")
+    commands = [n for n in exported if isinstance(getattr(module, n, None), click.Command)]
+    if commands and name != "harness.cli":  # the command line's commands are what harness.cli is for
+        problems.append(f"{name}.__all__ exports click commands (they belong to harness.cli): {commands}")
+    return problems
 
 
-@pytest.mark.parametrize("name", [m for m in MODULES if m.split(".")[0] == "openprogram"])
-def test_names_used_elsewhere_are_in_all(name: str) -> None:
-    module = importlib.import_module(name)
-    exported = set(getattr(module, "__all__", ()))
-    own = str(Path(*name.split(".")))
-    unlisted = {}
-    for imported, files in USES.get(name, {}).items():
-        others = {f for f in files if not f.startswith(own)}
-        if imported == "*" or imported.startswith("_") or not others or imported in exported:
-            continue
-        if importlib.util.find_spec(f"{name}.{imported}") if hasattr(module, "__path__") else False:
-            continue  # a submodule, not a name
-        unlisted[imported] = sorted(others)
-    assert not unlisted, f"{name}: names imported by other files but missing from __all__: {unlisted}"
+def test_all_lists_what_exists_and_no_command() -> None:
+    problems = [problem for name in _modules() for problem in _all_problems(name)]
+    assert not problems, _offenders("public modules whose __all__ is not their real surface", problems)
 
 
+def test_names_used_elsewhere_are_in_all() -> None:
+    problems = []
+    for name in [m for m in _modules() if m.split(".")[0] == "openprogram"]:
+        module = importlib.import_module(name)
+        exported = set(getattr(module, "__all__", ()))
+        own = str(Path(*name.split(".")))
+        unlisted = {}
+        for imported, files in _used().get(name, {}).items():
+            others = {f for f in files if not f.startswith(own)}
+            if imported == "*" or imported.startswith("_") or not others or imported in exported:
+                continue
+            if importlib.util.find_spec(f"{name}.{imported}") if hasattr(module, "__path__") else False:
+                continue  # a submodule, not a name
+            unlisted[imported] = sorted(others)
+        if unlisted:
+            problems.append(f"{name}: {unlisted}")
+    assert not problems, _offenders("names imported by other files but missing from their module's __all__", problems)
+
+
+@functools.cache
 def _documented_imports() -> list[tuple[str, str, str]]:
     """(file, module, name) for every ``from harness... import name`` in the README and the docs."""
     found = []
@@ -143,20 +161,15 @@ def test_the_harness_facade_offers_what_a_user_writes_first() -> None:
         assert getattr(harness, name) is not None
 
 
-def _facade_names() -> list[str]:
-    return [
-        f"{name}.{exported}"
-        for name in MODULES
-        if name.split(".")[0] == "harness"
-        for exported in getattr(importlib.import_module(name), "__all__", ())
-    ]
-
-
-@pytest.mark.parametrize("qualified", _facade_names())
-def test_every_name_a_facade_offers_says_what_it_is_for(qualified: str) -> None:
+def test_every_name_a_facade_offers_says_what_it_is_for() -> None:
     """A name offered to users is documented where they meet it: help(), an editor's hover."""
-    module_name, name = qualified.rsplit(".", 1)
-    value = getattr(importlib.import_module(module_name), name)
-    if isinstance(value, str | int | float | tuple | frozenset | dict | list) or typing.get_origin(value):
-        return  # constants are documented by the attribute docstring in their module's source
-    assert (getattr(value, "__doc__", None) or "").strip(), f"{qualified} has no docstring"
+    undocumented = []
+    for module_name in [m for m in _modules() if m.split(".")[0] == "harness"]:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            value = getattr(module, name)
+            if isinstance(value, str | int | float | tuple | frozenset | dict | list) or typing.get_origin(value):
+                continue  # constants are documented by the attribute docstring in their module's source
+            if not (getattr(value, "__doc__", None) or "").strip():
+                undocumented.append(f"{module_name}.{name}")
+    assert not undocumented, _offenders("names a facade offers without a docstring", undocumented)

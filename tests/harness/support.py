@@ -21,6 +21,33 @@ def console_script() -> str:
     return found
 
 
+def run_cli(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``harness ARGS`` run in this process through click's ``CliRunner`` (no interpreter to start,
+    no SDK to import again), its result shaped as ``subprocess.run``'s: the exit code, stdout and
+    stderr apart, and a crash's traceback in stderr as the console script would print it. ``env``
+    is the whole environment of the run, as ``subprocess.run``'s; ``cwd`` its working directory."""
+    import contextlib
+    import os
+    import traceback
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    overrides: dict[str, str | None] = {}
+    if env is not None:
+        overrides = {name: None for name in os.environ if name not in env}
+        overrides.update(env)
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(main, [str(arg) for arg in args], env=overrides)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["harness", *map(str, args)], result.exit_code, result.stdout, stderr)
+
+
 def start_emulate(script: Path) -> subprocess.Popen[str]:
     """``harness emulate --script SCRIPT --port 0`` in a process of its own, its output piped."""
     command = [console_script(), "emulate", "--script", str(script), "--port", "0"]
@@ -84,6 +111,16 @@ def attempts(monkeypatch):
 '''
 """A user's ``conftest.py`` source giving the ``attempts`` fixture: "no connection was attempted"
 told apart from "the connection failed", since a backend must resolve its host to connect."""
+
+
+def failure_sections(output: str) -> list[str]:
+    """The report of each failed test in a pytest session's output, in the order the tests ran (the
+    ``____ name ____`` sections under FAILURES), so a session of several tests with one name (one
+    module per provider) still says which failed how."""
+    import re
+
+    block = re.search(r"^=+ FAILURES =+$(.*?)(?=^=+ .* =+$|\Z)", output, re.MULTILINE | re.DOTALL)
+    return re.split(r"^_{3,} .+ _{3,}$", block.group(1), flags=re.MULTILINE)[1:] if block else []
 
 
 def run_in_process(pytester: Any, *args: str, **env: str) -> Any:

@@ -36,14 +36,36 @@ def test_the_top_of_the_harness_holds_few_modules() -> None:
     assert len(top) <= MAX_TOP_LEVEL, f"harness/ holds {len(top)} modules ({top}): group them in a package"
 
 
-@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
-def test_each_package_holds_a_handful_of_modules_behind_its_facade(package: Path) -> None:
-    modules = sorted(p.name for p in package.glob("*.py"))
-    assert len(modules) <= MAX_PER_PACKAGE, f"{package.name}/ holds {len(modules)} modules: {modules}"
-    public = [m for m in modules if not m.startswith("_")]
-    assert not public, f"{package.name}/: {public} are public modules; name them _private behind __init__"
-    init = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
-    assert ast.get_docstring(init), f"{package.name}/__init__.py says nothing of what the package is for"
+def _offenders(rule: str, found: list[str]) -> str:
+    """The failure message of a rule: every offender on a line of its own, so one run names them all."""
+    return f"{rule}:\n  " + "\n  ".join(found)
+
+
+def test_each_package_holds_a_handful_of_modules() -> None:
+    crowded = [
+        f"{package.name}/ holds {len(modules)} modules: {modules}"
+        for package in PACKAGES
+        if len(modules := sorted(p.name for p in package.glob("*.py"))) > MAX_PER_PACKAGE
+    ]
+    assert not crowded, _offenders(f"packages over {MAX_PER_PACKAGE} modules (split them by concept)", crowded)
+
+
+def test_each_package_keeps_its_modules_private_behind_its_facade() -> None:
+    public = [
+        f"{package.name}/: {names}"
+        for package in PACKAGES
+        if (names := sorted(p.name for p in package.glob("*.py") if not p.name.startswith("_")))
+    ]
+    assert not public, _offenders("public modules in a package (name them _private behind __init__)", public)
+
+
+def test_each_package_facade_says_what_the_package_is_for() -> None:
+    silent = [
+        f"{package.name}/__init__.py"
+        for package in PACKAGES
+        if not ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
+    ]
+    assert not silent, _offenders("package facades without a docstring saying what the package is for", silent)
 
 
 def test_there_are_few_layers() -> None:
@@ -89,10 +111,13 @@ def test_no_import_cycle_even_through_function_level_imports() -> None:
     assert not cycles, f"modules that import each other (directly or around a cycle): {cycles}"
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(HARNESS)))
-def test_no_harness_module_is_over_700_lines(path: Path) -> None:
-    lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{path.name} has {lines} lines: give its second job a module of its own"
+def test_no_harness_module_is_over_700_lines() -> None:
+    long = [
+        f"{path.relative_to(HARNESS)} has {lines} lines"
+        for path in MODULES
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    ]
+    assert not long, _offenders(f"modules over {MAX_LINES} lines (give each second job a module of its own)", long)
 
 
 def _private_uses(tree: ast.AST) -> list[str]:
@@ -127,10 +152,13 @@ def _private_uses(tree: ast.AST) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(HARNESS)))
-def test_the_harness_uses_no_private_name_of_openprogram(path: Path) -> None:
-    uses = _private_uses(ast.parse(path.read_text(encoding="utf-8")))
-    assert not uses, f"{path.name} reaches into openprogram's internals: {uses}; ask for a public entry instead"
+def test_the_harness_uses_no_private_name_of_openprogram() -> None:
+    reaching = [
+        f"{path.relative_to(HARNESS)}: {uses}"
+        for path in MODULES
+        if (uses := _private_uses(ast.parse(path.read_text(encoding="utf-8"))))
+    ]
+    assert not reaching, _offenders("modules reaching into openprogram's internals (ask for a public entry)", reaching)
 
 
 def test_every_harness_module_has_its_place_in_the_layers() -> None:

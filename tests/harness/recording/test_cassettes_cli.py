@@ -22,7 +22,7 @@ from harness.cli import main
 from harness.recording._conformance import default_cassette_dir
 from harness.recording._tools import to_scenario
 from harness.scenarios._scenario import Scenario
-from tests.harness.support import chat_completion, console_script
+from tests.harness.support import chat_completion, console_script, run_in_process
 
 pytest_plugins = ["pytester"]
 
@@ -534,39 +534,38 @@ def test_marked():
 """
 
 
-@pytest.mark.parametrize(
-    ("provider", "stream", "endpoint"),
-    [
-        ("openai", False, "chat.completions"),
-        ("openai", True, "chat.completions"),
-        ("anthropic", True, "messages"),
-        ("gemini", False, "generateContent"),
-        ("gemini", True, "streamGenerateContent"),
-        ("bedrock", False, "converse"),
-        ("bedrock", True, "converse-stream"),
-    ],
-)
+VCR_MARKED_CASES = [  # (provider, stream, the endpoint show names)
+    ("openai", False, "chat.completions"),
+    ("openai", True, "chat.completions"),
+    ("anthropic", True, "messages"),
+    ("gemini", False, "generateContent"),
+    ("gemini", True, "streamGenerateContent"),
+    ("bedrock", False, "converse"),
+    ("bedrock", True, "converse-stream"),
+]
+
+
 def test_show_lint_and_to_scenario_read_a_cassette_the_plain_vcr_marker_recorded_against_the_emulator(
-    pytester: pytest.Pytester, provider: str, stream: bool, endpoint: str
+    pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(test_marked=VCR_MARKED.format(provider=provider, stream=stream))
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--record-mode=once").assert_outcomes(passed=1)
-    cassette = pytester.path / "cassettes" / "test_marked" / "test_marked.yaml"
-    assert "127.0.0.1:" in cassette.read_text(encoding="utf-8")  # the emulator's address, as recorded
-
-    def harness(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [console_script(), "cassettes", *args]
-        return subprocess.run(command, cwd=pytester.path, capture_output=True, text=True, timeout=120)
-
-    shown = harness("show", str(cassette))
-    assert shown.returncode == 0, shown.stderr
-    whole = "streamed" if stream else "whole"
-    assert shown.stdout.splitlines()[1].startswith(f"#0 {provider} {endpoint} · m-1 · {whole} · HTTP 200"), shown.stdout
-    assert "← reply (stop): Sunny in Paris." in shown.stdout
-    linted = harness("lint", "--tests", ".")
-    assert (linted.returncode, linted.stdout.splitlines()) == (0, ["1 cassette, no findings"]), linted.stdout
-    converted = harness("to-scenario", str(cassette))
-    assert converted.returncode == 0 and "Sunny in Paris." in converted.stdout, converted.stderr
+    # one project, one test module per provider and wire shape: one recording session for all
+    modules = {f"test_{case[0]}_{case[1]}": case for case in VCR_MARKED_CASES}
+    pytester.makepyfile(**{name: VCR_MARKED.format(provider=p, stream=s) for name, (p, s, _) in modules.items()})
+    run_in_process(pytester, "--record-mode=once").assert_outcomes(passed=len(modules))
+    for name, (provider, stream, endpoint) in modules.items():
+        cassette = pytester.path / "cassettes" / name / "test_marked.yaml"
+        assert "127.0.0.1:" in cassette.read_text(encoding="utf-8"), name  # the emulator's address, as recorded
+        shown = invoke("cassettes", "show", str(cassette))
+        assert shown.exit_code == 0, (name, shown.output)
+        whole = "streamed" if stream else "whole"
+        heading = f"#0 {provider} {endpoint} · m-1 · {whole} · HTTP 200"
+        assert shown.stdout.splitlines()[1].startswith(heading), (name, shown.stdout)
+        assert "← reply (stop): Sunny in Paris." in shown.stdout, name
+        converted = invoke("cassettes", "to-scenario", str(cassette))
+        assert converted.exit_code == 0 and "Sunny in Paris." in converted.stdout, (name, converted.output)
+    linted = invoke("cassettes", "lint", "--tests", ".")  # pytester's project is the working directory
+    expected = (0, [f"{len(modules)} cassettes, no findings"])
+    assert (linted.exit_code, linted.stdout.splitlines()) == expected, linted.stdout
 
 
 # ---------------------------------------------------------------------------------------------
@@ -593,12 +592,12 @@ def _encoded(body: str | bytes, encoding: str | None) -> dict[str, Any]:
         ),
         (chat_completion("3."), "br", "the response body is stored decoded but says content-encoding: br"),
         (
-            gzip.compress(chat_completion("3.").encode()),
+            gzip.compress(chat_completion("3.").encode(), mtime=0),
             None,
             "interaction 0: the response body is stored gzip-compressed but says content-encoding: identity, so a"
             " replaying client reads compressed bytes: add content-encoding: gzip, or store the body decoded",
         ),
-        (gzip.compress(chat_completion("3.").encode()), "gzip", None),  # as vcrpy keeps it by default: fine
+        (gzip.compress(chat_completion("3.").encode(), mtime=0), "gzip", None),  # as vcrpy keeps it by default: fine
         (chat_completion("3."), "identity", None),
     ],
 )

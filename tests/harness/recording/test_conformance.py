@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from harness.recording._conformance import (
     replay_cassette,
     report,
 )
-from tests.harness.support import chat_completion, console_script
+from tests.harness.support import chat_completion, run_cli
 
 CHAT_URI = "https://api.openai.com/v1/chat/completions"
 
@@ -364,9 +363,7 @@ def test_a_recording_whose_client_sent_transport_only_query_parameters_replays(t
         body, reply = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}, GEMINI_REPLY
     cassette = _write(tmp_path / "other_client.yaml", _interaction(uri, body, 200, json.dumps(reply)))
 
-    replayed = subprocess.run(
-        [console_script(), "conformance", "--json", str(cassette)], capture_output=True, text=True, timeout=120
-    )
+    replayed = run_cli("conformance", "--json", cassette)
 
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["interactions"] == [

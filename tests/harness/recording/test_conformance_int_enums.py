@@ -3,8 +3,8 @@
 ``vertexai.generative_models`` over its REST transport asks for ``$alt=json;enum-encoding=int``,
 so every enum of the reply arrives as its number (``"finishReason": 1``), and its streamed calls
 get a JSON array instead of server-sent events. google-genai reads neither. The cassettes here
-are written by the tests in that shape and replayed through the installed ``harness`` script, as
-a user would.
+are written by the tests in that shape and replayed through the ``harness`` command (click's
+runner, in this process), as a user would.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness.support import console_script
+from tests.harness.support import run_cli
 
 VERTEX = (
     "https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj/locations/us-central1"
@@ -94,7 +94,7 @@ def _write(path: Path, *interactions: dict[str, Any]) -> Path:
 
 
 def _harness(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([console_script(), *map(str, args)], capture_output=True, text=True, timeout=120)
+    return run_cli(*args)  # the command in this process: each call would otherwise import every SDK anew
 
 
 def _conformance_json(cassette: Path) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.recording import _cassettes as cassettes
+from tests.harness.support import failure_sections
 
 pytest_plugins = ["pytester"]
 
@@ -363,23 +364,25 @@ KEYS_ENV_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("provider", "endpoint", "stream"), KEYS_ENV_CASES, ids=[c[0] + "-" + c[1] for c in KEYS_ENV_CASES]
-)
 def test_keys_env_records_with_the_environments_key_and_replays_without_one(
-    pytester: pytest.Pytester,
-    sentinel_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-    provider: str,
-    endpoint: str,
-    stream: bool,
+    pytester: pytest.Pytester, sentinel_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _project(pytester, provider, endpoint, stream)  # the agent asks recorded(..., keys="env")
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    # one project, a test module per provider and endpoint (each agent asks recorded(..., keys="env"))
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    modules = {
+        f"test_{provider}_{endpoint.replace('.', '_').replace('-', '_')}": AGENT.format(
+            provider=provider, endpoint=endpoint, stream=stream, answer=ANSWER
+        )
+        for provider, endpoint, stream in KEYS_ENV_CASES
+    }
+    pytester.makepyfile(**modules)
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=len(modules))
+    for name in modules:
+        assert (pytester.path / "cassettes" / name / "test_agent.yaml").is_file(), name
     for name in sentinel_env:  # CI: no key anywhere
         monkeypatch.delenv(name)
     replayed = _run(pytester, "--block-network")
-    replayed.assert_outcomes(passed=1)
+    replayed.assert_outcomes(passed=len(modules))
     assert "needs" not in replayed.stdout.str()
 
 
@@ -409,21 +412,23 @@ def test_agent(recorded):
 """
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "bedrock"])
 def test_a_changed_tool_schema_is_one_failure_naming_the_tool_and_the_path(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sentinel_env: dict[str, str], provider: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, sentinel_env: dict[str, str]
 ) -> None:
-    pytester.makepyfile(test_agent=SCHEMA_AGENT.format(provider=provider))
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    providers = ["anthropic", "bedrock", "gemini", "openai"]  # one test module each, run in this order
+    pytester.makepyfile(**{f"test_{provider}": SCHEMA_AGENT.format(provider=provider) for provider in providers})
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=len(providers))
     monkeypatch.setenv("CHANGED", "1")
     result = _run(pytester, "--block-network")
-    result.assert_outcomes(failed=1)  # not "1 failed, 1 error"
-    output = result.stdout.str()
-    assert output.count("matches no unused recorded interaction") == 1
-    assert "ExecError" not in output
-    [line] = [line for line in output.splitlines() if line.startswith("first difference: ")]
-    assert '.properties.limit.type: sent "number", recorded "integer"' in line
-    assert line.endswith("(in the tool 'search')")
+    result.assert_outcomes(failed=len(providers))  # not "1 failed, 1 error" for any of them
+    sections = failure_sections(result.stdout.str())
+    assert len(sections) == len(providers), result.stdout.str()
+    for provider, output in zip(providers, sections, strict=True):
+        assert output.count("matches no unused recorded interaction") == 1, (provider, output)
+        assert "ExecError" not in output, provider
+        [line] = [line for line in output.splitlines() if line.startswith("first difference: ")]
+        assert '.properties.limit.type: sent "number", recorded "integer"' in line, provider
+        assert line.endswith("(in the tool 'search')"), provider
 
 
 CORRUPT_PROJECT = """
