@@ -89,7 +89,8 @@ def _continues(previous: Any, step: Any) -> bool:
 
 
 def _body(step: Any) -> Mapping[str, Any]:
-    return step.interaction.request.body.object
+    body: Mapping[str, Any] = step.interaction.request.body.object
+    return body
 
 
 def _response_id(step: Any) -> str | None:
@@ -103,7 +104,7 @@ def _run(steps: Sequence[Any]) -> Any:
     messages the ones the recording's reader already normalized."""
     from harness.agents._conversation import Exchange, Run
 
-    class Recorded(Exchange):  # type: ignore[misc]
+    class Recorded(Exchange):
         """A recorded request: its conversation as read from the cassette, not re-read."""
 
         said: tuple[Any, ...] = ()
@@ -112,7 +113,7 @@ def _run(steps: Sequence[Any]) -> Any:
             return self.said
 
     anonymous = steps[0].call.provider in WIRES_WITHOUT_IDS
-    exchanges = []
+    exchanges: list[Exchange] = []
     for number, step in enumerate(steps, start=1):
         exchange = Recorded(
             number=number,

@@ -36,7 +36,7 @@ class RedactedThinking(tuple):  # type: ignore[type-arg]
 
 def redacted_thinking(data: str) -> tuple[str, str]:
     """A turn block for Anthropic redacted thinking holding the opaque ``data``."""
-    return RedactedThinking(("thinking", data))  # type: ignore[return-value]
+    return RedactedThinking(("thinking", data))
 
 
 _ERROR_TYPES = {

@@ -179,8 +179,9 @@ def _chat(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
             "system_fingerprint": "fp_emulated",
         }
         return _json_reply(body, headers={"x-request-id": ids.next("req_", 32)})
-    body = request.body if isinstance(request.body, Mapping) else {}
-    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    sent: Mapping[str, Any] = request.body if isinstance(request.body, Mapping) else {}
+    options = sent.get("stream_options")
+    include_usage = bool(options.get("include_usage")) if isinstance(options, Mapping) else False
 
     def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dict[str, Any]:
         choices = (

@@ -340,7 +340,8 @@ class Emulator:
     def _resolve(self, entry: Any, request: WireRequest, number: int) -> Turn:
         scripted = as_turn(entry, f"script entry {number}")
         if scripted.respond is not None:  # respond functions receive the WireRequest here
-            scripted = as_turn(scripted.respond(request), f"script entry {number} (respond)")
+            respond: Callable[[Any], Any] = scripted.respond  # typed for the loop's ModelRequest
+            scripted = as_turn(respond(request), f"script entry {number} (respond)")
         return scripted
 
     # -- in process -------------------------------------------------------------------------
@@ -455,6 +456,7 @@ def _error_reply(
 ) -> WireReply:
     """A scripted error status with its ``retry-after`` header; a renderer whose ``error_reply``
     takes ``retry_after=`` also says it in its body (Gemini's ``RetryInfo.retryDelay``)."""
+    reply: WireReply
     if retry_after is not None and "retry_after" in inspect.signature(module.error_reply).parameters:
         reply = module.error_reply(status, message, request, retry_after=retry_after)
     else:
@@ -536,7 +538,8 @@ def _render(module: ModuleType, scripted: Turn, request: WireRequest, ids: IdSou
     ``messages`` that is a number, a depth past the interpreter's) is the client's, so it gets
     the provider's 400 naming what failed, never a 500."""
     try:
-        return module.render(scripted, request, ids)
+        rendered: WireReply | Delivery = module.render(scripted, request, ids)
+        return rendered
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
         reason = f"emulator: cannot answer this {request.route.endpoint} request: {type(exc).__name__}: {exc}"
         return Delivery(module.error_reply(400, reason, request))

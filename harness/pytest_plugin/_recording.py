@@ -14,7 +14,7 @@ user's session (``PytestAssertRewriteWarning: Module already imported``); this m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def known_options() -> frozenset[str]:
     return frozenset(vcrpy | set(VCRPY_EXTRA_OPTIONS) | HARNESS_KEYS | {"record_mode"})
 
 
-def option_problem(options: dict[str, Any], where: str) -> str | None:
+def option_problem(options: Mapping[str, Any], where: str) -> str | None:
     """Why ``options`` cannot be used: the first unknown name (with the closest known one) or a bad
     ``max_age`` / ``max_age_action`` value; ``None`` when they can."""
     import difflib
@@ -197,7 +197,7 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], Non
             can_play = cassette.can_play_response_for
 
             def can_play_response_for(vcr_request: Any) -> bool:
-                playable = can_play(vcr_request)
+                playable = bool(can_play(vcr_request))
                 if not playable and cassette.write_protected and cassette.filter_request(vcr_request):
                     # every vcrpy stub raises this next; the report says it even if the code catches it
                     from vcr.errors import CannotOverwriteExistingCassetteException
@@ -249,8 +249,8 @@ def recorded(
         fixture = RecordedFixture(open_recording(path, mode, options)) if refused is None else None
     except (CassetteError, RecordingError) as exc:
         refused = str(exc)
-    if refused is not None:  # failed outside the except block: the reason once, with no chained traceback
-        pytest.fail(refused, pytrace=False)
+    if refused is not None or fixture is None:  # failed outside the except block: the reason once, no chain
+        pytest.fail(refused or "the recorded fixture could not be opened", pytrace=False)
     request.node.stash[_RECORDED] = fixture
     yield fixture
     failed = request.node.stash.get(_CALL_FAILED, False)
@@ -277,7 +277,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     fixture = item.stash.get(_RECORDED, None)

@@ -378,7 +378,7 @@ def _openai_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
     tools = [tool for tool in body.get("tools") or [] if isinstance(tool, dict) and tool.get("type") == "function"]
     if endpoint == "responses":
         return _specs(_spec(t.get("name"), t.get("description"), t.get("parameters")) for t in tools)
-    functions = [t.get("function") for t in tools if isinstance(t.get("function"), dict)]
+    functions: list[dict[str, Any]] = [t["function"] for t in tools if isinstance(t.get("function"), dict)]
     return _specs(_spec(f.get("name"), f.get("description"), f.get("parameters")) for f in functions)
 
 
@@ -414,7 +414,7 @@ def _lowercase_types(schema: Any) -> Any:
 
 
 def _bedrock_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
-    config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
+    config: dict[str, Any] = body["toolConfig"] if isinstance(body.get("toolConfig"), dict) else {}
     specs = [t.get("toolSpec") for t in config.get("tools") or [] if isinstance(t, dict)]
     return _specs(
         _spec(s.get("name"), s.get("description"), (s.get("inputSchema") or {}).get("json"))

@@ -178,7 +178,8 @@ def _gemini_kwargs(connection: Connection) -> dict[str, Any]:
         if test:
             from google.oauth2.credentials import Credentials
 
-            kwargs["credentials"] = Credentials(token=TEST_KEY)  # a token with no expiry is never refreshed
+            # google-auth ships no annotations on Credentials.__init__
+            kwargs["credentials"] = Credentials(token=TEST_KEY)  # type: ignore[no-untyped-call]  # a token with no expiry is never refreshed
     elif test:  # express mode: an API key and the global endpoint, no project in the path
         kwargs["api_key"] = TEST_KEY
     elif connection.region:
@@ -343,6 +344,9 @@ def backend(
     except (ImportError, AttributeError) as exc:
         raise BackendError(f"no {provider} backend ({needs.module}.{class_name}): {exc}") from exc
     stream = stream if stream is not None else streams if streams is not None else True
+    made: Provider
     if client is not None:
-        return backend_class(client.client, model=model, stream=stream)
-    return backend_class(model=model, stream=stream, **client_kwargs(provider, connection))
+        made = backend_class(client.client, model=model, stream=stream)
+    else:
+        made = backend_class(model=model, stream=stream, **client_kwargs(provider, connection))
+    return made

@@ -497,7 +497,8 @@ class _AsOurSDKsRead:
         if array_stream and isinstance(reply, list):
             for position, chunk in enumerate(reply):
                 if int_enums:
-                    _enum_names(chunk, PROTO_ENUMS, "", notes := [])
+                    notes: list[str] = []
+                    _enum_names(chunk, PROTO_ENUMS, "", notes)
                     self.notes.extend(f"interaction {index}, chunk {position}: {note}" for note in notes)
             body = b"".join(sse_frame(json.dumps(chunk), crlf=True) for chunk in reply)
             content_type = SSE

@@ -34,7 +34,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import httpx2
@@ -369,7 +369,7 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             int(status["code"]),
             headers=headers,
-            stream=EventChunks.for_httpx(httpx2, chunks),
+            stream=cast("httpx2.AsyncByteStream", EventChunks.for_httpx(httpx2, chunks)),  # both kinds, by its bases
             request=request,
             extensions={"reason_phrase": message.encode("ascii", "replace")} if message else {},
         )
@@ -385,8 +385,10 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
             response = await real.handle_async_request(forwarded)
         except Exception as exc:
             raise self.recording.unsent(request.method, url, exc) from None
+        stream = response.stream
+        assert isinstance(stream, httpx2.AsyncByteStream)  # what an async transport hands back
         try:
-            content = b"".join([part async for part in response.stream])
+            content = b"".join([part async for part in stream])
         finally:
             await response.aclose()
         headers: dict[str, list[str]] = {}
@@ -438,7 +440,8 @@ def attach_botocore(
         merged: dict[str, str] = {}
         for name, value in pairs:
             merged[name] = f"{merged[name]}, {value}" if name in merged else value
-        return AWSResponse(request.url, int(played["status"]["code"]), merged, EventChunks(chunks))
+        # botocore reads the headers as a mapping; its stub asks for the HTTPHeaders it builds itself
+        return AWSResponse(request.url, int(played["status"]["code"]), cast("Any", merged), EventChunks(chunks))
 
     client.meta.events.register("before-send.bedrock-runtime.*", send)
 
@@ -448,7 +451,7 @@ def _send_boto(request: Any, upstream: str | None) -> dict[str, Any]:
 
     forwarded = copy.copy(request)
     forwarded.url = _upstream_url(request.url, upstream)
-    session = URLLib3Session(timeout=backends.TIMEOUT_SECONDS)
+    session = URLLib3Session(timeout=backends.TIMEOUT_SECONDS)  # type: ignore[arg-type]  # the stub says int; urllib3 takes seconds as a float
     try:
         response = session.send(forwarded)
         content = response.content

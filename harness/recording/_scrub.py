@@ -352,7 +352,8 @@ def find_hidden_credentials(
                 _walk(stored, f"{where} (binary)", needles, findings)
             if side == "response" and isinstance(stored, str | bytes | bytearray):
                 kind = next(iter(wire.header_values(part.get("headers"), "content-type")), None)
-                findings.extend(_split_findings(stored, kind, where, needles))
+                text = bytes(stored) if isinstance(stored, bytearray) else stored
+                findings.extend(_split_findings(text, kind, where, needles))
     return findings
 
 

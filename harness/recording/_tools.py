@@ -497,7 +497,7 @@ def _default_google_token() -> str:
     import google.auth.transport.requests
 
     credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    credentials.refresh(google.auth.transport.requests.Request())
+    credentials.refresh(google.auth.transport.requests.Request())  # type: ignore[no-untyped-call]  # google-auth is unannotated
     return str(credentials.token)
 
 
@@ -532,7 +532,11 @@ def _sigv4(target: DriftTarget, headers: dict[str, str]) -> dict[str, str]:
             environ["AWS_ACCESS_KEY_ID"], environ["AWS_SECRET_ACCESS_KEY"], environ.get("AWS_SESSION_TOKEN")
         )
     else:
-        credentials = botocore.session.Session(profile=environ.get("AWS_PROFILE")).get_credentials()
+        found = botocore.session.Session(profile=environ.get("AWS_PROFILE")).get_credentials()
+        if found is None:  # checked before any request was sent; said here too rather than by botocore
+            raise ConversionError("--live needs AWS credentials for Bedrock (AWS_ACCESS_KEY_ID, or a profile)")
+        credentials = found
+    assert target.region is not None  # a live Bedrock target always has its region (_live_root)
     signed = AWSRequest(
         target.interaction.request.method, target.url, data=target.interaction.request.body.data, headers=headers
     )
@@ -631,8 +635,9 @@ def reply_structure(body: bytes, content_type: str | None) -> tuple[list[str], d
 def _event_kind(event: Any) -> str:
     if isinstance(event, dict):
         for key in ("type", "object"):
-            if isinstance(event.get(key), str):
-                return event[key]
+            found = event.get(key)
+            if isinstance(found, str):
+                return found
         return "+".join(sorted(key for key in event if key != "p"))  # Bedrock: the payload's keys ("p" is padding)
     return type(event).__name__
 

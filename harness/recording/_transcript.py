@@ -71,8 +71,9 @@ def text_of(value: Any) -> str:
         return "".join(text_of(part) for part in value)
     if isinstance(value, dict):
         for key in ("text", "output_text", "input_text"):
-            if isinstance(value.get(key), str):
-                return value[key]
+            found = value.get(key)
+            if isinstance(found, str):
+                return found
         if "json" in value:
             return json.dumps(value["json"], ensure_ascii=False)
         if value.get("type") in ("image", "image_url", "input_image", "document") or "image" in value:
@@ -148,7 +149,7 @@ def _openai_responses(body: dict[str, Any]) -> tuple[str, list[Said]]:
         if kind == "message" and role in ("system", "developer"):
             system.append(text_of(item.get("content")))
         elif kind == "message" and role in ("user", "assistant"):
-            out.append(Said(role, text_of(item.get("content"))))
+            out.append(Said("user" if role == "user" else "assistant", text_of(item.get("content"))))
         elif kind == "function_call":
             out.append(Said("assistant", calls=(_call(item.get("call_id"), item.get("name"), item.get("arguments")),)))
         elif kind == "function_call_output":
@@ -192,7 +193,7 @@ def _gemini(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
     for content in body.get("contents") or []:
         if not isinstance(content, dict):
             continue
-        role = "assistant" if content.get("role") == "model" else "user"
+        role: Role = "assistant" if content.get("role") == "model" else "user"
         text, calls = [], []
         for part in content.get("parts") or []:
             if not isinstance(part, dict):

@@ -268,7 +268,8 @@ class _Dated:
 
     def serialize(self, data: dict[str, Any]) -> str:
         version = {"version": data["version"]} if "version" in data else {}
-        return self.inner.serialize({**version, RECORDED_AT: self.date, **data})
+        text: str = self.inner.serialize({**version, RECORDED_AT: self.date, **data})
+        return text
 
     def deserialize(self, text: str) -> Any:
         return self.inner.deserialize(text)
@@ -520,7 +521,7 @@ class EventChunks:
     @classmethod
     def for_httpx(cls, httpx: Any, chunks: list[bytes]) -> EventChunks:
         """The chunks as a byte stream of the ``httpx`` module given (httpx2, or httpx when vcrpy stubs it)."""
-        return _httpx_kind(cls, httpx)(chunks)
+        return _httpx_kind(httpx)(chunks)
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(list(self.chunks))
@@ -543,8 +544,9 @@ class EventChunks:
 
 
 @functools.cache
-def _httpx_kind(base: type[EventChunks], httpx: Any) -> type[EventChunks]:
-    return type(base.__name__, (base, httpx.AsyncByteStream, httpx.SyncByteStream), {"__module__": __name__})
+def _httpx_kind(httpx: Any) -> type[EventChunks]:
+    bases = (EventChunks, httpx.AsyncByteStream, httpx.SyncByteStream)
+    return type(EventChunks.__name__, bases, {"__module__": __name__})
 
 
 def reply_parts(response: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[bytes]]:
