@@ -56,10 +56,9 @@ from harness.agents._plans import Menus, PlannedReplies
 from harness.agents._replies import is_final
 from harness.agents._verdicts import Verdict, exercised, verdicts
 from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
-from harness.checking._regressions import scenario_dir
+from harness.checking import scenario_dir
 from harness.emulator import WireRequest
-from harness.scenarios._parts import ModelTurn
-from harness.scenarios._scenario import Scenario
+from harness.scenarios import ModelTurn, Scenario
 from harness.wire import write_atomic
 
 DEFAULT_EXAMPLES = 100

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from harness.agents._agent_output import capturing, conversation_output
 from harness.emulator import Emulator, EmulatorTransport, Fault, IdSource, WireRequest, fault, script_of
 from harness.recording import Body, Request, Said, conversation
-from harness.scenarios._parts import ModelTurn
+from harness.scenarios import ModelTurn
 from harness.script import Turn
 
 IN_PROCESS_BASE = "http://emulator.invalid"

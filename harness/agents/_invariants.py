@@ -24,7 +24,7 @@ from typing import Any
 from harness.agents._conversation import Exchange, Run, as_recorded
 from harness.agents._replies import KINDS, TIERS, kind_of, retry_after, status_of, tier_of
 from harness.recording import Call, Said
-from harness.scenarios._parts import ModelTurn
+from harness.scenarios import ModelTurn
 from harness.wire import clip
 
 INVARIANTS: dict[str, str] = {

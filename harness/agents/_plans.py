@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from harness.agents._conversation import as_recorded
 from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
 from harness.emulator import WireRequest
-from harness.scenarios._parts import ModelTurn
+from harness.scenarios import ModelTurn
 
 _ID_PREFIX = {"anthropic": "toolu_", "bedrock": "tooluse_"}
 """Call ids in the wire's own style (``call_N`` elsewhere)."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.scenarios._parts import Call, ModelTurn
+from harness.scenarios import Call, ModelTurn
 from harness.strategies import arguments, invalid_arguments
 
 MODEL_KINDS: tuple[str, ...] = (

@@ -19,9 +19,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from harness._contract import SKIPPED_CANCELLED, SKIPPED_STEERING, classify_result_text
-from harness.scenarios._parts import Behaviour, Call, Config, HistoryMessage, Leave, ModelTurn, NestedRun, ToolDef
-from harness.scenarios._scenario import Scenario
-from harness.trace._trace import Trace
+from harness.scenarios import Behaviour, Call, Config, HistoryMessage, Leave, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.trace import Trace
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 
 BOUNDARIES: dict[str, str] = {

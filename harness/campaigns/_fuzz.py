@@ -25,13 +25,12 @@ from hypothesis import seed as hypothesis_seed
 
 from harness._contract import SKIPPED_STEERING, classify_result_text
 from harness.campaigns._boundaries import BOUNDARIES, EXAMPLES, reached
-from harness.checking._regressions import ScenarioFailure, assert_scenario
-from harness.checking._runner import run
+from harness.checking import ScenarioFailure, assert_scenario, run
+from harness.scenarios import Scenario
 from harness.scenarios._parts import ToolDef, import_user_module
-from harness.scenarios._scenario import Scenario
 from harness.strategies import scenarios
 from harness.strategies._scenarios import is_tool_entry
-from harness.trace._trace import Trace
+from harness.trace import Trace
 from harness.wire import clip
 
 DEFAULT_EXAMPLES = 200

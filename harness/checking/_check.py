@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.checking._runner import LoopUnderTest, ToolEscaped, run
-from harness.oracle._batches import InvariantViolation
-from harness.oracle._invariants import check_all
-from harness.oracle._reference import compare
+from harness.oracle import InvariantViolation, check_all, compare
+from harness.scenarios import Scenario
 from harness.scenarios._expectations import MATCHERS
-from harness.scenarios._scenario import Scenario
-from harness.trace._trace import Trace, diff
+from harness.trace import Trace, diff
 
 
 @dataclass(frozen=True)

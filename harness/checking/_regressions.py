@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.checking._check import CheckResult, Problem, check
-from harness.scenarios._parts import Config, ScenarioError
-from harness.scenarios._scenario import Scenario
-from harness.trace._trace import Trace
+from harness.scenarios import Config, Scenario, ScenarioError
+from harness.trace import Trace
 from harness.wire import write_atomic
 
 ENV_VAR = "HARNESS_SCENARIO_DIR"

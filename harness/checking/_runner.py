@@ -21,11 +21,10 @@ from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequen
 from typing import Any, TypeVar
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
+from harness.scenarios import Scenario
 from harness.scenarios._parts import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, ToolDef
-from harness.scenarios._scenario import Scenario
 from harness.script import ScriptedProvider
-from harness.trace._leaving import Left
-from harness.trace._trace import Trace, TraceRecorder
+from harness.trace import Left, Trace, TraceRecorder
 from openprogram import runtime
 from openprogram.agent.agent_loop import (  # noqa: F401 - both looked up at run time, so they can be patched
     AgentContext,

@@ -91,9 +91,8 @@ def run_command(files: tuple[Path, ...], show: bool, html: Path | None = None) -
     Exits 1 if any scenario shows a violation, 2 if any file could not be used (malformed, or a
     python: tool that cannot be imported), else 0.
     """
-    from harness.checking._check import check
-    from harness.scenarios._parts import ScenarioError
-    from harness.scenarios._scenario import Scenario
+    from harness.checking import check
+    from harness.scenarios import Scenario, ScenarioError
 
     paths = expand(files, "scenario")
     html_ready(html)
@@ -138,7 +137,7 @@ def run_command(files: tuple[Path, ...], show: bool, html: Path | None = None) -
 @click.command("schema")
 def schema_command() -> None:
     """Print the JSON Schema of scenario files; point an editor at it (docs/scenarios.md)."""
-    from harness.scenarios._scenario import json_schema
+    from harness.scenarios import json_schema
 
     click.echo(json.dumps(json_schema(), indent=2))
 

@@ -52,8 +52,7 @@ def to_scenario_command(cassette: Path, output: Path | None) -> None:
     scripted model: prompts from the first request, tools and their results from the requests,
     turns from the replies. Notes on what was left out go to stderr."""
     from harness.recording._tools import ConversionError, to_scenario
-    from harness.scenarios._parts import ScenarioError
-    from harness.scenarios._scenario import Scenario
+    from harness.scenarios import Scenario, ScenarioError
 
     try:
         data, notes = to_scenario(_cassette(cassette))
@@ -97,8 +96,8 @@ def lint_command(directory: Path | None, tests_dir: Path, no_usage: bool, max_ag
     credential header, key= parameter, credential-looking value or environment secret is in it; no
     body contradicts its Content-Encoding and no interaction repeats an earlier one; a test uses
     it. One line per finding; exits 1 on any."""
+    from harness.recording import lint
     from harness.recording._age import parse_max_age
-    from harness.recording._lint import lint
 
     try:
         limit = parse_max_age(int(max_age) if max_age and max_age.isdigit() else max_age) if max_age else None

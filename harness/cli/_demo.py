@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from harness.script import ScriptedProvider, turn
-from harness.trace._trace import TraceRecorder
+from harness.trace import TraceRecorder
 from openprogram import agentic_function, function, runtime
 from openprogram.agent.events import observe_runs
 

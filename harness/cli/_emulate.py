@@ -47,7 +47,7 @@ def emulate_command(
     GET BASE/_emulator/requests shows the requests received; POST BASE/_emulator/reset starts
     the script over. Stops on Ctrl-C or SIGTERM.
     """
-    from harness.emulator._server import Emulator, serve
+    from harness.emulator import Emulator, serve
     from harness.scenarios import ScenarioError
 
     try:

@@ -119,7 +119,7 @@ def fuzz_command(
     from rich.markup import escape
 
     from harness.campaigns._fuzz import DEFAULT_SEED, NoToolsError, Stats, load_tools, run_campaign
-    from harness.scenarios._parts import UserImportError
+    from harness.scenarios import UserImportError
 
     console = Console()
     html_ready(html)
@@ -242,8 +242,8 @@ def _fuzz_agent(
         UnsteadyAgentError,
         run_agent_campaign,
     )
-    from harness.campaigns._fuzz import DEFAULT_SEED
-    from harness.scenarios._parts import UserImportError, import_user_object
+    from harness.campaigns import DEFAULT_SEED
+    from harness.scenarios import UserImportError, import_user_object
 
     try:
         agent = import_user_object(path)
@@ -310,10 +310,10 @@ def _print_wire_verdict(
     """The campaign's summary and verdict; returns the exit code."""
     from rich.table import Table
 
+    from harness.agents import INVARIANTS
     from harness.agents._agent_output import shown
     from harness.agents._campaign import deviations_of, found_by, nothing_tested
     from harness.agents._first_failure import agent_traceback
-    from harness.agents._invariants import INVARIANTS
 
     stats = result.stats
     rate = stats.conversations / stats.seconds if stats.seconds else 0.0
@@ -394,7 +394,7 @@ def _check_save_dir(save_dir: Path | None) -> None:
     """Refuse a scenario directory that cannot be written before the campaign, not after it: a
     failure found and shrunk, then lost to a save that cannot happen, is the worst way to fail.
     Nothing is created here (a clean campaign leaves no directory behind)."""
-    from harness.checking._regressions import scenario_dir
+    from harness.checking import scenario_dir
 
     target = scenario_dir(save_dir)
     said = (

@@ -25,6 +25,7 @@ from harness._contract import (
     schema_errors,
     validation_prefix,
 )
+from harness.trace import run_views as _split_views
 from harness.trace._trace import (
     Batch,
     RunView,
@@ -35,7 +36,6 @@ from harness.trace._trace import (
     show_batch,
     show_messages,
 )
-from harness.trace._trace import run_views as _split_views
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec
 
 # The last trace asked about and its views, and the last views and their classified calls: each

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.trace._leaving import Left
+from harness.trace import Left
 from harness.trace._trace import LedgerEntry, Trace, render_message, shorten
 from openprogram.types import Message, ToolResultMessage
 

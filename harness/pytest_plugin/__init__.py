@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import harness.campaigns._profiles as profiles
-from harness.campaigns._profiles import CI_PROFILE, DEEP_PROFILE
+from harness.campaigns import CI_PROFILE, DEEP_PROFILE
 from harness.pytest_plugin._gate import register_gate as _register_gate
 from harness.pytest_plugin._recording import recorded_allows as _recorded_allows
 
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
     from harness.clock import DeterministicClock, Freezer
     from harness.script import ScriptedProvider, Turn, TurnLike
-    from harness.trace._trace import RunCollector
+    from harness.trace import RunCollector
     from openprogram.providers import ModelRequest
 
 __all__ = ["CI_PROFILE", "DEEP_PROFILE", "ScriptedFixture"]
@@ -166,8 +166,8 @@ _GATE_REGISTRATION = pytest.StashKey[Callable[[], None]]()
 
 @pytest.fixture
 def _harness_collector(request: pytest.FixtureRequest) -> Iterator[RunCollector]:
-    from harness.oracle._invariants import check_all
-    from harness.trace._trace import RunCollector
+    from harness.oracle import check_all
+    from harness.trace import RunCollector
     from openprogram import runtime
     from openprogram.agent.events import observe_runs
 
@@ -417,8 +417,8 @@ class _LiveRuns:
 def live_backend(request: pytest.FixtureRequest) -> Any:
     """The real backend of the test's first live provider (default openai), built from the
     environment by ``harness.recording._live.live_backend``: keys, ``*_BASE_URL``, ``HARNESS_*_MODEL``."""
-    from harness.recording._live import LiveError
-    from harness.recording._live import live_backend as build
+    from harness.recording import LiveError
+    from harness.recording import live_backend as build
 
     providers = _live_providers(request.node) or (_LIVE_DEFAULT_PROVIDER,)
     try:

@@ -237,7 +237,7 @@ def recorded(
     Pass ``upstream=emulator.base_url`` to record against a loopback emulator. See docs/record-replay.md."""
     from pytest_recording.utils import merge_kwargs
 
-    from harness.recording._cassettes import CassetteError
+    from harness.recording import CassetteError
     from harness.recording._recorded import RecordedFixture, RecordingError, open_recording
 
     markers = [*request.node.iter_markers("vcr"), *request.node.iter_markers("recorded")]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from harness.scenarios._parts import Call, ToolDef
+from harness.scenarios import Call, ToolDef
 from harness.strategies._schemas import ALIENS, PROPERTY_SCHEMAS, _json, _key, arguments, invalid_arguments, memoized
 
 TOOL_NAMES = ("add", "search", "fetch", "write", "plan")

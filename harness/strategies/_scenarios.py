@@ -28,6 +28,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from harness.scenarios import Scenario
 from harness.scenarios._parts import (
     FAULTS,
     LEAVE_HOWS,
@@ -40,7 +41,6 @@ from harness.scenarios._parts import (
     NestedRun,
     ToolDef,
 )
-from harness.scenarios._scenario import Scenario
 from harness.strategies._parts import (
     ANY,
     BATCHES,

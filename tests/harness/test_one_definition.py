@@ -33,9 +33,11 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 """``(module, spelling)`` -> why that module spells a piece ``harness.wire`` owns."""
 
-PRIVATE_IMPORT_BUDGET = 80
-"""Imports of another package's private module (87 before ``harness.wire``; agents now reads the
-emulator and recording through their facades). Lower it as facades take the rest; never raise it."""
+PRIVATE_IMPORT_BUDGET = 37
+"""Imports of another package's private module (87 before ``harness.wire``; every import of a name
+a facade exports now goes through that facade). What is left reaches names no facade offers (the
+campaign's hygiene, the regressions' directory, trace internals the plugin drives). Lower it as
+facades take the rest; never raise it."""
 
 
 def _name(path: Path) -> str:
