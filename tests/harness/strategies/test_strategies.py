@@ -114,7 +114,16 @@ def test_the_middle_of_a_script_picks_tools_more_often_than_a_reply_on_its_own()
     middle, alone, final = (_replies(w) for w in (MIDDLE_TURN_WEIGHTS, TURN_WEIGHTS, FINAL_TURN_WEIGHTS))
     assert picking(middle) > picking(alone) > picking(final)
     assert 1 - picking(middle) < (1 - picking(alone)) / 2  # ending mid-script: well under half as often
-    assert sum(r.kind == "reply" and r.text is not None and not r.calls for r in final) > len(final) / 2
+    # the last reply answers in text far more often than it does anything else: FINAL_TURN_WEIGHTS
+    # gives text 10 of 21 shares and every other kind 1 (about half the draws, not "mostly": a
+    # majority test sat on that edge and flipped with a Hypothesis release that drew 198 of 400)
+    answers = sum(r.kind == "reply" and r.text is not None and not r.calls for r in final)
+    others = Counter(
+        r.kind if r.kind != "reply" else "calls" if r.calls else "empty"
+        for r in final
+        if not (r.kind == "reply" and r.text is not None and not r.calls)
+    )
+    assert answers > len(final) / 3 and all(answers > 3 * count for count in others.values()), (answers, others)
 
 
 @pytest.mark.parametrize("max_turns", [1, 2, 10])
