@@ -84,3 +84,11 @@ def test_the_second_call_sharing_a_tool_use_id_overwrites_the_first() -> None:
     results = [block["toolResult"] for block in messages[2]["content"] if "toolResult" in block]
     assert [r["toolUseId"] for r in results] == ["tooluse_2", "tooluse_2"]
     assert ["3" in json.dumps(results[0]), "x: a word" in json.dumps(results[1])] == [True, True]  # in order
+
+
+def test_the_reproduction_ran_without_harness_code() -> None:
+    # a finding is the framework's only if it reproduces with nothing of ours loaded (DESIGN 6)
+    import sys
+
+    ours = sorted(m for m in sys.modules if m.split(".")[0] in ("harness", "openprogram"))
+    assert not ours, f"harness code was loaded: {ours[:5]}"

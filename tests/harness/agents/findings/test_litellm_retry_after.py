@@ -104,3 +104,11 @@ def test_completion_retries_a_gemini_429_before_its_retry_delay() -> None:
     first = _response(429, GEMINI_429, "retry-after: 2\r\n")
     gap = asyncio.run(_gap(first, _response(200, GEMINI_OK), _completion("gemini/gemini-2.5-flash", "/v1beta")))
     assert gap < 1.0
+
+
+def test_the_reproduction_ran_without_harness_code() -> None:
+    # a finding is the framework's only if it reproduces with nothing of ours loaded (DESIGN 6)
+    import sys
+
+    ours = sorted(m for m in sys.modules if m.split(".")[0] in ("harness", "openprogram"))
+    assert not ours, f"harness code was loaded: {ours[:5]}"

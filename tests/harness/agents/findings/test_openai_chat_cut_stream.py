@@ -117,3 +117,11 @@ def test_langchain_returns_a_body_that_ended_cleanly_without_finish_reason_as_it
 def test_langchain_raises_on_a_reset_mid_chunk() -> None:
     with pytest.raises(openai.APIConnectionError):
         asyncio.run(_serving(_reset_mid_chunk, _langchain))
+
+
+def test_the_reproduction_ran_without_harness_code() -> None:
+    # a finding is the framework's only if it reproduces with nothing of ours loaded (DESIGN 6)
+    import sys
+
+    ours = sorted(m for m in sys.modules if m.split(".")[0] in ("harness", "openprogram"))
+    assert not ours, f"harness code was loaded: {ours[:5]}"
