@@ -109,6 +109,10 @@ def test_completion_retries_a_gemini_429_before_its_retry_delay() -> None:
 def test_the_reproduction_ran_without_harness_code() -> None:
     # a finding is the framework's only if it reproduces with nothing of ours loaded (DESIGN 6)
     import sys
+    from pathlib import Path
+
+    if any((folder / "harness" / "__init__.py").exists() for folder in Path(__file__).resolve().parents):
+        pytest.skip("run in the checkout, whose conftest loads harness: .ci/run runs a copy from outside it")
 
     ours = sorted(m for m in sys.modules if m.split(".")[0] in ("harness", "openprogram"))
     assert not ours, f"harness code was loaded: {ours[:5]}"
