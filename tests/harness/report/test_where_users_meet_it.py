@@ -86,7 +86,7 @@ run = make("drop_second_result")  # of two calls in one reply, only the first re
 def test_harness_fuzz_agent_html_shows_the_shrunk_conversation(tmp_path: Path) -> None:
     shutil.copy(ROOT / "tests" / "harness" / "agents" / "planted.py", tmp_path / "planted.py")
     (tmp_path / "agent.py").write_text(PLANTED_AGENT, encoding="utf-8")
-    done = _harness(tmp_path, "fuzz", "--agent", "agent:run", "--examples", "40", "--html", "wire.html")
+    done = _harness(tmp_path, "fuzz", "--agent", "agent:run", "--html", "wire.html")  # the default 100
     assert done.returncode == 1, done.stdout + done.stderr
     assert "wrote wire.html" in done.stderr and "VIOLATION" in done.stdout
     (saved,) = (tmp_path / "cassettes" / "scenarios" / "wire").glob("W1-*.yaml")
@@ -95,7 +95,8 @@ def test_harness_fuzz_agent_html_shows_the_shrunk_conversation(tmp_path: Path) -
         r"VIOLATION · agent \S+ · \d+ conversations · \d+ requests · seed 21",
         _flat(document.find("summary", tag="p").text()),
     )
-    assert "harness fuzz --agent agent:run --seed 21 --examples 40" in document.text()
+    assert "harness fuzz --agent agent:run --seed 21" in document.text()
+    assert "--examples" not in _flat(document.text())  # the default is not spelled out
     w1 = next(r for r in document.find(id="invariants").find_all(tag="tr") if r.attrs.get("data-invariant") == "W1")
     assert w1.attrs["data-verdict"] == "VIOLATED"
     assert f"harness emulate --script {saved.relative_to(tmp_path)}" in document.find(id="saved").text()
