@@ -187,12 +187,7 @@ class Registry:
         longer the one imported (see ``_is_live``).
         """
         existing = self._functions.get(fn.name)
-        if (
-            existing is not None
-            and existing is not fn
-            and not fn._same_definition(existing)
-            and existing._is_live()
-        ):
+        if existing is not None and existing is not fn and not fn._same_definition(existing) and existing._is_live():
             raise ValueError(
                 f'two tools are named "{fn.name}": {existing.definition} and {fn.definition}; '
                 f"rename one (@{fn.kind}(name=...)), or keep it out of the registry with register=False"

@@ -308,9 +308,7 @@ async def aexec_result(
         model = bound[1] if bound[1] is not None else (model if model is not None else outer.model)
     elif provider is None:
         if outer.provider is None:
-            raise RuntimeError(
-                "no model provider: wrap the call in `with runtime.use(provider):` or pass provider=..."
-            )
+            raise RuntimeError("no model provider: wrap the call in `with runtime.use(provider):` or pass provider=...")
         provider = outer.provider
         model = model if model is not None else outer.model
     menu = resolve_tools(

@@ -146,8 +146,7 @@ def test_the_docs_import_the_harness_only_through_its_facades() -> None:
     missing = [
         f"{f}: from {m} import {n}"
         for f, m, n in _documented_imports()
-        if n not in getattr(importlib.import_module(m), "__all__", ())
-        and importlib.util.find_spec(f"{m}.{n}") is None
+        if n not in getattr(importlib.import_module(m), "__all__", ()) and importlib.util.find_spec(f"{m}.{n}") is None
     ]
     assert not missing, f"the docs import names their facade does not offer: {missing}"
 

@@ -24,7 +24,6 @@ WIRES_WITHOUT_IDS = ("gemini",)
 by our reader, so a call is matched to its result by name there, as W1 does for Gemini's results."""
 
 
-
 @dataclass
 class _Conversation:
     wire: tuple[str, str]

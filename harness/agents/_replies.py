@@ -123,6 +123,7 @@ def kinds_for(hostile: bool = False) -> tuple[str, ...]:
     """The kinds a campaign draws: ``provider`` and ``network``; ``hostile`` adds ``invalid``."""
     return tuple(kind for kind in KINDS if hostile or tier_of(kind) != "invalid")
 
+
 ANSWERS: tuple[str, ...] = ("Done.", "The answer is 5.", "I could not finish that.")
 """Final answers: short fixed sentences, so a shrunk scenario reads as a conversation."""
 

@@ -305,8 +305,6 @@ def _ledger_differences(scenario: Scenario, first: Trace, second: Trace) -> dict
     return differences
 
 
-
-
 class NoToolsError(LookupError):
     """The module named for ``--tools`` offers no tool (``harness fuzz`` says so as a usage error)."""
 

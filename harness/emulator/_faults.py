@@ -332,4 +332,3 @@ def _chunk_name(chunk: Any) -> str:
     if "usage" in chunk:
         return "the usage chunk"
     return "a data event"
-

@@ -236,11 +236,7 @@ class Emulator:
             return delivery
         finally:
             request: WireRequest | None = note["request"]
-            kept = (
-                request.headers
-                if request
-                else {k.lower(): v for k, v in headers if not is_credential_header(k)}
-            )
+            kept = request.headers if request else {k.lower(): v for k, v in headers if not is_credential_header(k)}
             self._record(
                 record(
                     run=run,

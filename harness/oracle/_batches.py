@@ -55,7 +55,6 @@ def run_views(trace: Trace) -> list[RunView]:
     return views
 
 
-
 class InvariantViolation(AssertionError):
     """A run broke an invariant. ``name`` is the invariant, ``message`` what and where."""
 

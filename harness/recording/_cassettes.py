@@ -222,6 +222,7 @@ class Interaction:
 # A streamed body as its events: what replay hands over one by one and what the secret scan joins.
 # ---------------------------------------------------------------------------------------------
 
+
 def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
     """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
 

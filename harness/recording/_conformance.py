@@ -537,8 +537,6 @@ def render_result(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-
-
 def report(
     files: Iterable[str | Path], *, as_json: bool = False, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:

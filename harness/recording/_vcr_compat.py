@@ -39,12 +39,8 @@ class ReachIn:
 REACH_INS: Final[tuple[ReachIn, ...]] = (
     ReachIn("vcr.cassette.Cassette", "_loaded_count", "which recorded interactions were never replayed", "9.0.0"),
     ReachIn("vcr.cassette.Cassette", "_save", "saving a cassette the recorded backend drives itself", "6.0.0"),
-    ReachIn(
-        "vcr.config.VCR", "_custom_patches", "event-by-event streams under pytest-recording's vcr marker", "6.0.0"
-    ),
-    ReachIn(
-        "vcr.stubs.httpx_stubs", "_deserialize_response", "the httpx stub's recorded response, to split", "9.0.0"
-    ),
+    ReachIn("vcr.config.VCR", "_custom_patches", "event-by-event streams under pytest-recording's vcr marker", "6.0.0"),
+    ReachIn("vcr.stubs.httpx_stubs", "_deserialize_response", "the httpx stub's recorded response, to split", "9.0.0"),
 )
 """What :func:`missing` checks; a new reach-in is added here and used through a function below."""
 

@@ -416,9 +416,7 @@ CONFIG_TABLES: tuple[tuple[Any, ...], ...] = (
 
 
 _prompts = st.lists(_messages, min_size=1, max_size=2).map(tuple)
-prompt_picks = st.sampled_from(
-    (*((m,) for m in _MESSAGE_WORDS[:-1]), ("stop", "thanks"), ("ok", "hmm"), ANY)
-)
+prompt_picks = st.sampled_from((*((m,) for m in _MESSAGE_WORDS[:-1]), ("stop", "thanks"), ("ok", "hmm"), ANY))
 
 
 # The parts of what a draw means that ``harness.strategies`` hands to ``_joint`` (``relevant``)

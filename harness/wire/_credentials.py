@@ -152,7 +152,5 @@ def value_forms(value: str) -> tuple[str, ...]:
     """
     escaped = json.dumps(value)[1:-1]
     return tuple(
-        dict.fromkeys(
-            (value, escaped, quote(value, safe=""), quote_plus(value), *_base64_cores(value.encode("utf-8")))
-        )
+        dict.fromkeys((value, escaped, quote(value, safe=""), quote_plus(value), *_base64_cores(value.encode("utf-8"))))
     )

@@ -148,7 +148,8 @@ class Inherited:
 
 
 inherited: contextvars.ContextVar[Inherited] = contextvars.ContextVar(
-    "openprogram_inherited", default=Inherited()  # noqa: B039 - frozen, never mutated
+    "openprogram_inherited",
+    default=Inherited(),  # noqa: B039 - frozen, never mutated
 )
 
 
@@ -549,9 +550,7 @@ def _error_message(run: _Run, partial: AssistantMessage | None, text: str) -> As
     )
 
 
-async def _execute_tool_calls(
-    run: _Run, tool_calls: list[ToolCall]
-) -> tuple[list[ToolResultMessage], list[Message]]:
+async def _execute_tool_calls(run: _Run, tool_calls: list[ToolCall]) -> tuple[list[ToolResultMessage], list[Message]]:
     """Run the picks in order; steering that arrives mid-batch skips the rest of it."""
     results: list[ToolResultMessage] = []
     for index, call in enumerate(tool_calls):

@@ -149,9 +149,8 @@ class _Unbuilt(tuple[Any, ...]):
 
     __slots__ = ()
 
-_observers: contextvars.ContextVar[tuple[Callable[[Any], None], ...]] = contextvars.ContextVar(
-    "_observers", default=()
-)
+
+_observers: contextvars.ContextVar[tuple[Callable[[Any], None], ...]] = contextvars.ContextVar("_observers", default=())
 
 
 @contextlib.contextmanager

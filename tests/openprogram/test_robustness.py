@@ -522,8 +522,9 @@ def test_an_exception_whose_str_fails_is_reported_by_its_type_name() -> None:
 
     provider = ScriptedProvider(turn.tool_call("boom"), "done")
     runtime.exec("go", tools=[make_tool("boom", boom)], provider=provider)
-    assert results_of(list(provider.requests[1].messages)) == [(provider.requests[1].messages[-1].tool_call_id,
-                                                                 "BadStr", True)]
+    assert results_of(list(provider.requests[1].messages)) == [
+        (provider.requests[1].messages[-1].tool_call_id, "BadStr", True)
+    ]
     failing = Events(BadStr())
     result = runtime.exec_result("go", tools=[], provider=failing)
     assert result.reason == "error"

@@ -71,9 +71,7 @@ def test_a_multi_turn_tool_loop_with_parallel_calls_runs_over_http(
     assert [output for _, output, _ in first] == ["sunny in Paris", "sunny in Oslo"]
     assert len({call_id for call_id, _, _ in first}) == 2
     assert [output for _, output, _ in tool_results(provider, emu.requests[2].body)][-1] == "5"
-    assert all(
-        not {"authorization", "x-goog-api-key", "x-amz-security-token"} & set(r.headers) for r in emu.requests
-    )
+    assert all(not {"authorization", "x-goog-api-key", "x-amz-security-token"} & set(r.headers) for r in emu.requests)
 
 
 @pytest.mark.parametrize(("provider", "endpoint", "model", "api"), BACKENDS, ids=IDS)

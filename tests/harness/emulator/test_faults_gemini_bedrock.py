@@ -237,4 +237,3 @@ def test_a_slow_stream_really_is_slow_over_http() -> None:
         elapsed = time.monotonic() - started
     frames = len(_event_types(_bedrock_stream(turn.text("one two three four five six seven eight nine ten"), NOVA)))
     assert elapsed >= 0.05 * frames * 0.9
-
