@@ -33,6 +33,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
+from harness._hypothesis_compat import no_local_constants
 from harness.agents._agent_output import agent_output
 from harness.agents._conversation import (
     LeftBehind,
@@ -55,7 +56,7 @@ from harness.agents._invariants import (
 from harness.agents._plans import Menus, PlannedReplies
 from harness.agents._replies import is_final
 from harness.agents._verdicts import Verdict, exercised, verdicts
-from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings, no_local_constants
+from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings
 from harness.checking import scenario_dir
 from harness.emulator import WireRequest
 from harness.scenarios import ModelTurn, Scenario

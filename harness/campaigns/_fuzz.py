@@ -14,8 +14,7 @@ import random
 import time
 import unittest
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness._contract import SKIPPED_STEERING, classify_result_text
+from harness._hypothesis_compat import no_local_constants
 from harness.campaigns._boundaries import BOUNDARIES, EXAMPLES, reached
 from harness.checking import ScenarioFailure, assert_scenario, run
 from harness.scenarios import Scenario
@@ -259,32 +259,6 @@ def run_campaign(
         failure = exc
     stats.seconds = time.perf_counter() - started
     return CampaignResult(stats, chosen, failure, nondeterministic)
-
-
-@contextmanager
-def no_local_constants() -> Iterator[None]:
-    """Hypothesis mixes the constants of every local module it finds in ``sys.modules`` into 5% of
-    its draws, so what a seed generates would change with whatever else is imported (pytest's
-    conftest, mutmut's copy of the loop, your modules, an edit to an unrelated file). A campaign
-    named by its seed must be one campaign: during it, no local constants (Hypothesis' own
-    built-in ones stay). Private API, so a Hypothesis without it is left as it is."""
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover - a Hypothesis without the module
-        yield
-        return
-    find, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
-    if find is None or cache is None or not hasattr(providers, "Constants"):  # pragma: no cover
-        yield
-        return
-    none = providers.Constants()
-    providers._get_local_constants = lambda: none
-    cache.cache.clear()
-    try:
-        yield
-    finally:
-        providers._get_local_constants = find
-        cache.cache.clear()
 
 
 def _ledger_differences(scenario: Scenario, first: Trace, second: Trace) -> dict[str, str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness._hypothesis_compat import is_final_example
 from harness.checking._check import CheckResult, Problem, check
 from harness.scenarios import Config, Scenario, ScenarioError
 from harness.trace import Trace
@@ -115,16 +116,6 @@ class ScenarioFailure(AssertionError):
         super().__init__("\n".join(lines))
 
 
-def _final_hypothesis_run() -> bool:
-    """True outside Hypothesis, and on the replay of the shrunk example: only that one is saved."""
-    try:
-        from hypothesis.control import current_build_context
-
-        return bool(current_build_context().is_final)
-    except Exception:
-        return True
-
-
 check_scenario = check
 """``harness.checking._check.check`` (run, reference model, invariants, ``meta.expect``), by its old name here."""
 
@@ -150,7 +141,7 @@ def assert_scenario(
     if result.ok:
         return result.trace
     path = None
-    if _final_hypothesis_run():
+    if is_final_example():
         if minimal:
             result = _minimal_failure(result, loop, determinism)
         if save:

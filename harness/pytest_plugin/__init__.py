@@ -669,6 +669,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     try:
         from hypothesis import HealthCheck, is_hypothesis_test
         from hypothesis import settings as Settings
+
+        from harness._hypothesis_compat import settings_of, use_settings
     except ImportError:  # pragma: no cover - hypothesis is a dependency
         return
     for item in items:
@@ -677,13 +679,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         function = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
         if function is None or not is_hypothesis_test(function):
             continue
-        current = getattr(function, "_hypothesis_internal_use_settings", None) or Settings.default
+        current = settings_of(function) or Settings.default
         if current is None or HealthCheck.function_scoped_fixture in current.suppress_health_check:
             continue
-        function._hypothesis_internal_use_settings = Settings(
-            parent=current,
-            suppress_health_check=[*current.suppress_health_check, HealthCheck.function_scoped_fixture],
-        )
+        suppressed = [*current.suppress_health_check, HealthCheck.function_scoped_fixture]
+        use_settings(function, Settings(parent=current, suppress_health_check=suppressed))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
+from harness._hypothesis_compat import no_local_constants
 from harness.campaigns._boundaries import BOUNDARIES, reached
-from harness.campaigns._fuzz import no_local_constants
 from harness.checking._check import check
 from harness.checking._runner import run
 from harness.scenarios._parts import Leave
