@@ -1,8 +1,9 @@
-"""A wire campaign: Hypothesis draws an agent's replies as its requests arrive, W1-W6 judge each run.
+"""A wire campaign: Hypothesis plans each conversation's replies, W1-W6 judge each run.
 
 ``run_agent_campaign(agent)`` is ``harness fuzz --agent MODULE:CALLABLE``: a conversation per
-example, each reply drawn (``_replies``) on the test's own thread when its request arrives
-(``_conversation``), each run judged (``_invariants``). The first violation shrinks like any
+example, its replies one list drawn with ``st.data()`` on the test's own thread (``_plans``, over
+the vocabulary of ``_replies``) and served one per request as they arrive, under the
+conversation's own base URL (``_conversation``), each run judged (``_invariants``). The first violation shrinks like any
 Hypothesis failure: the minimal run's replies become a scenario file, served by hand with
 ``harness emulate --script FILE`` and replayed by :func:`replay_agent`, saved beside the loop's
 regressions under ``wire/``. :func:`agent_test` is the same campaign as a pytest test, under the
@@ -378,7 +379,7 @@ def run_agent_campaign(
     name: str | None = None,
     hostile: bool = False,
 ) -> AgentCampaignResult:
-    """Run ``examples`` conversations with replies drawn as requests arrive; shrink the first
+    """Run ``examples`` conversations, each served its planned replies; shrink the first
     violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
     saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent). ``hostile``
     also draws the ``invalid`` tier (replies no conforming provider sends, DESIGN 6).
