@@ -283,7 +283,9 @@ class _InProcess(EmulatorTransport):
     the run was given (an agent that ignores it reaches the loopback server instead)."""
 
     def _answer(self, request: Any, body: bytes) -> Any:
-        serving = self.emulator._serving  # type: ignore[attr-defined]  # a WireEmulator's
+        emulator = self.emulator
+        assert isinstance(emulator, WireEmulator)  # this transport is only made for a WireEmulator
+        serving = emulator._serving
         serving.in_process = True
         try:
             return super()._answer(request, body)

@@ -297,10 +297,8 @@ def _reply(
     wire: _Wire,
 ) -> ModelTurn:
     """One reply; its call ids from ``next_id``, or placeholders for :func:`numbered` when ``None``."""
-    ids = iter((_FIRST, _SECOND)) if next_id is None else None
-
-    def new_id() -> str:
-        return next(ids) if ids is not None else next_id()  # type: ignore[misc]
+    placeholders = iter((_FIRST, _SECOND))
+    new_id: Callable[[], str] = next_id if next_id is not None else lambda: next(placeholders)
 
     failing = draw(_FAILING, label="failure") == 3
     kind = draw(wire.failing if failing else wire.model, label="kind")

@@ -28,7 +28,7 @@ from harness.script import ScriptedCall, Turn
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("anthropic")
 
 
-class RedactedThinking(tuple):  # type: ignore[type-arg]
+class RedactedThinking(tuple[str, str]):
     """A ``("thinking", data)`` block this renderer sends as ``redacted_thinking``."""
 
     __slots__ = ()
