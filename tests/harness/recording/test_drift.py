@@ -12,10 +12,9 @@ import os
 import re
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import httpx2
@@ -27,7 +26,7 @@ from harness.cli import main
 from harness.emulator import Emulator
 from harness.recording._tools import ConversionError, compare_replies, drift_targets
 from harness.script import turn
-from tests.harness.support import chat_completion, console_script
+from tests.harness.support import chat_completion, console_script, loopback_server
 
 pytest_plugins = ["pytester"]
 
@@ -168,14 +167,8 @@ def _recording_proxy(upstream: str) -> Iterator[tuple[str, list[dict[str, str]]]
         def log_message(self, *_: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Forward) as root:
+        yield root, seen
 
 
 LIVE_CASES = [

@@ -17,10 +17,9 @@ import json
 import os
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ import yaml
 
 from harness.recording._scrub import find_hidden_credentials, scrub_uri
 from harness.wire import CREDENTIAL_QUERY_PARAMS
-from tests.harness.support import chat_completion, console_script
+from tests.harness.support import chat_completion, console_script, loopback_server
 
 pytest_plugins = ["pytester"]
 
@@ -185,14 +184,8 @@ def _listening() -> Iterator[tuple[str, list[str]]]:
         def log_message(self, *_: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Answer) as root:
+        yield root, seen
 
 
 def test_drift_sends_no_recorded_credential_to_the_base_url(tmp_path: Path) -> None:
