@@ -24,6 +24,7 @@ from harness.cli._cassettes import cassettes_group
 from harness.cli._common import HTML_HELP, USAGE_ERROR, expand, html_ready, write_html
 from harness.cli._emulate import emulate_command
 from harness.cli._fuzz import fuzz_command
+from harness.cli._proxy import proxy_command
 
 __all__ = [
     "cassettes_group",
@@ -32,6 +33,7 @@ __all__ = [
     "emulate_command",
     "fuzz_command",
     "main",
+    "proxy_command",
     "run_command",
     "schema_command",
 ]
@@ -44,6 +46,7 @@ _HELP = {
     "cassettes": "Show, lint and convert recorded cassettes (show, lint, to-scenario).",
     "schema": "Print the JSON Schema of scenario files, for editors.",
     "emulate": "Serve a scenario's turns on every provider's wire, on a loopback port.",
+    "proxy": "Record and replay any process's model calls through one loopback port.",
 }
 
 
@@ -183,6 +186,7 @@ _HERE: dict[str, click.Command] = {
     "fuzz": fuzz_command,
     "schema": schema_command,
     "emulate": emulate_command,
+    "proxy": proxy_command,
 }
 
 

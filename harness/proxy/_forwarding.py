@@ -1,0 +1,134 @@
+"""Where a request the cassette lacks is really sent, and sending it.
+
+The cassette names the provider's own host whatever the proxy was pointed at, as the
+``recorded`` fixture's cassettes do (``https://api.openai.com/v1/chat/completions``), so one
+recorded through the proxy replays under the fixture and the reverse: :func:`recorded_uri`.
+When recording, the request goes to ``--upstream`` (the emulator, a gateway: its root plus the
+request's path) or else to that provider host, a Bedrock request then signed again for it
+(``_sigv4``). The reply is read whole, raw, and handed to the recording, which decodes,
+scrubs and stores it; the client then gets it split at its events, as every replay will.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx2
+
+from harness.proxy._cassette_select import CASSETTE_HEADER
+from harness.proxy._sigv4 import resign, signed_by_sigv4
+from harness.wire import Destination
+
+PROVIDER_ORIGINS: Final[Mapping[str, str]] = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+"""The hosts the SDKs address by default: the host a cassette names for these providers."""
+
+HOP_BY_HOP: Final = frozenset(
+    {
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "content-length",
+        CASSETTE_HEADER,
+    }
+)
+"""Headers of one hop (or of the proxy itself), never recorded or forwarded."""
+
+TIMEOUT: Final = httpx2.Timeout(600.0, connect=15.0)
+"""A model may think for minutes before its first byte; a host that does not answer is said fast."""
+
+
+def aws_region(destination: Destination, environ: Mapping[str, str]) -> str:
+    """The Bedrock region: the client's SigV4 scope, else the proxy's ``AWS_REGION``, else us-east-1."""
+    return destination.region or environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def provider_origin(destination: Destination, environ: Mapping[str, str]) -> str:
+    """The provider's own scheme and host for a request read from its path."""
+    if destination.provider == "bedrock":
+        return f"https://bedrock-runtime.{aws_region(destination, environ)}.amazonaws.com"
+    if destination.provider == "gemini" and destination.vertex:
+        location = destination.region or "global"
+        return (
+            "https://aiplatform.googleapis.com"
+            if location == "global"
+            else f"https://{location}-aiplatform.googleapis.com"
+        )
+    return PROVIDER_ORIGINS[destination.provider]
+
+
+def recorded_uri(destination: Destination, path: str, query: str, environ: Mapping[str, str]) -> str:
+    """The URI the cassette stores: the provider's host, the request's path and query as sent."""
+    return f"{provider_origin(destination, environ)}{path}{'?' + query if query else ''}"
+
+
+def kept_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> dict[str, str]:
+    """The request's headers without the hop-by-hop ones (and the cassette's name)."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return {name: value for name, value in pairs if name.lower() not in HOP_BY_HOP}
+
+
+class Forwarder:
+    """Sends what is to be recorded: to ``upstream`` when given, else to the provider's host.
+
+    ``origins`` replaces :func:`provider_origin` per provider (a test's loopback stand-in for a
+    provider: treated as the provider, so a Bedrock request is signed again for it).
+    """
+
+    def __init__(
+        self, upstream: str | None, environ: Mapping[str, str], origins: Mapping[str, str] | None = None
+    ) -> None:
+        self.upstream = upstream.rstrip("/") if upstream else None
+        self.environ = environ
+        self.origins = dict(origins or {})
+        self._clients: dict[int, httpx2.AsyncClient] = {}
+
+    def target(self, destination: Destination, path: str, query: str) -> str:
+        """The URL a request to be recorded is sent to."""
+        root = self.upstream or self.origins.get(destination.provider) or provider_origin(destination, self.environ)
+        return f"{root}{path}{'?' + query if query else ''}"
+
+    async def send(
+        self, method: str, destination: Destination, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> dict[str, Any]:
+        """The upstream's reply as a vcrpy response (its body read whole and left encoded as it came)."""
+        url = self.target(destination, path, query)
+        if destination.provider == "bedrock" and self.upstream is None and signed_by_sigv4(headers):
+            headers = resign(method, url, headers, body, aws_region(destination, self.environ), self.environ)
+        client = self._client()
+        request = client.build_request(method, url, headers=headers, content=body)
+        response = await client.send(request, stream=True)
+        try:
+            content = b"".join([part async for part in response.aiter_raw()])
+        finally:
+            await response.aclose()
+        recorded: dict[str, list[str]] = {}
+        for name, value in response.headers.multi_items():
+            recorded.setdefault(name, []).append(value)
+        return {
+            "status": {"code": response.status_code, "message": response.reason_phrase},
+            "headers": recorded,
+            "body": {"string": content},
+        }
+
+    def _client(self) -> httpx2.AsyncClient:
+        loop = id(asyncio.get_running_loop())
+        client = self._clients.get(loop)
+        if client is None:  # a connection pool belongs to one event loop
+            client = self._clients[loop] = httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False)
+        return client
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
