@@ -43,8 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.recording import load as load_cassette
 from harness.emulator import Emulator
+from harness.recording import load as load_cassette
 from openprogram.providers import ModelRequest, allow_model_requests
 from openprogram.types import UserMessage
 

@@ -138,9 +138,11 @@ def test_a_python_subprocess_agent_records_and_replays_and_a_changed_request_fai
         (["--cassette", "c.yaml", "--upstream", "localhost:8765"], "--upstream 'localhost:8765' is not an http(s) URL"),
         (["--record-mode", "none"], "Missing option '--cassette'"),
         (["--cassette", "c.yaml", "--max-age", "soon"], "max_age 'soon' is not a positive age"),
+        (["--cassette", "broken.yaml"], "broken.yaml: the cassette does not parse"),
     ],
 )
 def test_a_bad_option_is_one_line_and_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
+    (tmp_path / "broken.yaml").write_text("interactions: [\n", encoding="utf-8")
     done = run_cli("proxy", *args, "--port", "0", cwd=tmp_path)
     assert done.returncode == 2 and says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Usage:" not in done.stderr

@@ -225,3 +225,52 @@ def test_the_fixture_replays_what_the_proxy_recorded_and_the_proxy_what_the_fixt
             == "Recorded by the fixture."
         )
     assert proxy.finish().problems == []
+
+
+def _converse_texts(reply: dict[str, Any]) -> list[str]:
+    return [event["contentBlockDelta"]["delta"]["text"] for event in reply["stream"] if "contentBlockDelta" in event]
+
+
+def test_bedrock_is_signed_again_for_aws_stored_under_its_host_and_replayed_as_an_event_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boto3 = pytest.importorskip("boto3", reason="boto3 (the bedrock extra) is the Bedrock client")
+    import harness.proxy._forwarding as forwarding
+
+    signed: list[dict[str, str]] = []
+    real = forwarding.resign
+
+    def spy(*args: Any) -> dict[str, str]:
+        signed.append(real(*args))
+        return signed[-1]
+
+    monkeypatch.setattr(forwarding, "resign", spy)
+    environ = {"AWS_ACCESS_KEY_ID": "AKIDPROXYRECORDS", "AWS_SECRET_ACCESS_KEY": "proxy-secret-for-aws-1"}
+    cassette = tmp_path / "bedrock.yaml"
+    model, messages = "anthropic.claude-3-haiku-20240307-v1:0", [{"role": "user", "content": [{"text": "Lisbon?"}]}]
+
+    def client(base_url: str) -> Any:
+        return boto3.client(
+            "bedrock-runtime",
+            endpoint_url=base_url,
+            region_name="us-west-2",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+
+    with Emulator("Sunny in Lisbon, all week long.") as aws:  # stands in for AWS: the proxy signs for it
+        with Proxy(cassette, origins={"bedrock": aws.base_url}, environ=environ) as proxy:
+            live = _converse_texts(client(proxy.base_url).converse_stream(modelId=model, messages=messages))
+    assert proxy.finish().problems == []
+    assert signed and signed[0]["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDPROXYRECORDS/")
+    assert "/us-west-2/bedrock/aws4_request" in signed[0]["Authorization"]
+    stored = yaml.safe_load(cassette.read_text(encoding="utf-8"))["interactions"][0]["request"]["uri"]
+    assert (
+        stored
+        == "https://bedrock-runtime.us-west-2.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream"
+    )
+    assert "proxy-secret-for-aws-1" not in cassette.read_text(encoding="utf-8")
+    with Proxy(cassette, mode="none", environ={}) as proxy:
+        replayed = _converse_texts(client(proxy.base_url).converse_stream(modelId=model, messages=messages))
+    assert proxy.finish().problems == []
+    assert replayed == live and len(replayed) > 1 and "".join(replayed) == "Sunny in Lisbon, all week long."
