@@ -113,7 +113,7 @@ def proxy_command(
     except ImportError as exc:
         raise _Refused(
             f"the proxy needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
-            'install it with pip install "openprogram[emulator]"'
+            'install it with pip install -e ".[emulator]" from the checkout'
         ) from None
     from harness.proxy import Proxy, ProxyError
     from harness.recording import RecordingError

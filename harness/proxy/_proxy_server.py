@@ -26,6 +26,7 @@ from typing import Any, Final
 from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outcome, split_selection
 from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
 from harness.proxy._sigv4 import SigningError
+from harness.recording import CassetteError, CassetteMismatchError, RecordingError
 from harness.recording._wire import reply_parts  # the one private import: a stored reply split at its events
 from harness.wire import ROUTES, Destination, Route, route_by_path
 
@@ -81,8 +82,6 @@ class Proxy:
 
     def open_default(self) -> None:
         """Open the cassette a request naming none goes to, so a corrupt or expired one is said at start."""
-        from harness.recording import CassetteError, RecordingError
-
         try:
             path = self.cassettes.path_for(None)
         except CassetteChoiceError:
@@ -143,8 +142,6 @@ class Proxy:
     ) -> dict[str, Any] | tuple[int, str]:
         """The vcrpy response to send back, or the status and message refusing the request."""
         from vcr.request import Request as VcrRequest
-
-        from harness.recording import CassetteError, CassetteMismatchError, RecordingError
 
         refused = self.cassettes.refused
         try:

@@ -43,7 +43,7 @@ def resign(
     except ImportError:
         raise SigningError(
             "forwarding a Bedrock request to AWS needs botocore to sign it again: install the 'bedrock' extra "
-            '(pip install "openprogram[bedrock]"), or record against --upstream'
+            '(pip install -e ".[bedrock]" from the checkout), or record against --upstream'
         ) from None
     key, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
     if key and secret:
