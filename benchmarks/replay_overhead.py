@@ -132,14 +132,17 @@ async def _ask_server(base_url: str, bodies: list[dict[str, Any]]) -> float:
     try:
         for body in bodies:
             rest = {key: value for key, value in body.items() if key not in ("model", "messages", "stream")}
-            call = client.chat.completions.create(
-                model=body["model"], messages=body["messages"], stream=bool(body.get("stream")), extra_body=rest
-            )
-            if body.get("stream"):
-                async for _chunk in await call:
+            if body.get("stream"):  # the body as recorded: no "stream": false where the recording had none
+                stream = await client.chat.completions.create(
+                    model=body["model"], messages=body["messages"], stream=True, extra_body=rest
+                )
+                async for _chunk in stream:
                     pass
             else:
-                assert (await call).choices[0].finish_reason == "stop"
+                reply = await client.chat.completions.create(
+                    model=body["model"], messages=body["messages"], extra_body=rest
+                )
+                assert reply.choices[0].finish_reason == "stop"
     finally:
         await client.close()
     return time.process_time() - started

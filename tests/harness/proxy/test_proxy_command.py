@@ -68,40 +68,6 @@ def _curl(base: str, cwd: Path) -> str:
     )
 
 
-def test_node_clients_and_curl_record_through_the_proxy_then_replay_with_the_upstream_gone(tmp_path: Path) -> None:
-    node, curl = shutil.which("node"), shutil.which("curl")
-    if node is None or curl is None:
-        pytest.skip(f"{'node' if node is None else 'curl'} is not installed")
-    if (
-        not (NODE_DIR / "node_modules" / "openai").is_dir()
-        or not (NODE_DIR / "node_modules" / "@anthropic-ai").is_dir()
-    ):
-        pytest.skip("tests/node/node_modules is missing: cd tests/node && npm ci")
-    script = [node, str(NODE_DIR / "proxy_clients.mjs")]
-    turns = ["Sunny in Paris, twenty-two degrees.", "Grey in Oslo, with light rain.", "Hot in Rome."]
-    with (
-        Emulator(*turns) as upstream,
-        proxy(tmp_path, "--cassette", "cassettes/", "--upstream", upstream.base_url) as (
-            base,
-            recording,
-        ),
-    ):
-        named = f"{base}/cassette/test_weather"  # one cassette per test, named by the base URL
-        live = json.loads(_run(script, named, tmp_path))
-        live_curl = _curl(named, tmp_path)
-    assert recording["status"] == 0, recording["stderr"]
-    assert live["openai"]["text"] == turns[0] and live["anthropic"]["text"] == turns[1]
-    with proxy(tmp_path, "--cassette", "cassettes/", "--record-mode", "none") as (base, replaying):
-        named = f"{base}/cassette/test_weather"
-        replayed = json.loads(_run(script, named, tmp_path))
-        replayed_curl = _curl(named, tmp_path)
-    assert replaying["status"] == 0, replaying["stderr"]
-    assert replayed == live and replayed["openai"]["events"] > 2 and replayed["anthropic"]["events"] > 2
-    assert sse_texts(replayed_curl) == sse_texts(live_curl) and len(sse_texts(replayed_curl)) > 2
-    text = (tmp_path / "cassettes" / "test_weather.yaml").read_text(encoding="utf-8")
-    assert KEY not in text and "https://api.anthropic.com/v1/messages" in text
-
-
 AGENT = """
 import os, openai
 client = openai.OpenAI(max_retries=0)
@@ -113,22 +79,52 @@ print(len(texts), "".join(texts))
 """
 
 
-def test_a_python_subprocess_agent_records_and_replays_and_a_changed_request_fails_the_run(tmp_path: Path) -> None:
+def test_node_clients_curl_and_a_python_agent_record_through_the_proxy_then_replay_with_the_upstream_gone(
+    tmp_path: Path,
+) -> None:
+    """One proxy records for two tests (a cassette each, named by the base URL), one replays them."""
+    node, curl = shutil.which("node"), shutil.which("curl")
+    if node is None or curl is None:
+        pytest.skip(f"{'node' if node is None else 'curl'} is not installed")
+    if (
+        not (NODE_DIR / "node_modules" / "openai").is_dir()
+        or not (NODE_DIR / "node_modules" / "@anthropic-ai").is_dir()
+    ):
+        pytest.skip("tests/node/node_modules is missing: cd tests/node && npm ci")
     (tmp_path / "agent.py").write_text(AGENT, encoding="utf-8")
-    agent = [sys.executable, "agent.py"]
-    with Emulator("Sunny in Paris, twenty-two degrees.") as upstream:
-        with proxy(tmp_path, "--cassette", "agent.yaml", "--upstream", upstream.base_url) as (base, recording):
-            live = _run(agent, base, tmp_path)
-    assert recording["status"] == 0 and "wrote agent.yaml (1 interaction(s))" in recording["stderr"]
-    assert KEY not in (tmp_path / "agent.yaml").read_text(encoding="utf-8")
+    clients, agent = [node, str(NODE_DIR / "proxy_clients.mjs")], [sys.executable, "agent.py"]
+    turns = ["Sunny in Paris, twenty-two degrees.", "Grey in Oslo, with light rain.", "Hot in Rome.", "Sunny, 22."]
+    with (
+        Emulator(*turns) as upstream,
+        proxy(tmp_path, "--cassette", "cassettes/", "--upstream", upstream.base_url) as (
+            base,
+            recording,
+        ),
+    ):
+        node_test, python_test = f"{base}/cassette/test_node", f"{base}/cassette/test_agent%2Ftest_python"
+        live = json.loads(_run(clients, node_test, tmp_path))
+        live_curl = _curl(node_test, tmp_path)
+        live_agent = _run(agent, python_test, tmp_path)
+    assert recording["status"] == 0, recording["stderr"]
+    assert "wrote cassettes/test_agent/test_python.yaml (1 interaction(s))" in recording["stderr"]
+    assert live["openai"]["text"] == turns[0] and live["anthropic"]["text"] == turns[1]
     changed = {**CHAT, "messages": [{"role": "user", "content": "Weather in Oslo?"}]}
-    with proxy(tmp_path, "--cassette", "agent.yaml", "--record-mode", "none") as (base, replaying):
-        assert _run(agent, base, tmp_path) == live and int(live.split()[0]) > 2  # the same answer, in several events
-        refused = httpx2.post(f"{base}/v1/chat/completions", json=changed, timeout=10)
+    with proxy(tmp_path, "--cassette", "cassettes/", "--record-mode", "none") as (base, replaying):
+        node_test, python_test = f"{base}/cassette/test_node", f"{base}/cassette/test_agent%2Ftest_python"
+        replayed = json.loads(_run(clients, node_test, tmp_path))
+        replayed_curl = _curl(node_test, tmp_path)
+        replayed_agent = _run(agent, python_test, tmp_path)
+        refused = httpx2.post(f"{node_test}/v1/chat/completions", json=changed, timeout=10)
+    assert replayed == live and replayed["openai"]["events"] > 2 and replayed["anthropic"]["events"] > 2
+    assert sse_texts(replayed_curl) == sse_texts(live_curl) and len(sse_texts(replayed_curl)) > 2
+    assert replayed_agent == live_agent and int(live_agent.split()[0]) > 2
+    for cassette in ("test_node.yaml", "test_agent/test_python.yaml"):
+        text = (tmp_path / "cassettes" / cassette).read_text(encoding="utf-8")
+        assert KEY not in text and "uri: https://api." in text
     assert refused.status_code == 400 and refused.json()["error"]["message"].startswith(NO_MATCH)
-    assert replaying["status"] == 1
+    assert replaying["status"] == 1 and "1 problem(s):" in replaying["stderr"]
     first = 'first difference: messages[0].content: sent "Weather in Oslo?", recorded "Weather in Paris?"'
-    assert f"POST /v1/chat/completions (agent.yaml, request 2): {first}" in replaying["stderr"]
+    assert f"POST /v1/chat/completions (cassettes/test_node.yaml, request 4): {first}" in replaying["stderr"]
 
 
 @pytest.mark.parametrize(
