@@ -100,7 +100,12 @@ class Proxy:
         from starlette.routing import Route as StarletteRoute
 
         async def endpoint(request: Request) -> Response:
-            answered: Response = await self._answer(request)
+            try:
+                answered: Response = await self._answer(request)
+            except Exception as exc:  # a bug of ours: said to the client and in the report, never a bare 500
+                message = f"harness proxy: internal error: {type(exc).__name__}: {exc} (this is a bug in the harness)"
+                self.cassettes.refused.append(f"{request.method} {request.url.path}: {message}")
+                return Response(_neutral(message), status_code=500, media_type="application/json")
             return answered
 
         methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]

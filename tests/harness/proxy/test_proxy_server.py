@@ -274,3 +274,19 @@ def test_bedrock_is_signed_again_for_aws_stored_under_its_host_and_replayed_as_a
         replayed = _converse_texts(client(proxy.base_url).converse_stream(modelId=model, messages=messages))
     assert proxy.finish().problems == []
     assert replayed == live and len(replayed) > 1 and "".join(replayed) == "Sunny in Lisbon, all week long."
+
+
+def test_a_bug_of_the_proxy_is_a_500_saying_so_and_fails_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.proxy._proxy_server as server
+
+    def broken(*args: Any) -> Any:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(server, "recorded_uri", broken)
+    with Proxy(tmp_path / "c.yaml", mode="none") as proxy:
+        reply = _post(proxy, "/v1/chat/completions", CHAT)
+    assert reply.status_code == 500
+    assert reply.json()["error"]["message"].startswith("harness proxy: internal error: KeyError: 'boom'")
+    assert "internal error" in proxy.finish().problems[0]
