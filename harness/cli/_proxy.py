@@ -162,7 +162,10 @@ def _serve(proxy: Any, shown: int) -> int:
     for written in outcome.written:
         click.echo(f"harness proxy: wrote {written}", err=True)
     if not outcome.problems:
-        click.echo(f"harness proxy: {proxy.served} request(s), every one answered", err=True)
+        click.echo(
+            f"harness proxy: {proxy.served} request(s) answered; none unmatched, no recorded interaction unused",
+            err=True,
+        )
         return 0
     click.echo(f"harness proxy: {len(outcome.problems)} problem(s):", err=True)
     for problem in outcome.problems:
