@@ -15,7 +15,9 @@ import yaml
 from harness.emulator import Emulator
 from harness.proxy import NO_MATCH, Proxy, ProxyError
 from tests.harness.proxy.conftest import CHAT, KEY, sse_texts
-from tests.harness.support import loopback_server
+from tests.harness.support import loopback_server, run_in_process
+
+pytest_plugins = ["pytester"]
 
 pytest.importorskip("uvicorn", reason="the proxy serves with the emulator extra (starlette, uvicorn)")
 
@@ -188,41 +190,53 @@ def _ask(backend: Any) -> str:
     return asyncio.run(run())
 
 
-def test_the_fixture_replays_what_the_proxy_recorded_and_the_proxy_what_the_fixture_recorded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, harness_allow_model_requests: None
-) -> None:
-    """The fixture's engine (``open_recording`` + ``recorded_backend``) on one side, a process's client on the other."""
-    from harness.recording import live_backend, open_recording, recorded_backend
+FIXTURE_TEST = """
+import asyncio, os
+from openprogram.providers import ModelRequest
+from openprogram.types import UserMessage
 
+def test_weather(recorded):
+    upstream = os.environ["EMULATOR"] if recorded.records else None
+    backend = recorded("openai", "chat.completions", model="gpt-4o-mini", stream=True, upstream=upstream)
+
+    async def ask():
+        async for event in backend.stream(ModelRequest(model="gpt-4o-mini", messages=(UserMessage(content="Hi?"),))):
+            if event.type == "done":
+                return event.message.content[0].text
+
+    assert asyncio.run(ask()) == os.environ["EXPECTED"]
+"""
+
+
+def test_the_recorded_fixture_replays_what_the_proxy_recorded_and_the_proxy_what_the_fixture_recorded(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's pytest project on one side, a process's client (the same backend, aimed at the proxy) on the other."""
+    from harness.recording import live_backend
+
+    pytester.makepyfile(test_weather=FIXTURE_TEST)
+    cassette = pytester.path / "cassettes" / "test_weather" / "test_weather.yaml"
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    by_proxy = tmp_path / "by_proxy.yaml"
-    with Emulator("Recorded by the proxy.") as emulator, Proxy(by_proxy, upstream=emulator.base_url) as proxy:
+    with Emulator("Recorded by the proxy.") as emulator, Proxy(cassette, upstream=emulator.base_url) as proxy:
         monkeypatch.setenv("OPENAI_BASE_URL", proxy.base_url + "/v1")
-        assert (
-            _ask(live_backend("openai", "chat.completions", model="gpt-4o-mini", stream=True))
-            == "Recorded by the proxy."
+        assert _ask(live_backend("openai", "chat.completions", model="gpt-4o-mini", stream=True)) == (
+            "Recorded by the proxy."
         )
     assert proxy.finish().problems == []
-    recording = open_recording(by_proxy, "none")
-    backend, client = recorded_backend("openai", recording, "chat.completions", model="gpt-4o-mini", stream=True)
-    assert _ask(backend) == "Recorded by the proxy."
-    asyncio.run(client.aclose())
-    assert recording.failures == [] and recording.unused() == []
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    replayed = run_in_process(pytester, "--record-mode=none", EXPECTED="Recorded by the proxy.")
+    replayed.assert_outcomes(passed=1)
 
-    by_fixture = tmp_path / "by_fixture.yaml"
+    cassette.unlink()
     with Emulator("Recorded by the fixture.") as emulator:
-        recording = open_recording(by_fixture, "once")
-        backend, client = recorded_backend(
-            "openai", recording, "chat.completions", model="gpt-4o-mini", stream=True, upstream=emulator.base_url
+        recording = run_in_process(
+            pytester, "--record-mode=once", EMULATOR=emulator.base_url, EXPECTED="Recorded by the fixture."
         )
-        assert _ask(backend) == "Recorded by the fixture."
-        asyncio.run(client.aclose())
-        recording.save()
-    with Proxy(by_fixture, mode="none") as proxy:
+    recording.assert_outcomes(passed=1)
+    with Proxy(cassette, mode="none") as proxy:
         monkeypatch.setenv("OPENAI_BASE_URL", proxy.base_url + "/v1")
-        assert (
-            _ask(live_backend("openai", "chat.completions", model="gpt-4o-mini", stream=True))
-            == "Recorded by the fixture."
+        assert _ask(live_backend("openai", "chat.completions", model="gpt-4o-mini", stream=True)) == (
+            "Recorded by the fixture."
         )
     assert proxy.finish().problems == []
 
