@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -92,6 +93,13 @@ class Forwarder:
         self.environ = environ
         self.origins = dict(origins or {})
         self._clients: dict[int, httpx2.AsyncClient] = {}
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the upstream is on loopback (the emulator): one that answers each request with its
+        script's next turn, to be kept in step under ``new_episodes`` as the ``recorded`` fixture does."""
+        host = urlsplit(self.upstream).hostname if self.upstream else None
+        return host is not None and (host == "localhost" or host.startswith("127.") or host == "::1")
 
     def target(self, destination: Destination, path: str, query: str) -> str:
         """The URL a request to be recorded is sent to."""

@@ -76,6 +76,8 @@ class Proxy:
         self.host, self.port = host, port
         self.served = 0
         self._modules = _envelopes()
+        self._in_step: dict[Path, list[tuple[str, Destination, str, str, dict[str, str], bytes]]] = {}
+        """Per cassette, what ``new_episodes`` replayed since a scripted upstream last heard from it."""
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._undeclare: Any = lambda: None
@@ -160,9 +162,14 @@ class Proxy:
             played: dict[str, Any] | None = recording.respond(vcr_request)
         except CassetteMismatchError as exc:
             return self._mismatch(exc, method, path, cassette, recording.requests_seen, vcr_request.uri)
+        pending = self._in_step.setdefault(cassette, [])
         if played is not None:
+            if self.cassettes.mode == "new_episodes" and self.forwarder.scripted:
+                pending.append((method, destination, path, query, kept, body))
             return played
         try:
+            while pending:  # the replayed requests a scripted upstream never saw, so it answers this one in step
+                await self.forwarder.send(*pending.pop(0))
             response = await self.forwarder.send(method, destination, path, query, kept, body)
         except SigningError as exc:
             refused.append(f"{method} {path} ({cassette}): {exc}")

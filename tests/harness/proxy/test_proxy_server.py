@@ -304,3 +304,19 @@ def test_a_bug_of_the_proxy_is_a_500_saying_so_and_fails_the_run(
     assert reply.status_code == 500
     assert reply.json()["error"]["message"].startswith("harness proxy: internal error: KeyError: 'boom'")
     assert "internal error" in proxy.finish().problems[0]
+
+
+def test_new_episodes_keeps_a_scripted_upstream_in_step_as_the_fixture_does(tmp_path: Path) -> None:
+    cassette = tmp_path / "episodes.yaml"
+    first = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "One?"}]}
+    second = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "Two?"}]}
+    with Emulator("First turn.") as emulator, Proxy(cassette, upstream=emulator.base_url) as proxy:
+        _post(proxy, "/v1/messages", first)
+    proxy.finish()
+    with Emulator("First turn.", "Second turn.") as emulator:
+        with Proxy(cassette, mode="new_episodes", upstream=emulator.base_url) as proxy:
+            replayed = _post(proxy, "/v1/messages", first).json()["content"][0]["text"]
+            added = _post(proxy, "/v1/messages", second).json()["content"][0]["text"]
+        asked = len(emulator.requests)
+    assert proxy.finish().problems == []
+    assert (replayed, added, asked) == ("First turn.", "Second turn.", 2)  # the script's turn 2, not its turn 1 again
