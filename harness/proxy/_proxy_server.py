@@ -54,7 +54,8 @@ class Proxy:
     directory of them; ``mode`` one of the ``recorded`` fixture's record modes; ``config`` the
     ``open_recording`` options the command passes on (``max_age``, ``max_age_action``,
     ``allow_unused``); ``environ`` (default ``os.environ``) feeds the credential scan and the
-    Bedrock signature.
+    Bedrock signature; ``origins`` stands a server in for a provider's own host, per provider (a
+    test's loopback AWS: requests to it are treated as to the provider, Bedrock's signed again).
     """
 
     def __init__(
