@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import harness.wire as wire
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._openai import split
-from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("anthropic")

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import harness.wire as wire
-from harness.emulator._wire import IdSource, WireReply, WireRequest
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("openai")

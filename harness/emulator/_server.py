@@ -37,10 +37,10 @@ from urllib.parse import parse_qsl
 
 import httpx2
 
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Delivery, Fault, apply
 from harness.emulator._journal import JournalFile, record
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
-from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import Turn, as_turn
 from harness.wire import Route, is_credential_header
 from openprogram.providers import register_fake_base_url, register_in_process_transport
