@@ -3,7 +3,7 @@
 Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load with every session.
 The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
 -> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
-transport -> the vcr glue, matchers and persister (``_wire``), scrubbing (``_scrub``) -> the
+transport -> the vcr glue, matchers and persister (``_vcr``), scrubbing (``_scrub``) -> the
 openprogram backend. Around it: cassettes as data (``_cassettes``), how old one may get
 (``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
 to-scenario / drift`` (``_tools``) and ``lint`` (``_lint``), third-party recordings through our
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from harness.recording._scrub import CredentialLeakError, find_credentials
     from harness.recording._tools import render_timeline, to_scenario
     from harness.recording._transcript import Call, Said, conversation
-    from harness.recording._wire import CassetteCorruptError
+    from harness.recording._vcr import CassetteCorruptError
 
 _EXPORTS = {
     "CassetteAgeWarning": "._age",
@@ -59,7 +59,7 @@ _EXPORTS = {
     "find_credentials": "._scrub",
     "render_timeline": "._tools",
     "to_scenario": "._tools",
-    "CassetteCorruptError": "._wire",
+    "CassetteCorruptError": "._vcr",
     "Call": "._transcript",
     "Said": "._transcript",
     "conversation": "._transcript",

@@ -218,44 +218,6 @@ class Interaction:
         return f"interaction {self.index} ({self.request.method} {self.request.uri})"
 
 
-# ---------------------------------------------------------------------------------------------
-# A streamed body as its events: what replay hands over one by one and what the secret scan joins.
-# ---------------------------------------------------------------------------------------------
-
-
-def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
-    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
-
-    The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
-    """
-    if wire.is_sse(content_type, body):
-        return wire.sse_events(body)
-    if _media(content_type) == wire.EVENTSTREAM:
-        return wire.eventstream_messages(body)
-    return [body] if body else []
-
-
-def _media(content_type: str | None) -> str:
-    return (content_type or "").split(";")[0].strip().lower()
-
-
-def cut_tail(body: bytes, content_type: str | None) -> int:
-    """How many bytes at the end of a streamed body belong to no whole event; 0 when it ends whole.
-
-    An SSE reader drops an event the stream ends inside (no blank line after it), and an AWS
-    event-stream message shorter than its prelude says is no message: an SDK replaying such a
-    body sees a shorter reply and no error. Whatever cut it (a killed recording, an edit), the
-    cassette no longer holds what the provider sent.
-    """
-    if wire.is_sse(content_type, body):
-        last = wire.sse_events(body)[-1:] or [b""]
-        return 0 if wire.sse_whole(last[0]) else len(last[0])
-    if _media(content_type) == wire.EVENTSTREAM:
-        last = wire.eventstream_messages(body)[-1:]
-        return len(last[0]) if last and wire.eventstream_payload(last[0]) is None else 0
-    return 0
-
-
 @dataclass(frozen=True)
 class Cassette:
     """A loaded cassette: its path and interactions in recorded order."""

@@ -41,11 +41,11 @@ import httpx2
 
 import harness._jsondiff as jsondiff
 import harness.recording._clients as backends
-import harness.recording._vcr_compat as vcr_compat
+import harness.recording._vcr._vcr_compat as vcr_compat
 from harness.recording._age import AgeLimit
 from harness.recording._live import base_url_from_env
 from harness.recording._scrub import honest_encoding
-from harness.recording._wire import (
+from harness.recording._vcr import (
     VOLATILE_FIELDS,
     AtomicPersister,
     EventChunks,
