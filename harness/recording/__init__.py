@@ -4,7 +4,7 @@ Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load
 The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
 -> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
 transport -> the vcr glue, matchers and persister (``_vcr``), scrubbing (``_scrub``) -> the
-openprogram backend. Around it: cassettes as data (``_cassettes``), how old one may get
+openprogram backend. Around it: cassettes as data (``_cassette``), how old one may get
 (``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
 to-scenario / drift`` (``_tools``) and ``lint`` (``_lint``), third-party recordings through our
 backends (``_conformance``), live backends (``_live``).
@@ -18,7 +18,7 @@ from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.recording._age import CassetteAgeWarning
-    from harness.recording._cassettes import Body, Cassette, CassetteError, Request, load
+    from harness.recording._cassette import Body, Cassette, CassetteError, Request, load
     from harness.recording._clients import BackendError, MissingExtraError, backend, sdk_client
     from harness.recording._conformance import replay_cassette
     from harness.recording._lint import lint
@@ -37,11 +37,11 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "CassetteAgeWarning": "._age",
-    "Body": "._cassettes",
-    "Cassette": "._cassettes",
-    "Request": "._cassettes",
-    "CassetteError": "._cassettes",
-    "load": "._cassettes",
+    "Body": "._cassette",
+    "Cassette": "._cassette",
+    "Request": "._cassette",
+    "CassetteError": "._cassette",
+    "load": "._cassette",
     "BackendError": "._clients",
     "MissingExtraError": "._clients",
     "backend": "._clients",

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import vcr
 from vcr.persisters.filesystem import FilesystemPersister
 
-import harness.recording._cassettes as cassettes
+import harness.recording._cassette as cassettes
 import harness.recording._clients as backends
 import harness.wire as wire
 from harness.wire import SSE, clip, sse_frame

@@ -40,7 +40,7 @@ from vcr.serializers import yamlserializer
 
 import harness._yaml as bounded_yaml
 import harness.recording._age as age
-import harness.recording._cassettes as cassettes
+import harness.recording._cassette as cassettes
 import harness.recording._scrub as scrub
 import harness.wire as wire
 from harness.recording._vcr import cut_tail

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import harness.recording._cassettes as cassettes
+import harness.recording._cassette as cassettes
 import harness.recording._conformance as conformance
 import harness.recording._live as live_env
 import harness.recording._transcript as transcript

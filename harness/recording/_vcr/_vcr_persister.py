@@ -21,7 +21,7 @@ from typing import Any
 
 import harness._yaml as bounded_yaml
 from harness.recording._age import RECORDED_AT, AgeLimit, date_text, recorded_at
-from harness.recording._cassettes import CassetteError, shape_problem
+from harness.recording._cassette import CassetteError, shape_problem
 from harness.recording._scrub import (
     CredentialLeakError,
     find_credentials,

@@ -9,10 +9,10 @@ import re
 from typing import Any
 
 import pytest
-from harness.emulator._exchange import IdSource
 
 from harness.emulator import Emulator, fault
 from harness.emulator import _openai as emulated_openai
+from harness.emulator._exchange import IdSource
 from harness.recording._clients import Connection, backend, client_kwargs
 from harness.script import turn
 from openprogram import ExecError, runtime

@@ -27,7 +27,7 @@ import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 from harness.recording._vcr import event_chunks
 
 pytest_plugins = ["pytester"]

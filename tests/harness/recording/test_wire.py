@@ -11,7 +11,7 @@ import pytest
 from vcr import VCR
 from vcr.request import Request as VcrRequest
 
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 from harness.recording._recorded import CassetteMismatchError, CassetteTransport, open_recording
 from harness.recording._scrub import CredentialLeakError
 from harness.recording._vcr import (
