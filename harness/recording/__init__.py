@@ -2,12 +2,12 @@
 
 Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load with every session.
 The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
--> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
-transport -> the vcr glue, matchers and persister (``_vcr``), scrubbing (``_scrub``) -> the
-openprogram backend. Around it: cassettes as data (``_cassette``), how old one may get
-(``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
-to-scenario / drift`` (``_tools``) and ``lint`` (``_lint``), third-party recordings through our
-backends (``_conformance``), live backends (``_live``).
+-> ``open_recording`` (``_recorded/``) -> the SDK client of ``_clients`` over the cassette's
+transport -> vcrpy's parts, the persister, matchers and streams (``_vcr/``), scrubbing
+(``_scrub``) -> the openprogram backend. Around it: cassettes as data (``_cassette/``), how old one
+may get (``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
+to-scenario / drift`` (``_tools/``) and ``lint`` (``_lint``), third-party recordings through our
+backends (``_conformance``, ``_legacy_vertex``), live backends (``_live``).
 """
 
 from __future__ import annotations
