@@ -13,7 +13,6 @@ from harness.recording._vcr._vcr_config import configure_vcr, stream_replaying_h
 from harness.recording._vcr._vcr_matchers import (
     MATCH_ON,
     VOLATILE_FIELDS,
-    body_bytes,
     first_difference,
     json_body,
     normalized_body,
@@ -30,7 +29,7 @@ from harness.recording._vcr._vcr_streams import (
     reply_parts,
     stream_cut,
 )
-from harness.recording._vcr._vcr_yaml import READABLE_YAML, pretty_body
+from harness.recording._vcr._vcr_yaml import READABLE_YAML
 
 __all__ = [
     "MATCH_ON",
@@ -40,7 +39,6 @@ __all__ = [
     "CassetteCorruptError",
     "CutStreamError",
     "EventChunks",
-    "body_bytes",
     "configure_vcr",
     "cut_stream_error",
     "cut_tail",
@@ -48,7 +46,6 @@ __all__ = [
     "first_difference",
     "json_body",
     "normalized_body",
-    "pretty_body",
     "reply_parts",
     "request_text",
     "safe_query",
