@@ -1,4 +1,4 @@
-"""A loopback server that speaks each provider's wire format from a script (see ``_wire``).
+"""A loopback server that speaks each provider's wire format from a script (see ``_exchange``).
 
 ``Emulator(script)`` (``_server``) serves scripted turns and faults (``_faults``) through the
 provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in process or on a port;
@@ -6,10 +6,10 @@ provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in 
 received is journaled (``_journal``). docs/emulator.md is the user's page.
 """
 
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Fault, ending, fault
 from harness.emulator._scenario_file import script_of
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
-from harness.emulator._wire import IdSource, WireReply, WireRequest
 
 __all__ = [
     "PROVIDER_MODULES",

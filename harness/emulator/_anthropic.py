@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import harness.wire as wire
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._openai import split
-from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("anthropic")
@@ -130,21 +130,40 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     stop = _stop_reason(turn, blocks)
     usage = _usage(turn)
     if not request.streaming:
-        content = [{k: v for k, v in b.items() if k != "_raw"} for b in blocks]
-        for block in content:
-            if block["type"] == "tool_use" and block["input"] is None:
-                block["input"] = {}
-        body = {
-            "model": _model(request),
-            "id": message_id,
-            "type": "message",
-            "role": "assistant",
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": usage,
-        }
+        body = _message(request, message_id, blocks, stop, usage)
         return WireReply(200, _headers(ids, "application/json"), json.dumps(body, ensure_ascii=False).encode())
+    events = _events(request, message_id, blocks, stop, usage)
+    chunks = [
+        wire.sse_frame(json.dumps(data, separators=(",", ":"), ensure_ascii=False), name) for name, data in events
+    ]
+    headers = {**_headers(ids, "text/event-stream; charset=utf-8"), "cache-control": "no-cache"}
+    return WireReply(200, headers, chunks=chunks)
+
+
+def _message(
+    request: WireRequest, message_id: str, blocks: list[dict[str, Any]], stop: str, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """The whole reply's body: the blocks without their raw argument text, a call without input given ``{}``."""
+    content = [{k: v for k, v in b.items() if k != "_raw"} for b in blocks]
+    for block in content:
+        if block["type"] == "tool_use" and block["input"] is None:
+            block["input"] = {}
+    return {
+        "model": _model(request),
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _events(
+    request: WireRequest, message_id: str, blocks: list[dict[str, Any]], stop: str, usage: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The streamed reply as Anthropic's events: the message's start, each block, the stop and usage."""
     events: list[tuple[str, dict[str, Any]]] = []
 
     def emit(kind: str, **fields: Any) -> None:
@@ -166,41 +185,7 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
         },
     )
     for index, block in enumerate(blocks):
-        kind = block["type"]
-        if kind == "text":
-            emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
-            if index == 0:
-                emit("ping")
-            for piece in split(block["text"]):
-                emit("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
-        elif kind == "thinking":
-            emit(
-                "content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""}
-            )
-            if index == 0:
-                emit("ping")
-            for piece in split(block["thinking"]):
-                emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece})
-            emit("content_block_delta", index=index, delta={"type": "signature_delta", "signature": block["signature"]})
-        elif kind == "redacted_thinking":
-            emit("content_block_start", index=index, content_block=block)
-            if index == 0:
-                emit("ping")
-        else:
-            opener = {
-                "type": "tool_use",
-                "id": block["id"],
-                "name": block["name"],
-                "input": {},
-                "caller": {"type": "direct"},
-            }
-            emit("content_block_start", index=index, content_block=opener)
-            if index == 0:
-                emit("ping")
-            raw = block["_raw"] if block["input"] != {} else ""
-            for piece in split(raw):
-                emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece})
-        emit("content_block_stop", index=index)
+        _block_events(index, block, emit)
     if not blocks:
         emit("ping")
     cumulative = {
@@ -208,11 +193,44 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     }
     emit("message_delta", delta={"stop_reason": stop, "stop_sequence": None, "stop_details": None}, usage=cumulative)
     emit("message_stop")
-    chunks = [
-        wire.sse_frame(json.dumps(data, separators=(",", ":"), ensure_ascii=False), name) for name, data in events
-    ]
-    headers = {**_headers(ids, "text/event-stream; charset=utf-8"), "cache-control": "no-cache"}
-    return WireReply(200, headers, chunks=chunks)
+    return events
+
+
+def _block_events(index: int, block: dict[str, Any], emit: Callable[..., None]) -> None:
+    """One content block's start, its deltas and its stop; a ping follows the first block's start, as Anthropic's."""
+    kind = block["type"]
+    if kind == "text":
+        emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
+        if index == 0:
+            emit("ping")
+        for piece in split(block["text"]):
+            emit("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
+    elif kind == "thinking":
+        emit("content_block_start", index=index, content_block={"type": "thinking", "thinking": "", "signature": ""})
+        if index == 0:
+            emit("ping")
+        for piece in split(block["thinking"]):
+            emit("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": piece})
+        emit("content_block_delta", index=index, delta={"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "redacted_thinking":
+        emit("content_block_start", index=index, content_block=block)
+        if index == 0:
+            emit("ping")
+    else:
+        opener = {
+            "type": "tool_use",
+            "id": block["id"],
+            "name": block["name"],
+            "input": {},
+            "caller": {"type": "direct"},
+        }
+        emit("content_block_start", index=index, content_block=opener)
+        if index == 0:
+            emit("ping")
+        raw = block["_raw"] if block["input"] != {} else ""
+        for piece in split(raw):
+            emit("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece})
+    emit("content_block_stop", index=index)
 
 
 _TERMINAL = (b"event: message_delta\n", b"event: message_stop\n")

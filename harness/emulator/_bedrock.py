@@ -41,7 +41,7 @@ import json
 import string
 from typing import Any, Final
 
-import harness.emulator._wire as wire
+import harness.emulator._exchange as exchange
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
 from harness.script import ScriptedCall, Turn
 from harness.wire import Route, decode_frame, encode_frame, event_frame, exception_frame, routes_of
@@ -68,7 +68,7 @@ _TEXT_PIECE: Final = 12
 _INPUT_PIECE: Final = 10
 
 
-def model_of(request: wire.WireRequest) -> str:
+def model_of(request: exchange.WireRequest) -> str:
     """The model id the path names (the ``modelId`` path parameter, else read off the path)."""
     model = request.path_params.get("modelId")
     if model:
@@ -76,7 +76,7 @@ def model_of(request: wire.WireRequest) -> str:
     return request.path.partition("/model/")[2].rpartition("/")[0]
 
 
-def request_id(ids: wire.IdSource) -> str:
+def request_id(ids: exchange.IdSource) -> str:
     """An ``x-amzn-RequestId``: a UUID's shape, deterministic digits."""
     digits = ids.next("", 32)
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
@@ -112,7 +112,7 @@ def _json(value: Any) -> bytes:
 # -- replies -------------------------------------------------------------------------------------
 
 
-def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.WireReply:
+def render(turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) -> exchange.WireReply:
     """The turn as Bedrock answers ``request``: Converse JSON, or ConverseStream frames."""
     check_renderable(turn)
     streamed = request.route.endpoint == "converse-stream"
@@ -123,7 +123,7 @@ def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.Wi
     headers = {"x-amzn-RequestId": request_id(ids)}
     if streamed:
         headers["Content-Type"] = "application/vnd.amazon.eventstream"
-        return wire.WireReply(200, headers, chunks=_Stream(turn, request, ids).frames())
+        return exchange.WireReply(200, headers, chunks=_Stream(turn, request, ids).frames())
     headers["Content-Type"] = "application/json"
     content: list[dict[str, Any]] = []
     for block in turn.blocks:
@@ -145,17 +145,17 @@ def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.Wi
         "stopReason": _stop_reason(turn),
         "usage": {**_usage(turn, request.body), "serverToolUsage": {}},
     }
-    return wire.WireReply(200, headers, body=_json(body))
+    return exchange.WireReply(200, headers, body=_json(body))
 
 
-def _signature(ids: wire.IdSource) -> str:
+def _signature(ids: exchange.IdSource) -> str:
     return ids.next("EmulatorReasoningSignature", 16)
 
 
 class _Stream:
     """The frames of one ConverseStream reply; each payload padded the way AWS pads them."""
 
-    def __init__(self, turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> None:
+    def __init__(self, turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) -> None:
         self.turn, self.request, self.ids = turn, request, ids
         self.count = 0
         self.empty_first_fragment = "anthropic" in model_of(request)
@@ -197,7 +197,7 @@ class _Stream:
 # -- errors --------------------------------------------------------------------------------------
 
 
-def error_reply(status: int, message: str, request: wire.WireRequest) -> wire.WireReply:
+def error_reply(status: int, message: str, request: exchange.WireRequest) -> exchange.WireReply:
     """Bedrock's error: ``{"message"}`` and the ``x-amzn-ErrorType`` header botocore reads the code from.
 
     A streamed request that fails before its stream starts gets this same JSON reply (the
@@ -208,12 +208,12 @@ def error_reply(status: int, message: str, request: wire.WireRequest) -> wire.Wi
         "x-amzn-ErrorType": f"{_error_type(status)}:{_ERROR_NAMESPACE}",
         "x-amzn-RequestId": "00000000-0000-0000-0000-000000000000",
     }
-    return wire.WireReply(status, headers, body=_json({"message": message}))
+    return exchange.WireReply(status, headers, body=_json({"message": message}))
 
 
 def stream_error_reply(
-    status: int, message: str, request: wire.WireRequest, ids: wire.IdSource | None = None
-) -> wire.WireReply:
+    status: int, message: str, request: exchange.WireRequest, ids: exchange.IdSource | None = None
+) -> exchange.WireReply:
     """A ConverseStream that answers 200, starts the message, then fails in band.
 
     The exception frame is named as the stream's union member (``throttlingException``,
@@ -223,16 +223,16 @@ def stream_error_reply(
     member = name[0].lower() + name[1:]
     headers = {
         "Content-Type": "application/vnd.amazon.eventstream",
-        "x-amzn-RequestId": request_id(ids or wire.IdSource()),
+        "x-amzn-RequestId": request_id(ids or exchange.IdSource()),
     }
     start = event_frame("messageStart", _json({"p": "abcd", "role": "assistant"}))
-    return wire.WireReply(200, headers, chunks=[start, exception_frame(member, _json({"message": message}))])
+    return exchange.WireReply(200, headers, chunks=[start, exception_frame(member, _json({"message": message}))])
 
 
 # -- delivery faults -----------------------------------------------------------------------------
 
 
-def stream_error(status: int, message: str, reply: wire.WireReply, request: wire.WireRequest) -> list[bytes]:
+def stream_error(status: int, message: str, reply: exchange.WireReply, request: exchange.WireRequest) -> list[bytes]:
     """The in-band error of a stream that answered 200: the exception frame ``status`` names
     (``throttlingException`` for 429, ``internalServerException`` for 500)."""
     name = _error_type(status)
@@ -246,7 +246,7 @@ def _frame_headers(frame: bytes) -> dict[str, str]:
     return dict(decode_frame(frame)[0])
 
 
-def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
+def terminal(reply: exchange.WireReply, request: exchange.WireRequest) -> int:
     """How many trailing frames end the stream: ``messageStop`` and ``metadata``, or the closing
     exception frame of a stream that fails in band. ``fault.truncate`` removes them."""
     count = 0

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.emulator._wire import WireReply, WireRequest
+from harness.emulator._exchange import WireReply, WireRequest
 from harness.script import turn
 from harness.wire import decode_frame, eventstream_messages, eventstream_payload, sse_events, sse_whole
 

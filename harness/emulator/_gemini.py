@@ -44,7 +44,7 @@ import json
 import re
 from typing import Any, Final
 
-import harness.emulator._wire as wire
+import harness.emulator._exchange as exchange
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, pieces, thinking_tokens
 from harness.script import ScriptedCall, Turn
 from harness.wire import Route, routes_of, sse_data, sse_frame
@@ -98,7 +98,7 @@ def split_model_action(segment: str) -> tuple[str, str]:
     return model, action
 
 
-def model_of(request: wire.WireRequest) -> str:
+def model_of(request: exchange.WireRequest) -> str:
     """The model the path names (the ``model`` path parameter, else read off the path)."""
     model = request.path_params.get("model")
     if model:
@@ -112,20 +112,20 @@ def _thinking_generation(model: str) -> bool:
     return found is None or float(found.group(1)) >= 2.5
 
 
-def _signature(ids: wire.IdSource) -> str:
+def _signature(ids: exchange.IdSource) -> str:
     return base64.b64encode(b"\x12\x1c" + ids.next("emulator-thought-signature-", 8).encode()).decode("ascii")
 
 
 # -- replies -------------------------------------------------------------------------------------
 
 
-def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.WireReply:
+def render(turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) -> exchange.WireReply:
     """The turn as Gemini answers ``request``: one JSON body, or SSE when the request streams."""
     check_renderable(turn)
     streamed = request.route.endpoint == "streamGenerateContent"
     if turn.stop_reason in ("error", "aborted"):
         if streamed and request.query.get("alt") == "sse":
-            return wire.WireReply(200, dict(_SSE_HEADERS), chunks=[stream_error_event(500, turn.error or "")])
+            return exchange.WireReply(200, dict(_SSE_HEADERS), chunks=[stream_error_event(500, turn.error or "")])
         return error_reply(500, turn.error or "", request)
     model = model_of(request)
     modern = _thinking_generation(model)
@@ -135,14 +135,14 @@ def render(turn: Turn, request: wire.WireRequest, ids: wire.IdSource) -> wire.Wi
     if not streamed:
         candidate = _candidate(parts, finish, modern, whole=True)
         body = _response(candidate, usage, model, response_id)
-        return wire.WireReply(200, dict(_JSON_HEADERS), body=_indented(body))
+        return exchange.WireReply(200, dict(_JSON_HEADERS), body=_indented(body))
     chunks = [_response(candidate, usage, model, response_id) for candidate in _stream(parts, finish, modern)]
     if request.query.get("alt") != "sse":  # streamGenerateContent without SSE answers one JSON array
-        return wire.WireReply(200, dict(_JSON_HEADERS), body=_indented(chunks))
-    return wire.WireReply(200, dict(_SSE_HEADERS), chunks=[_event(chunk) for chunk in chunks])
+        return exchange.WireReply(200, dict(_JSON_HEADERS), body=_indented(chunks))
+    return exchange.WireReply(200, dict(_SSE_HEADERS), chunks=[_event(chunk) for chunk in chunks])
 
 
-def _parts(turn: Turn, modern: bool, ids: wire.IdSource) -> tuple[list[dict[str, Any]], str]:
+def _parts(turn: Turn, modern: bool, ids: exchange.IdSource) -> tuple[list[dict[str, Any]], str]:
     """The reply's parts in order, and its finish reason."""
     parts: list[dict[str, Any]] = []
     signed_call = False
@@ -271,10 +271,10 @@ def duration(seconds: float) -> str:
 
 
 def error_reply(
-    status: int, message: str, request: wire.WireRequest, *, retry_after: float | None = None
-) -> wire.WireReply:
+    status: int, message: str, request: exchange.WireRequest, *, retry_after: float | None = None
+) -> exchange.WireReply:
     """Gemini's error: JSON with the google.rpc status name, also for a request that asked to stream."""
-    return wire.WireReply(status, dict(_JSON_HEADERS), body=_indented(error_body(status, message, retry_after)))
+    return exchange.WireReply(status, dict(_JSON_HEADERS), body=_indented(error_body(status, message, retry_after)))
 
 
 def stream_error_event(status: int, message: str) -> bytes:
@@ -282,7 +282,7 @@ def stream_error_event(status: int, message: str) -> bytes:
     return _event(error_body(status, message))
 
 
-def stream_error(status: int, message: str, reply: wire.WireReply, request: wire.WireRequest) -> list[bytes]:
+def stream_error(status: int, message: str, reply: exchange.WireReply, request: exchange.WireRequest) -> list[bytes]:
     """The in-band error of a stream that answered 200 (the delivery fault ``error_event``)."""
     return [stream_error_event(status, message)]
 
@@ -290,7 +290,7 @@ def stream_error(status: int, message: str, reply: wire.WireReply, request: wire
 # -- delivery faults -----------------------------------------------------------------------------
 
 
-def terminal(reply: wire.WireReply, request: wire.WireRequest) -> int:
+def terminal(reply: exchange.WireReply, request: exchange.WireRequest) -> int:
     """The stream's terminal event is its last chunk: the one with ``finishReason`` (or the error)."""
     return 1
 

@@ -23,11 +23,11 @@ Choices a reader might wonder about:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import harness.wire as wire
-from harness.emulator._wire import IdSource, WireReply, WireRequest
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("openai")
@@ -161,45 +161,50 @@ def _chat(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     text, thinking = _texts(turn, "text"), _texts(turn, "thinking")
     finish = _chat_finish(turn, calls)
     if not request.streaming:
-        message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None, "annotations": []}
-        if thinking:
-            message["reasoning_content"] = thinking
-        if calls:
-            message["tool_calls"] = [
-                _chat_call(call_id, name, args, is_custom) for call_id, name, args, is_custom in calls
-            ]
-        body = {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": CREATED,
-            "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": _chat_usage(turn),
-            "service_tier": "default",
-            "system_fingerprint": "fp_emulated",
-        }
+        body = _chat_completion(turn, completion_id, model, calls, text, thinking, finish)
         return _json_reply(body, headers={"x-request-id": ids.next("req_", 32)})
-    sent: Mapping[str, Any] = request.body if isinstance(request.body, Mapping) else {}
-    options = sent.get("stream_options")
-    include_usage = bool(options.get("include_usage")) if isinstance(options, Mapping) else False
+    chunks = _chat_chunks(turn, request, completion_id, model, calls, (text, thinking), finish)
+    return _stream_reply(sse(((None, c) for c in chunks), done=True), ids.next("req_", 32))
 
-    def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dict[str, Any]:
-        choices = (
-            [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
-        )
-        data: dict[str, Any] = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": CREATED,
-            "model": model,
-            "service_tier": "default",
-            "system_fingerprint": "fp_emulated",
-            "choices": choices,
-        }
-        if include_usage:
-            data["usage"] = None
-        return data
 
+_ChatCalls = list[tuple[str, str, str, bool]]
+"""Each call of a turn as chat sends it: its id, name, argument text and whether the tool is custom."""
+
+
+def _chat_completion(
+    turn: Turn, completion_id: str, model: str, calls: _ChatCalls, text: str, thinking: str, finish: str
+) -> dict[str, Any]:
+    """The whole ``chat.completion`` body."""
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None, "annotations": []}
+    if thinking:
+        message["reasoning_content"] = thinking
+    if calls:
+        message["tool_calls"] = [_chat_call(call_id, name, args, is_custom) for call_id, name, args, is_custom in calls]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": _chat_usage(turn),
+        "service_tier": "default",
+        "system_fingerprint": "fp_emulated",
+    }
+
+
+def _chat_chunks(
+    turn: Turn,
+    request: WireRequest,
+    completion_id: str,
+    model: str,
+    calls: _ChatCalls,
+    texts: tuple[str, str],
+    finish: str,
+) -> list[dict[str, Any]]:
+    """The streamed ``chat.completion.chunk`` s: the role on the first delta, thinking, text, each call's
+    opener and argument pieces, the finish, and the usage chunk when ``stream_options`` asks for it."""
+    text, thinking = texts
+    chunk, include_usage = _chunk_frame(request, completion_id, model)
     chunks: list[dict[str, Any]] = []
     role: dict[str, Any] = {"role": "assistant"}
     for piece in split(thinking) if thinking else []:
@@ -225,7 +230,33 @@ def _chat(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     chunks.append(chunk({}, finish))
     if include_usage:
         chunks.append({**chunk(None), "usage": _chat_usage(turn)})
-    return _stream_reply(sse(((None, c) for c in chunks), done=True), ids.next("req_", 32))
+    return chunks
+
+
+def _chunk_frame(request: WireRequest, completion_id: str, model: str) -> tuple[Callable[..., dict[str, Any]], bool]:
+    """How each chunk of this completion is framed, and whether the client asked for a usage chunk."""
+    sent: Mapping[str, Any] = request.body if isinstance(request.body, Mapping) else {}
+    options = sent.get("stream_options")
+    include_usage = bool(options.get("include_usage")) if isinstance(options, Mapping) else False
+
+    def chunk(delta: dict[str, Any] | None, finish_reason: str | None = None) -> dict[str, Any]:
+        choices = (
+            [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+        )
+        data: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "service_tier": "default",
+            "system_fingerprint": "fp_emulated",
+            "choices": choices,
+        }
+        if include_usage:
+            data["usage"] = None
+        return data
+
+    return chunk, include_usage
 
 
 def _chat_call(call_id: str, name: str, args: str, is_custom: bool) -> dict[str, Any]:
@@ -256,29 +287,7 @@ def _items(turn: Turn, request: WireRequest, ids: IdSource) -> list[dict[str, An
     items: list[dict[str, Any]] = []
     for block in turn.blocks:
         if isinstance(block, ScriptedCall):
-            call_id = block.id or ids.next("call_")
-            if block.name in custom:
-                items.append(
-                    {
-                        "id": ids.next("ctc_", 48),
-                        "type": "custom_tool_call",
-                        "status": "completed",
-                        "call_id": call_id,
-                        "input": block.arguments_text(),
-                        "name": block.name,
-                    }
-                )
-            else:
-                items.append(
-                    {
-                        "id": ids.next("fc_", 48),
-                        "type": "function_call",
-                        "status": "completed",
-                        "arguments": block.arguments_text(),
-                        "call_id": call_id,
-                        "name": block.name,
-                    }
-                )
+            items.append(_call_item(block, block.name in custom, ids))
         elif block[0] == "thinking":
             items.append(
                 {
@@ -301,6 +310,28 @@ def _items(turn: Turn, request: WireRequest, ids: IdSource) -> list[dict[str, An
                 }
             )
     return items
+
+
+def _call_item(call: ScriptedCall, custom: bool, ids: IdSource) -> dict[str, Any]:
+    """A call as a finished output item: a ``custom_tool_call`` for a custom tool, else a ``function_call``."""
+    call_id = call.id or ids.next("call_")
+    if custom:
+        return {
+            "id": ids.next("ctc_", 48),
+            "type": "custom_tool_call",
+            "status": "completed",
+            "call_id": call_id,
+            "input": call.arguments_text(),
+            "name": call.name,
+        }
+    return {
+        "id": ids.next("fc_", 48),
+        "type": "function_call",
+        "status": "completed",
+        "arguments": call.arguments_text(),
+        "call_id": call_id,
+        "name": call.name,
+    }
 
 
 def _response(turn: Turn, request: WireRequest, response_id: str, output: list[Any], *, final: bool) -> dict[str, Any]:
@@ -361,50 +392,53 @@ def _responses(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
     emit("response.created", response=_response(turn, request, response_id, [], final=False))
     emit("response.in_progress", response=_response(turn, request, response_id, [], final=False))
     for position, item in enumerate(items):
-        kind, item_id = item["type"], item["id"]
-        at = {"item_id": item_id, "output_index": position}
-        if kind == "message":
-            emit(
-                "response.output_item.added",
-                item={**item, "status": "in_progress", "content": []},
-                output_index=position,
-            )
-            text = item["content"][0]["text"]
-            empty_part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
-            emit("response.content_part.added", content_index=0, **at, part=empty_part)
-            for piece in split(text):
-                emit("response.output_text.delta", content_index=0, delta=piece, **at, logprobs=[])
-            emit("response.output_text.done", content_index=0, **at, logprobs=[], text=text)
-            emit("response.content_part.done", content_index=0, **at, part=item["content"][0])
-        elif kind == "reasoning":
-            emit("response.output_item.added", item={**item, "summary": []}, output_index=position)
-            for summary_index, part in enumerate(item["summary"]):
-                at_part = {**at, "summary_index": summary_index}
-                emit("response.reasoning_summary_part.added", **at_part, part={"type": "summary_text", "text": ""})
-                for piece in split(part["text"]):
-                    emit("response.reasoning_summary_text.delta", delta=piece, **at_part)
-                emit("response.reasoning_summary_text.done", **at_part, text=part["text"])
-                emit("response.reasoning_summary_part.done", **at_part, part=part)
-        elif kind == "function_call":
-            emit(
-                "response.output_item.added",
-                item={**item, "status": "in_progress", "arguments": ""},
-                output_index=position,
-            )
-            for piece in split(item["arguments"]) if item["arguments"] else []:
-                emit("response.function_call_arguments.delta", delta=piece, **at)
-            emit("response.function_call_arguments.done", arguments=item["arguments"], **at)
-        else:  # custom_tool_call
-            emit(
-                "response.output_item.added", item={**item, "status": "in_progress", "input": ""}, output_index=position
-            )
-            for piece in split(item["input"]) if item["input"] else []:
-                emit("response.custom_tool_call_input.delta", delta=piece, **at)
-            emit("response.custom_tool_call_input.done", input=item["input"], **at)
-        emit("response.output_item.done", item=item, output_index=position)
+        _item_events(position, item, emit)
     final = _response(turn, request, response_id, items, final=True)
     emit("response.incomplete" if final["status"] == "incomplete" else "response.completed", response=final)
     return _stream_reply(sse(events), ids.next("req_", 32))
+
+
+def _item_events(position: int, item: dict[str, Any], emit: Callable[..., None]) -> None:
+    """One output item streamed: added, its content's deltas and done events, then done itself."""
+    kind, item_id = item["type"], item["id"]
+    at = {"item_id": item_id, "output_index": position}
+    if kind == "message":
+        emit(
+            "response.output_item.added",
+            item={**item, "status": "in_progress", "content": []},
+            output_index=position,
+        )
+        text = item["content"][0]["text"]
+        empty_part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        emit("response.content_part.added", content_index=0, **at, part=empty_part)
+        for piece in split(text):
+            emit("response.output_text.delta", content_index=0, delta=piece, **at, logprobs=[])
+        emit("response.output_text.done", content_index=0, **at, logprobs=[], text=text)
+        emit("response.content_part.done", content_index=0, **at, part=item["content"][0])
+    elif kind == "reasoning":
+        emit("response.output_item.added", item={**item, "summary": []}, output_index=position)
+        for summary_index, part in enumerate(item["summary"]):
+            at_part = {**at, "summary_index": summary_index}
+            emit("response.reasoning_summary_part.added", **at_part, part={"type": "summary_text", "text": ""})
+            for piece in split(part["text"]):
+                emit("response.reasoning_summary_text.delta", delta=piece, **at_part)
+            emit("response.reasoning_summary_text.done", **at_part, text=part["text"])
+            emit("response.reasoning_summary_part.done", **at_part, part=part)
+    elif kind == "function_call":
+        emit(
+            "response.output_item.added",
+            item={**item, "status": "in_progress", "arguments": ""},
+            output_index=position,
+        )
+        for piece in split(item["arguments"]) if item["arguments"] else []:
+            emit("response.function_call_arguments.delta", delta=piece, **at)
+        emit("response.function_call_arguments.done", arguments=item["arguments"], **at)
+    else:  # custom_tool_call
+        emit("response.output_item.added", item={**item, "status": "in_progress", "input": ""}, output_index=position)
+        for piece in split(item["input"]) if item["input"] else []:
+            emit("response.custom_tool_call_input.delta", delta=piece, **at)
+        emit("response.custom_tool_call_input.done", input=item["input"], **at)
+    emit("response.output_item.done", item=item, output_index=position)
 
 
 # ---------------------------------------------------------------------------------------------

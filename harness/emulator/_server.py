@@ -37,10 +37,10 @@ from urllib.parse import parse_qsl
 
 import httpx2
 
+from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Delivery, Fault, apply
 from harness.emulator._journal import JournalFile, record
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
-from harness.emulator._wire import IdSource, WireReply, WireRequest
 from harness.script import Turn, as_turn
 from harness.wire import Route, is_credential_header
 from openprogram.providers import register_fake_base_url, register_in_process_transport
@@ -259,24 +259,8 @@ class Emulator:
         self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], body: bytes, note: dict[str, Any]
     ) -> Delivery:
         found = self._find(method, path)
-        if found is None and (other := self._find_path(path)) is not None:  # the provider's path, another verb
-            handler, params = other
-            request = WireRequest(
-                method=method.upper(),
-                path=path,
-                query=dict(parse_qsl(query, keep_blank_values=True)),
-                headers=_kept_headers(headers),
-                body={},
-                route=handler.route,
-                path_params=params,
-            )
-            message = f"emulator: {method.upper()} {path}: this path takes {handler.route.method} only"
-            refused = handler.module.error_reply(405, message, request)
-            return Delivery(dataclasses.replace(refused, headers={**refused.headers, "allow": handler.route.method}))
         if found is None:
-            known = ", ".join(f"{r.method} {r.path}" for r in self.routes)
-            text = json.dumps({"error": {"message": f"emulator: no provider serves {method} {path} (served: {known})"}})
-            return Delivery(WireReply(404, {"content-type": "application/json"}, text.encode()))
+            return self._unrouted(method, path, query, headers)
         handler, params = found
         module = handler.module
         kept = _kept_headers(headers)
@@ -306,6 +290,31 @@ class Emulator:
         repeated = number > len(self.script) and self.after_last == "repeat" and bool(self.script)
         note["turn"] = len(self.script) if repeated and entry is self.script[-1] else number
         note["entry"] = entry.describe()
+        return self._deliver(module, entry, request, number)
+
+    def _unrouted(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]]) -> Delivery:
+        """A request no route takes: the provider's 405 naming the verb its path takes, else a 404 of the routes."""
+        other = self._find_path(path)
+        if other is not None:  # the provider's path, another verb
+            handler, params = other
+            request = WireRequest(
+                method=method.upper(),
+                path=path,
+                query=dict(parse_qsl(query, keep_blank_values=True)),
+                headers=_kept_headers(headers),
+                body={},
+                route=handler.route,
+                path_params=params,
+            )
+            message = f"emulator: {method.upper()} {path}: this path takes {handler.route.method} only"
+            refused = handler.module.error_reply(405, message, request)
+            return Delivery(dataclasses.replace(refused, headers={**refused.headers, "allow": handler.route.method}))
+        known = ", ".join(f"{r.method} {r.path}" for r in self.routes)
+        text = json.dumps({"error": {"message": f"emulator: no provider serves {method} {path} (served: {known})"}})
+        return Delivery(WireReply(404, {"content-type": "application/json"}, text.encode()))
+
+    def _deliver(self, module: ModuleType, entry: Turn | Fault, request: WireRequest, number: int) -> Delivery:
+        """The script's entry for request ``number`` on the request's wire: a fault applied to its turn, or the turn."""
         if isinstance(entry, Fault):
             if entry.status is not None:
                 return Delivery(_error_reply(module, entry.status, entry.message, request, entry.retry_after))

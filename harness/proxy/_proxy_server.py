@@ -27,7 +27,7 @@ from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outco
 from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
 from harness.proxy._sigv4 import SigningError
 from harness.recording import CassetteError, CassetteMismatchError, RecordingError
-from harness.recording._wire import reply_parts  # the one private import: a stored reply split at its events
+from harness.recording._vcr import reply_parts  # the one private import: a stored reply split at its events
 from harness.wire import ROUTES, Destination, Route, route_by_path
 
 NO_MATCH: Final = "harness proxy: no recorded interaction matches"

@@ -139,7 +139,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
     """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
-    from harness.recording._wire import AtomicPersister, configure_vcr
+    from harness.recording._vcr import AtomicPersister, configure_vcr
 
     def refused(error: Exception) -> None:
         if _RECORDING_ITEM:
@@ -172,7 +172,7 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], Non
     ``recorded`` fixture: an unknown one (or a bad value) is :class:`VcrOptionError`.
     """
     from harness.recording._age import AgeLimit
-    from harness.recording._wire import cut_stream_error, stream_cut
+    from harness.recording._vcr import cut_stream_error, stream_cut
 
     if getattr(vcr, "_harness_guarded", False):
         return

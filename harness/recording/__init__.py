@@ -2,12 +2,12 @@
 
 Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load with every session.
 The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
--> ``open_recording`` (``_recorded``) -> the SDK client of ``_clients`` over the cassette's
-transport -> the vcr glue, matchers and persister (``_wire``), scrubbing (``_scrub``) -> the
-openprogram backend. Around it: cassettes as data (``_cassettes``), how old one may get
-(``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
-to-scenario / drift`` (``_tools``) and ``lint`` (``_lint``), third-party recordings through our
-backends (``_conformance``), live backends (``_live``).
+-> ``open_recording`` (``_recorded/``) -> the SDK client of ``_clients`` over the cassette's
+transport -> vcrpy's parts, the persister, matchers and streams (``_vcr/``), scrubbing
+(``_scrub``) -> the openprogram backend. Around it: cassettes as data (``_cassette/``), how old one
+may get (``_age``), what a recorded request said (``_transcript``), ``harness cassettes show /
+to-scenario / drift`` (``_tools/``) and ``lint`` (``_lint``), third-party recordings through our
+backends (``_conformance``, ``_legacy_vertex``), live backends (``_live``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.recording._age import CassetteAgeWarning
-    from harness.recording._cassettes import Body, Cassette, CassetteError, Request, load
+    from harness.recording._cassette import Body, Cassette, CassetteError, Request, load
     from harness.recording._clients import BackendError, MissingExtraError, backend, sdk_client
     from harness.recording._conformance import replay_cassette
     from harness.recording._lint import lint
@@ -33,15 +33,15 @@ if TYPE_CHECKING:
     from harness.recording._scrub import CredentialLeakError, find_credentials
     from harness.recording._tools import render_timeline, to_scenario
     from harness.recording._transcript import Call, Said, conversation
-    from harness.recording._wire import CassetteCorruptError
+    from harness.recording._vcr import CassetteCorruptError
 
 _EXPORTS = {
     "CassetteAgeWarning": "._age",
-    "Body": "._cassettes",
-    "Cassette": "._cassettes",
-    "Request": "._cassettes",
-    "CassetteError": "._cassettes",
-    "load": "._cassettes",
+    "Body": "._cassette",
+    "Cassette": "._cassette",
+    "Request": "._cassette",
+    "CassetteError": "._cassette",
+    "load": "._cassette",
     "BackendError": "._clients",
     "MissingExtraError": "._clients",
     "backend": "._clients",
@@ -59,7 +59,7 @@ _EXPORTS = {
     "find_credentials": "._scrub",
     "render_timeline": "._tools",
     "to_scenario": "._tools",
-    "CassetteCorruptError": "._wire",
+    "CassetteCorruptError": "._vcr",
     "Call": "._transcript",
     "Said": "._transcript",
     "conversation": "._transcript",

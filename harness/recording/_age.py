@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
-from harness.recording._cassettes import CassetteError
+from harness.recording._cassette import CassetteError
 
 RECORDED_AT: Final = "recorded_at"
 """The top-level key (beside ``version`` and ``interactions``; vcrpy reads neither it nor any other)

@@ -40,9 +40,10 @@ from vcr.serializers import yamlserializer
 
 import harness._yaml as bounded_yaml
 import harness.recording._age as age
-import harness.recording._cassettes as cassettes
+import harness.recording._cassette as cassettes
 import harness.recording._scrub as scrub
 import harness.wire as wire
+from harness.recording._vcr import cut_tail
 
 SKIPPED_DIRS: Final = frozenset({"scenarios"})
 """Folders directly under the linted one that hold no cassettes (saved regression scenarios)."""
@@ -174,7 +175,7 @@ def _interaction_problems(cassette: cassettes.Cassette) -> Iterator[str]:
             if reason is not None:
                 yield f"{where}: the {side} {reason}"
         response = interaction.response
-        cut = cassettes.cut_tail(response.body.data, response.headers.get("content-type"))
+        cut = cut_tail(response.body.data, response.headers.get("content-type"))
         if cut:
             yield (
                 f"{where}: the streamed reply ends inside an event (its last {cut} bytes are no whole event), so a"

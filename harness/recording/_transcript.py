@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.recording._cassettes import Request
+from harness.recording._cassette import Request
 
 Role = Literal["user", "assistant", "tool"]
 

@@ -7,12 +7,15 @@ it), whose timelines each have a root element of class ``harness-timeline`` (DES
 
 The pages (``_pages``) are drawn by Jinja2 (the ``report`` extra; ``MissingReportExtra`` names it
 when it is missing) from plain values (``_model``): a ``Trace`` read into lanes (``_runs``), a
-cassette's decoded steps read the same way (``_recorded``), and the oracle's objections placed on
+cassette's decoded steps read the same way (``_cassette_lanes``), and the oracle's objections placed on
 the events they are about (``_marks``); a wire campaign's conversation is read from the requests
-an agent sent and the replies it was served (``_wire``). This package sits beside ``campaigns`` and ``recording``
-and imports neither: the command line and the pytest plugin hand it what they hold.
+an agent sent and the replies it was served (``_campaign_page``). This package sits beside
+``campaigns`` and ``recording`` and imports neither: the command line and the pytest plugin hand it
+what they hold.
 """
 
+from harness.report._campaign_page import WireCampaignLike, wire_campaign_report, wire_timeline
+from harness.report._cassette_lanes import StepLike
 from harness.report._env import MissingReportExtra
 from harness.report._model import Entry, Lane, ProblemShown, RecordingJudgement, Timeline
 from harness.report._pages import (
@@ -26,8 +29,6 @@ from harness.report._pages import (
     trace_report,
     trace_timeline,
 )
-from harness.report._recorded import StepLike
-from harness.report._wire import WireCampaignLike, wire_campaign_report, wire_timeline
 
 __all__ = [
     "CampaignLike",

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 from harness.checking import CheckResult
 from harness.oracle import ALL_INVARIANTS, InvariantViolation
+from harness.report._cassette_lanes import StepLike, read_steps
 from harness.report._env import clock, render
 from harness.report._marks import as_pairs, place
 from harness.report._model import Lane, Mark, ProblemShown, RecordingJudgement, Timeline
-from harness.report._recorded import StepLike, read_steps
 from harness.report._runs import read_trace
 from harness.trace import Trace
 

@@ -28,8 +28,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("emulator/_faults.py", "data: "): "faults rewrite a rendered event's data line (the tiers helpers' module)",
     ("emulator/_faults.py", "content-encoding"): "the gzip fault writes the header of the body it compresses",
     ("recording/_scrub.py", "content-encoding"): "honest_encoding removes a header wire.outer_coding judged false",
-    ("recording/_tools.py", "content-encoding"): "drift lets the HTTP client set the headers it sends itself",
-    ("recording/_conformance.py", "content-encoding"): "a rewritten body drops the headers of the old one",
+    ("recording/_tools/_drift.py", "content-encoding"): "drift lets the HTTP client set the headers it sends itself",
+    ("recording/_legacy_vertex.py", "content-encoding"): "a rewritten body drops the headers of the old one",
 }
 """``(module, spelling)`` -> why that module spells a piece ``harness.wire`` owns."""
 
@@ -38,7 +38,7 @@ PRIVATE_IMPORT_BUDGET = 38
 a facade exports now goes through that facade). What is left reaches names no facade offers (the
 campaign's hygiene, the regressions' directory, trace internals the plugin drives). Lower it as
 facades take the rest; never raise it. Raised once, by one, with its reason: ``harness.proxy``
-replays a stored reply split at its events with ``harness.recording._wire.reply_parts``, the
+replays a stored reply split at its events with ``harness.recording._vcr.reply_parts``, the
 splitter the recorded transport uses (a second copy would drift from it)."""
 
 

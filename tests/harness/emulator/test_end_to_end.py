@@ -12,7 +12,7 @@ import pytest
 
 from harness.emulator import Emulator, fault
 from harness.emulator import _openai as emulated_openai
-from harness.emulator._wire import IdSource
+from harness.emulator._exchange import IdSource
 from harness.recording._clients import Connection, backend, client_kwargs
 from harness.script import turn
 from openprogram import ExecError, runtime

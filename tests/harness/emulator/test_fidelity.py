@@ -12,8 +12,8 @@ import pytest
 from harness.emulator import Emulator, fault
 from harness.emulator import _anthropic as emulated_anthropic
 from harness.emulator import _openai as emulated_openai
-from harness.emulator._wire import IdSource, WireRequest
-from harness.recording import _cassettes as cassettes
+from harness.emulator._exchange import IdSource, WireRequest
+from harness.recording import _cassette as cassettes
 from harness.script import ScriptedCall, Turn
 from tests.harness.emulator.wirecheck import CASSETTES, grammar, one_reply, sse_events
 

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.emulator import _bedrock as bedrock
+from harness.emulator import _exchange as wire
 from harness.emulator import _gemini as gemini
-from harness.emulator import _wire as wire
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 from harness.recording import _clients as backends
 from harness.recording._conformance import default_cassette_dir
 from harness.script import ScriptedCall, ScriptedProvider, Turn, turn

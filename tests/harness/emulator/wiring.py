@@ -22,8 +22,8 @@ from botocore.awsrequest import AWSResponse
 from google import genai
 
 from harness.emulator import _bedrock as bedrock
+from harness.emulator import _exchange as wire
 from harness.emulator import _gemini as gemini
-from harness.emulator import _wire as wire
 from harness.recording import _clients as backends
 from harness.script import Turn
 from harness.wire import CREDENTIAL_HEADERS

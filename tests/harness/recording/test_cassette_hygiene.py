@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 from tests.harness.support import run_in_process
 
 pytest_plugins = ["pytester"]

@@ -1,4 +1,4 @@
-"""``harness.recording._cassettes``: a vcrpy cassette read as data, and each request routed to its provider endpoint.
+"""``harness.recording._cassette``: a vcrpy cassette read as data, and each request routed to its provider endpoint.
 
 The recorded backend, cassette lint, the emulator and ``harness conformance`` all read cassettes
 through this module, so what it promises is pinned here on small hand-written files: the route
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.recording import _cassettes as cassettes
-from harness.recording._cassettes import Body, CassetteError, Headers
+from harness.recording import _cassette as cassettes
+from harness.recording._cassette import Body, CassetteError, Headers
 from harness.recording._conformance import default_cassette_dir
 from harness.wire import ENDPOINTS, RouteError, route
 from harness.wire import Destination as Route

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from harness.recording import _age as age
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 
 pytest_plugins = ["pytester"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 from tests.harness.support import failure_sections
 
 pytest_plugins = ["pytester"]

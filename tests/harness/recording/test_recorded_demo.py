@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli._demo import demo_script, trip_advisor
 from harness.emulator import Emulator
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
 from harness.recording._recorded import RecordedFixture
 from openprogram import runtime
 

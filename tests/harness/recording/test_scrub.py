@@ -180,7 +180,8 @@ def test_the_recorder_refuses_a_key_inside_a_gzip_body(tmp_path, side: str) -> N
     is written as gzip bytes: the key is in no line of the file, nor in the bytes as stored."""
     from vcr.request import Request
 
-    from harness.recording._wire import AtomicPersister, _ReadableYaml
+    from harness.recording._vcr._vcr_persister import AtomicPersister
+    from harness.recording._vcr._vcr_yaml import _ReadableYaml
 
     packed = gzip.compress(json.dumps({"messages": [{"role": "user", "content": f"my key is {SECRET}"}]}).encode())
     plain = b'{"ok": true}'

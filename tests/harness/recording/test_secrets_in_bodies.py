@@ -27,7 +27,8 @@ import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.recording import _cassettes as cassettes
+from harness.recording import _cassette as cassettes
+from harness.recording._vcr import event_chunks
 
 pytest_plugins = ["pytester"]
 
@@ -104,7 +105,7 @@ def test_a_key_split_across_stream_events_is_refused_and_found_by_lint(
 
 
 def _events(response: cassettes.Response) -> list[bytes]:
-    return cassettes.event_chunks(response.body.data, response.headers.get("content-type"))
+    return event_chunks(response.body.data, response.headers.get("content-type"))
 
 
 def test_the_pieces_are_named_by_field_and_events_in_the_message() -> None:

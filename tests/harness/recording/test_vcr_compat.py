@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.recording import _vcr_compat as vcr_compat
+from harness.recording._vcr import _vcr_compat as vcr_compat
 
-RECORDING = Path(vcr_compat.__file__).parent
+RECORDING = Path(vcr_compat.__file__).parents[1]
 
 
 @pytest.mark.parametrize("reach_in", vcr_compat.REACH_INS, ids=str)
@@ -43,7 +43,7 @@ def test_no_other_module_reaches_into_vcrpy_privately() -> None:
     """Every ``x._name`` of vcrpy goes through _vcr_compat, so a vcrpy upgrade has one place to check."""
     private = {reach_in.name for reach_in in vcr_compat.REACH_INS}
     offenders = []
-    for path in [*sorted(RECORDING.glob("*.py")), RECORDING.parent / "pytest_plugin" / "_recording.py"]:
+    for path in [*sorted(RECORDING.rglob("*.py")), RECORDING.parent / "pytest_plugin" / "_recording.py"]:
         if path.name == "_vcr_compat.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -1,4 +1,4 @@
-"""``recording._wire`` and ``recording._recorded`` without pytest: chunking, the file form, matching, writing."""
+"""``recording._vcr`` and ``recording._recorded`` without pytest: chunking, the file form, matching, writing."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ import pytest
 from vcr import VCR
 from vcr.request import Request as VcrRequest
 
-from harness.recording import _cassettes as cassettes
-from harness.recording._cassettes import event_chunks
+from harness.recording import _cassette as cassettes
 from harness.recording._recorded import CassetteMismatchError, CassetteTransport, open_recording
 from harness.recording._scrub import CredentialLeakError
-from harness.recording._wire import (
+from harness.recording._vcr import (
     MATCH_ON,
     READABLE_YAML,
     AtomicPersister,
     CassetteCorruptError,
     configure_vcr,
+    event_chunks,
     json_body,
     stream_replaying_httpx_response,
 )
@@ -189,7 +189,7 @@ def test_importing_the_plugin_loads_no_recording_machinery() -> None:
 
     code = (
         "import sys, harness.pytest_plugin\n"
-        "heavy = ('vcr', 'harness.recording._recorded', 'harness.recording._wire', 'httpx2', 'openprogram')\n"
+        "heavy = ('vcr', 'harness.recording._recorded', 'harness.recording._vcr', 'httpx2', 'openprogram')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -136,12 +136,32 @@ def wire_campaign_report(
     The verdicts are the result's own (``result.verdicts``), the ones the console prints.
     ``nothing_tested``: why no run reached the emulator (the first run's traceback and hints);
     ``output``: the agent's output in the conversation shown; ``raised``: its traceback."""
-    stats = result.stats
     failure = result.failure
-    tested = stats.requests > 0
+    campaign = _campaign(result, command, invariants, deviations, output, raised)
+    if failure is None and result.stats.requests == 0:
+        campaign.nothing_tested = (
+            nothing_tested or f"no run sent a request to the emulator ({result.stats.first_error})"
+        )
+    if failure is not None:
+        _show_failure(campaign, failure, tools_of)
+    return render(
+        "wire_campaign.html.j2", kind="wire-campaign", title=f"harness fuzz --agent · seed {result.seed}", c=campaign
+    )
+
+
+def _campaign(
+    result: WireCampaignLike,
+    command: str,
+    invariants: Mapping[str, str],
+    deviations: Sequence[DeviationLike],
+    output: str,
+    raised: str,
+) -> _WireCampaign:
+    """The page's summary of a campaign: what it exercised, the verdicts, the time split."""
+    stats = result.stats
     verdicts = [_Verdict(v.invariant, v.statement, v.verdict, int(v.declared)) for v in result.verdicts(invariants)]
-    headline = "no violation" if result.ok else "VIOLATION" if failure is not None else "NOTHING TESTED"
-    campaign = _WireCampaign(
+    headline = "no violation" if result.ok else "VIOLATION" if result.failure is not None else "NOTHING TESTED"
+    return _WireCampaign(
         agent=result.agent,
         seed=result.seed,
         conversations=stats.conversations,
@@ -160,24 +180,22 @@ def wire_campaign_report(
         output=output,
         raised=raised,
     )
-    if failure is None and not tested:
-        campaign.nothing_tested = nothing_tested or f"no run sent a request to the emulator ({stats.first_error})"
-    if failure is not None:
-        campaign.violation = _said(failure.violation)
-        campaign.scenario_yaml = failure.scenario.to_yaml()
-        if failure.path is not None:
-            campaign.saved = str(failure.path)
-            campaign.serve = f"harness emulate --script {failure.path}"
-        campaign.failure = wire_timeline(
-            failure.run,
-            title=f"the shrunk conversation: {len(failure.scenario.turns)} reply(ies), {len(failure.run.exchanges)} "
-            "request(s)",
-            violations=failure.judgement.violations,
-            declared=failure.judgement.declared,
-            tools_of=tools_of,
-        )
-    return render(
-        "wire_campaign.html.j2", kind="wire-campaign", title=f"harness fuzz --agent · seed {result.seed}", c=campaign
+
+
+def _show_failure(campaign: _WireCampaign, failure: Any, tools_of: ToolsOf | None) -> None:
+    """The violation, the shrunk conversation as a timeline, and the scenario file that replays it."""
+    campaign.violation = _said(failure.violation)
+    campaign.scenario_yaml = failure.scenario.to_yaml()
+    if failure.path is not None:
+        campaign.saved = str(failure.path)
+        campaign.serve = f"harness emulate --script {failure.path}"
+    campaign.failure = wire_timeline(
+        failure.run,
+        title=f"the shrunk conversation: {len(failure.scenario.turns)} reply(ies), {len(failure.run.exchanges)} "
+        "request(s)",
+        violations=failure.judgement.violations,
+        declared=failure.judgement.declared,
+        tools_of=tools_of,
     )
 
 
@@ -209,14 +227,7 @@ def wire_timeline(
     lane.reason = ending
     end = Entry("end", f"{key}-end", label=ending, text=text)
     lane.entries.append(end)
-    problems = []
-    for number, violation in enumerate(violations, start=1):
-        target = by_number.get(violation.request) if violation.request else end
-        problem = ProblemShown(number, violation.invariant, _said(violation))
-        if target is not None:
-            target.marks.append(Mark(number, violation.invariant))
-            problem.located = True
-        problems.append(problem)
+    problems = _placed(violations, by_number, end)
     notes = [f"declared deviation: {_said(v)} ({d.reason})" for v, d in declared]
     facts = [
         ("wire", _wire(run.exchanges[0].request) if run.exchanges else "(no request reached the emulator)"),
@@ -234,6 +245,19 @@ def wire_timeline(
         verdict="fail" if problems else "ok",
         judged_by="the wire invariants over the requests this run sent and the replies it was served",
     )
+
+
+def _placed(violations: Sequence[ViolationLike], by_number: Mapping[int, Entry], end: Entry) -> list[ProblemShown]:
+    """Each violation numbered, and marked on the request it names (request 0: the run's end)."""
+    problems = []
+    for number, violation in enumerate(violations, start=1):
+        target = by_number.get(violation.request) if violation.request else end
+        problem = ProblemShown(number, violation.invariant, _said(violation))
+        if target is not None:
+            target.marks.append(Mark(number, violation.invariant))
+            problem.located = True
+        problems.append(problem)
+    return problems
 
 
 def _said(violation: ViolationLike) -> str:

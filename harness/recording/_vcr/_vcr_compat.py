@@ -55,7 +55,7 @@ def vcrpy_version() -> str:
 def _error(reach_in: ReachIn) -> VcrCompatError:
     return VcrCompatError(
         f"vcrpy {vcrpy_version()} has no {reach_in} (the harness uses it for {reach_in.why}); "
-        "install a vcrpy the harness supports or update harness/recording/_vcr_compat.py"
+        "install a vcrpy the harness supports or update harness/recording/_vcr/_vcr_compat.py"
     )
 
 
