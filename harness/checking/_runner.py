@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.scenarios import Scenario
-from harness.scenarios._parts import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, ToolDef
+from harness.scenarios._scenario_parts import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, ToolDef
 from harness.script import ScriptedProvider
 from harness.trace import Left, Trace, TraceRecorder
 from openprogram import runtime

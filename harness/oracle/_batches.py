@@ -4,7 +4,7 @@ The per-call invariants: ``error_feedback`` (every failing call becomes the cont
 result), ``skip_semantics`` (steering mid-batch skips the rest of the batch) and
 ``cancel_semantics`` (a set ``cancel_event`` starts no further tool and ends the run). They share
 one classification of every answered call (``_classify``). ``InvariantViolation`` lives here, the
-lowest invariant module, so ``harness.oracle._invariants`` can build on it; import both from there.
+lowest invariant module, so ``harness.oracle._run_invariants`` can build on it; import both from there.
 """
 
 from __future__ import annotations

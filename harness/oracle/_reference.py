@@ -29,7 +29,7 @@ from harness._contract import (
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.oracle._compare import Prediction, differences
 from harness.scenarios import Scenario
-from harness.scenarios._parts import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, ToolDef
+from harness.scenarios._scenario_parts import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, ToolDef
 from harness.trace import LedgerEntry, Left, Trace
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
 from openprogram.types import (

@@ -60,8 +60,8 @@ import pytest
 
 import harness.campaigns._profiles as profiles
 from harness.campaigns import CI_PROFILE, DEEP_PROFILE
+from harness.pytest_plugin._cassette_fixtures import recorded_allows as _recorded_allows
 from harness.pytest_plugin._gate import register_gate as _register_gate
-from harness.pytest_plugin._recording import recorded_allows as _recorded_allows
 
 if TYPE_CHECKING:
     from pluggy import Result
@@ -75,7 +75,7 @@ __all__ = ["CI_PROFILE", "DEEP_PROFILE", "ScriptedFixture"]
 
 # The record-replay fixture and pytest-recording's hook live in a plugin module of their own,
 # registered with this one (as cheap to import: pytest and the standard library).
-pytest_plugins = ("harness.pytest_plugin._recording",)
+pytest_plugins = ("harness.pytest_plugin._cassette_fixtures",)
 
 _INCOMPLETE_OK = "harness_incomplete_ok"
 _FROZEN_MARK = "harness_frozen_time"

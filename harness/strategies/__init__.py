@@ -1,11 +1,11 @@
 """Hypothesis strategies that generate adversarial model behaviour as ``Scenario`` values.
 
 The public namespace, as Hypothesis keeps ``hypothesis.strategies`` over ``strategies/_internal``:
-whole scenarios (``_scenarios``), the one-choice parts they are drawn from (``_parts``) and
+whole scenarios (``_scenarios``), the one-choice parts they are drawn from (``_draw_tables``) and
 arguments for a JSON Schema, valid and broken on purpose (``_schemas``).
 """
 
-from harness.strategies._parts import tool_calls
+from harness.strategies._draw_tables import tool_calls
 from harness.strategies._scenarios import (
     CANCEL_ONE_IN,
     FINAL_TURN_WEIGHTS,

@@ -29,7 +29,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.scenarios import Scenario
-from harness.scenarios._parts import (
+from harness.scenarios._scenario_parts import (
     FAULTS,
     LEAVE_HOWS,
     LEAVE_POINTS,
@@ -41,7 +41,7 @@ from harness.scenarios._parts import (
     NestedRun,
     ToolDef,
 )
-from harness.strategies._parts import (
+from harness.strategies._draw_tables import (
     ANY,
     BATCHES,
     CALL_COUNTS,
@@ -82,13 +82,13 @@ from harness.strategies._parts import (
     what_matters,
     what_nests,
 )
-from harness.strategies._parts import (
+from harness.strategies._draw_tables import (
     DUPLICATE_ID as DUPLICATE_ID,
 )
-from harness.strategies._parts import (
+from harness.strategies._draw_tables import (
     NOT_JSON as NOT_JSON,
 )
-from harness.strategies._parts import (
+from harness.strategies._draw_tables import (
     UNKNOWN_TOOL as UNKNOWN_TOOL,
 )
 from harness.strategies._schemas import _key, memoized, schemas

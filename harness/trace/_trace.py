@@ -624,7 +624,7 @@ class RunCollector:
         return [request for run in self.runs for request in run.requests]
 
     def check(self) -> None:
-        """Assert every invariant of ``harness.oracle._invariants`` on every observed run."""
+        """Assert every invariant of ``harness.oracle._run_invariants`` on every observed run."""
         if self._checker is None:
             raise RuntimeError("RunCollector.check: no checker given (RunCollector(checker=check_all))")
         for trace in self.runs:

@@ -24,7 +24,7 @@ from harness.strategies import (
     scenarios,
     tools,
 )
-from harness.strategies._parts import CONFIG_TABLES, JOINT_SIZE, _joint, _menus, _sizes, one_in_table
+from harness.strategies._draw_tables import CONFIG_TABLES, JOINT_SIZE, _joint, _menus, _sizes, one_in_table
 from harness.strategies._scenarios import _answer, _flags, _model_turn
 
 

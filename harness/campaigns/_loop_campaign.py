@@ -27,7 +27,7 @@ from harness._hypothesis_compat import no_local_constants
 from harness.campaigns._boundaries import BOUNDARIES, EXAMPLES, reached
 from harness.checking import ScenarioFailure, assert_scenario, run
 from harness.scenarios import Scenario
-from harness.scenarios._parts import ToolDef, import_user_module
+from harness.scenarios._scenario_parts import ToolDef, import_user_module
 from harness.strategies import scenarios
 from harness.strategies._scenarios import is_tool_entry
 from harness.trace import Trace
