@@ -276,6 +276,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "recorded(**options): vcr_config options for this test's recorded fixture")
 
 
+def refuse_under_hypofuzz(config: pytest.Config) -> None:
+    """HypoFuzz collects inside ``pytest.main`` and sets fixtures up after it returns, and
+    pytest-recording's autouse ``vcr`` fixture reads ``Node.fspath``, which pytest removes when
+    ``pytest.main`` returns: every test would fail its setup, and HypoFuzz would report "a failing
+    input for every test". Said once, with the fix, before anything runs (called by the plugin's
+    ``pytest_configure``)."""
+    manager = config.pluginmanager
+    if manager.has_plugin("recording") and any(
+        type(plugin).__module__.startswith("hypofuzz.") for plugin in manager.get_plugins()
+    ):
+        raise pytest.UsageError(
+            "HypoFuzz cannot set up pytest-recording's fixtures (they read Node.fspath, which pytest removes "
+            "once its collection returns), so every test would fail its setup: disable pytest-recording for "
+            "the campaign, e.g. hypothesis fuzz -- tests/property -p no:recording"
+        )
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
