@@ -247,27 +247,8 @@ def error_ends_run(trace: Trace) -> None:
         for i, event in enumerate(events):
             if event.type != "message_end" or not isinstance(event.message, AssistantMessage):
                 continue
-            reason = event.message.stop_reason
-            if reason not in ("error", "aborted"):
-                continue
-            after = [e.type for e in events[i + 1 :]]
-            allowed = ["turn_end", "agent_end"]
-            if after != allowed[: len(after)] or (run.end is not None and after != allowed):
-                raise _fail(
-                    name,
-                    f"the run{where} continued after an {reason} model turn (only turn_end and agent_end may "
-                    f"follow it):\n{event_window(events, i, before=2, after=6)}",
-                )
-            if len(after) >= 1 and events[i + 1].tool_results:
-                shown = event_window(events, i + 1)
-                raise _fail(name, f"the {reason} model turn{where} reports tool results:\n{shown}")
-            end = run.end
-            if end is not None and end.reason != reason:
-                raise _fail(
-                    name,
-                    f"the run{where} ended with an {reason} model turn but agent_end.reason is {end.reason!r}:\n"
-                    f"{event_window(events, len(events) - 1, before=3, after=0)}",
-                )
+            if event.message.stop_reason in ("error", "aborted"):
+                _check_nothing_after(name, run, i, event.message.stop_reason)
         end = run.end
         if end is not None and end.reason in ("error", "aborted"):
             last = next(
@@ -285,6 +266,30 @@ def error_ends_run(trace: Trace) -> None:
                     f"the run{where} ended with reason {end.reason!r} but its last model turn is {got}:\n"
                     f"{event_window(events, len(events) - 1, before=4, after=0)}",
                 )
+
+
+def _check_nothing_after(name: str, run: RunView, i: int, reason: str) -> None:
+    """Only the ``turn_end`` (without tool results) and ``agent_end`` of the run follow the
+    ``error`` or ``aborted`` model turn ending at ``run.events[i]``, and the run ends for its reason."""
+    events, where = run.events, run.where()
+    after = [e.type for e in events[i + 1 :]]
+    allowed = ["turn_end", "agent_end"]
+    if after != allowed[: len(after)] or (run.end is not None and after != allowed):
+        raise _fail(
+            name,
+            f"the run{where} continued after an {reason} model turn (only turn_end and agent_end may "
+            f"follow it):\n{event_window(events, i, before=2, after=6)}",
+        )
+    if len(after) >= 1 and events[i + 1].tool_results:
+        shown = event_window(events, i + 1)
+        raise _fail(name, f"the {reason} model turn{where} reports tool results:\n{shown}")
+    end = run.end
+    if end is not None and end.reason != reason:
+        raise _fail(
+            name,
+            f"the run{where} ended with an {reason} model turn but agent_end.reason is {end.reason!r}:\n"
+            f"{event_window(events, len(events) - 1, before=3, after=0)}",
+        )
 
 
 def end_reason_consistent(trace: Trace) -> None:
