@@ -29,7 +29,7 @@ from harness.checking import ScenarioFailure, assert_scenario, run
 from harness.scenarios import Scenario
 from harness.scenarios._scenario_parts import ToolDef, import_user_module
 from harness.strategies import scenarios
-from harness.strategies._scenarios import is_tool_entry
+from harness.strategies._tool_strategies import is_tool_entry
 from harness.trace import Trace
 from harness.wire import clip
 
