@@ -26,17 +26,9 @@ from harness._contract import (
     schema_errors,
     validation_prefix,
 )
+from harness.trace import Batch, RunView, Trace, batches, render_message, show_messages
 from harness.trace import run_views as _split_views
-from harness.trace._trace import (
-    Batch,
-    RunView,
-    Trace,
-    batches,
-    render_message,
-    shorten,
-    show_batch,
-    show_messages,
-)
+from harness.trace._trace import shorten, show_batch
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec
 
 # The last trace asked about and its views, and the last views and their classified calls: each

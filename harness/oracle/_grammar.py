@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.trace._trace import shorten, show_messages
+from harness.trace import show_messages
+from harness.trace._trace import shorten
 from openprogram.types import AssistantMessage, ToolResultMessage
 
 

@@ -24,18 +24,8 @@ from typing import Any
 from harness._contract import HARD_CAP, effective_cap
 from harness.oracle._batches import InvariantViolation, cancel_semantics, error_feedback, run_views, skip_semantics
 from harness.oracle._grammar import first_violation
-from harness.trace._trace import (
-    Batch,
-    RunView,
-    Trace,
-    assistant_indices,
-    batches,
-    diff,
-    event_window,
-    render_message,
-    show_batch,
-    show_messages,
-)
+from harness.trace import Batch, RunView, Trace, batches, diff, render_message, show_messages
+from harness.trace._trace import event_window, show_batch
 from openprogram.providers import ModelRequest
 from openprogram.types import AssistantMessage, Message, ToolResultMessage
 
@@ -309,7 +299,7 @@ def end_reason_consistent(trace: Trace) -> None:
         if run.is_root and trace.reason is not None and trace.reason != end.reason:
             raise _fail(name, f"trace.reason is {trace.reason!r} but agent_end.reason is {end.reason!r}")
         committed = run.committed
-        indices = assistant_indices(committed)
+        indices = run.model_calls()
         if end.reason not in ("stop", "max_iterations"):
             continue
         if not indices:

@@ -30,7 +30,8 @@ from harness.oracle._run_invariants import (
     event_grammar,
     terminates_within_cap,
 )
-from harness.trace._trace import LedgerEntry, Trace, TraceRecorder, shorten
+from harness.trace._trace import LedgerEntry, Trace, shorten
+from harness.trace._trace_recorder import TraceRecorder
 from openprogram import runtime
 from openprogram.agent import AgentContext, AgentEvent, AgentLoopConfig, agent_loop, observe_runs
 from openprogram.tools import AgentToolResult, as_agent_tool
