@@ -9,6 +9,7 @@ one concept, no cycle anywhere, and no reach into openprogram's internals.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,12 @@ MAX_TOP_LEVEL = 8
 MAX_PER_PACKAGE = 13  # recording/ holds the twelve concepts DESIGN section 2 lists for it, each its module
 MAX_LAYERS = 10
 PACKAGES = sorted(p for p in HARNESS.iterdir() if (p / "__init__.py").exists())
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every rule that reads it."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _layers() -> list[str]:
@@ -153,11 +160,7 @@ def _private_uses(tree: ast.AST) -> list[str]:
 
 
 def test_the_harness_uses_no_private_name_of_openprogram() -> None:
-    reaching = [
-        f"{path.relative_to(HARNESS)}: {uses}"
-        for path in MODULES
-        if (uses := _private_uses(ast.parse(path.read_text(encoding="utf-8"))))
-    ]
+    reaching = [f"{path.relative_to(HARNESS)}: {uses}" for path in MODULES if (uses := _private_uses(_tree(path)))]
     assert not reaching, _offenders("modules reaching into openprogram's internals (ask for a public entry)", reaching)
 
 
@@ -212,7 +215,12 @@ def test_no_harness_module_name_is_used_twice() -> None:
 MAX_FUNCTION_LINES = 50
 # Functions allowed past MAX_FUNCTION_LINES, each because one concept needs the length (the
 # reason says which); a new long function fails the rule below instead of joining this list quietly.
-_LONG_FUNCTIONS: dict[str, str] = {}
+_LONG_FUNCTIONS: dict[str, str] = {
+    "strategies/_scenarios.py:scenarios": (
+        "a public strategy: its thirteen parameters and their docstring take 30 lines, and its body is the "
+        "one draw order every seed (the default campaign's first) pins; each part it draws is a named step"
+    ),
+}
 # Long functions in the rooms other helpers of issue 28 are splitting on their branches; the lead
 # empties this set when they are merged.
 _LONG_FUNCTIONS_OTHERS_SPLIT = {
@@ -242,7 +250,7 @@ def test_no_harness_function_is_over_50_lines() -> None:
     long = [
         f"{key} has {lines} lines"
         for path in MODULES
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(_tree(path))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and (lines := (node.end_lineno or node.lineno) - node.lineno + 1) > MAX_FUNCTION_LINES
         and (key := f"{path.relative_to(HARNESS).as_posix()}:{node.name}") not in _LONG_FUNCTIONS
