@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.campaigns._boundaries import BOUNDARIES
-from harness.campaigns._fuzz import run_campaign
+from harness.campaigns._loop_campaign import run_campaign
 
 
 def main() -> None:

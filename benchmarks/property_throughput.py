@@ -36,11 +36,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from harness.campaigns._boundaries import BOUNDARIES
-from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
+from harness.campaigns._loop_campaign import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
 from harness.checking._check import problems_of
 from harness.checking._runner import run
-from harness.scenarios._parts import Behaviour, Call
 from harness.scenarios._scenario import Config, ModelTurn, Scenario, ToolDef
+from harness.scenarios._scenario_parts import Behaviour, Call
 from harness.strategies import scenarios
 
 TARGET = 200.0

@@ -7,7 +7,7 @@ its imports before the first scenario, and the rate the command prints (scenario
 campaign's own seconds) leaves them out. Measured, each in a fresh interpreter, as medians over
 ``--repeat`` runs:
 
-- ``import openprogram`` and ``import harness.campaigns._fuzz``: the cumulative time ``python -X importtime``
+- ``import openprogram`` and ``import harness.campaigns._loop_campaign``: the cumulative time ``python -X importtime``
   gives the module;
 - ``first answer``: wall time from the first import to the answer of a one-tool scripted run
   (``@function``, ``ScriptedProvider``, ``runtime.exec``), what a user's first test costs beyond
@@ -97,13 +97,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         workdir = Path(directory)
         for tree in trees.values():  # a first run of each writes its bytecode caches
-            _python(tree, "-c", "import harness.campaigns._fuzz, harness.cli")
+            _python(tree, "-c", "import harness.campaigns._loop_campaign, harness.cli")
         for _ in range(args.repeat):
             for name, tree in trees.items():
                 wall, campaign = fuzz_s(tree, workdir)
                 for what, value in (
                     ("import openprogram (ms)", import_ms(tree, "openprogram")),
-                    ("import harness.campaigns._fuzz (ms)", import_ms(tree, "harness.campaigns._fuzz")),
+                    (
+                        "import harness.campaigns._loop_campaign (ms)",
+                        import_ms(tree, "harness.campaigns._loop_campaign"),
+                    ),
                     ("first answer (ms)", first_answer_ms(tree)),
                     ("harness fuzz, wall (s)", wall),
                     ("harness fuzz, campaign it reports (s)", campaign),

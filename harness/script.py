@@ -374,21 +374,10 @@ class ScriptedProvider:
         self._requests.append(request)
         builder = MessageBuilder(model=request.model or "scripted", provider=self.name)
         if number > len(self.turns):
-            text = (
-                f"ScriptedProvider: request {number} is beyond the script "
-                f"({len(self.turns)} turn(s) scripted); add a turn or check why the agent asked again"
-            )
-            if self.strict:
-                self.violations.append(ScriptViolation(number, text))
             yield builder.start()
-            yield builder.error("error", text)
+            yield builder.error("error", self._beyond_the_script(number))
             return
-        scripted = self.turns[number - 1]
-        if scripted.respond is not None:
-            reply = scripted.respond(request)
-            scripted = as_turn(reply, f"turn {number} (respond)")
-            if scripted.respond is not None:
-                raise TypeError(f"turn {number}: a respond function must return a turn, not another respond")
+        scripted = self._turn(number, request)
         if scripted.usage is not None:
             builder.usage = scripted.usage
         elif self.estimate_usage:
@@ -405,11 +394,9 @@ class ScriptedProvider:
                 yield builder.error("aborted", ABORTED_MESSAGE)
                 return
             if isinstance(block, ScriptedCall):  # inlined: a call is most rounds, a generator per level is dear
-                call_id = block.id
-                if call_id is None:
-                    self._next_id += 1
-                    call_id = f"call_{self._next_id}"
-                index, start = builder.toolcall_start(call_id, block.name)
+                index, start = builder.toolcall_start(
+                    self._generated_id() if block.id is None else block.id, block.name
+                )
                 yield start
                 text = block.arguments_text()
                 size = self.chunk_size
@@ -430,3 +417,27 @@ class ScriptedProvider:
                     yield delta(index, text[i : i + size])
                 yield end(index)
         yield builder.done(scripted.stop_reason)
+
+    def _beyond_the_script(self, number: int) -> str:
+        """The error a request past the last turn gets (a violation too, when strict)."""
+        text = (
+            f"ScriptedProvider: request {number} is beyond the script "
+            f"({len(self.turns)} turn(s) scripted); add a turn or check why the agent asked again"
+        )
+        if self.strict:
+            self.violations.append(ScriptViolation(number, text))
+        return text
+
+    def _turn(self, number: int, request: ModelRequest) -> Turn:
+        """Turn ``number``, its ``respond`` function (if any) asked for the turn to send."""
+        scripted = self.turns[number - 1]
+        if scripted.respond is not None:
+            reply = scripted.respond(request)
+            scripted = as_turn(reply, f"turn {number} (respond)")
+            if scripted.respond is not None:
+                raise TypeError(f"turn {number}: a respond function must return a turn, not another respond")
+        return scripted
+
+    def _generated_id(self) -> str:
+        self._next_id += 1
+        return f"call_{self._next_id}"

@@ -57,7 +57,7 @@ from harness.agents._invariants import (
 from harness.agents._plans import Menus, PlannedReplies
 from harness.agents._replies import is_final
 from harness.agents._verdicts import Verdict, exercised, verdicts
-from harness.campaigns._fuzz import DEFAULT_SEED, campaign_settings
+from harness.campaigns._loop_campaign import DEFAULT_SEED, campaign_settings
 from harness.checking import scenario_dir
 from harness.emulator import WireRequest
 from harness.scenarios import ModelTurn, Scenario

@@ -1,7 +1,7 @@
 """Campaigns: ``harness fuzz`` (generate, run, judge, shrink), the boundary table, the profiles.
 
 Lazy (``harness._lazy_exports``): the pytest plugin reads the Hypothesis profiles (``_profiles``) in every
-session, and must not pay for the campaign (``_fuzz``) or the boundary table (``_boundaries``).
+session, and must not pay for the campaign (``_loop_campaign``) or the boundary table (``_boundaries``).
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from harness import _lazy_exports
 
 if TYPE_CHECKING:
     from harness.campaigns._boundaries import BOUNDARIES, reached
-    from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, CampaignResult, Stats, run_campaign
+    from harness.campaigns._loop_campaign import DEFAULT_EXAMPLES, DEFAULT_SEED, CampaignResult, Stats, run_campaign
     from harness.campaigns._profiles import CI_PROFILE, DEEP_PROFILE, example_database, register
 
 _EXPORTS = {
     "BOUNDARIES": "._boundaries",
     "reached": "._boundaries",
-    "DEFAULT_EXAMPLES": "._fuzz",
-    "DEFAULT_SEED": "._fuzz",
-    "CampaignResult": "._fuzz",
-    "Stats": "._fuzz",
-    "run_campaign": "._fuzz",
+    "DEFAULT_EXAMPLES": "._loop_campaign",
+    "DEFAULT_SEED": "._loop_campaign",
+    "CampaignResult": "._loop_campaign",
+    "Stats": "._loop_campaign",
+    "run_campaign": "._loop_campaign",
     "CI_PROFILE": "._profiles",
     "DEEP_PROFILE": "._profiles",
     "example_database": "._profiles",

@@ -15,7 +15,7 @@ Nothing of the loop's internals is used.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from harness._contract import SKIPPED_CANCELLED, SKIPPED_STEERING, classify_result_text
@@ -211,15 +211,8 @@ def _rounds(scenario: Scenario, trace: Trace, messages: Sequence[Any]) -> set[st
             out.add("steering before the first request")
     for number, (reply, batch_results, after) in enumerate(rounds[1:], start=1):
         calls = [c for c in reply.content if isinstance(c, ToolCall)]
-        delivered, first_poll = False, poll + 1
-        for result in batch_results:
-            if result.text in (SKIPPED_STEERING, SKIPPED_CANCELLED):
-                break
-            if polls_steering:
-                poll += 1
-                if steering.get(poll):
-                    delivered = True
-                    break
+        first_poll = poll + 1
+        delivered, poll = _batch_polls(steering, polls_steering, batch_results, poll)
         if delivered and len(batch_results) == len(calls) and all(r.text != SKIPPED_STEERING for r in batch_results):
             out.add("steering after a batch")
         if not delivered and polls_steering:
@@ -230,15 +223,9 @@ def _rounds(scenario: Scenario, trace: Trace, messages: Sequence[Any]) -> set[st
         waiting = any(k > follow_up_polls for k in scenario.follow_ups)
         if calls:
             if at_cap:
-                if delivered and after:
-                    out.add("cap, tool reply, steering queued")
-                if waiting:
-                    out.add("cap, tool reply, follow-up waiting")
-                if not after and not waiting:
-                    out.add("cap, tool reply, queues empty")
                 pressed = isinstance(scenario.cancel_at, int) and first_poll <= scenario.cancel_at <= poll
-                if pressed or any(r.text == SKIPPED_CANCELLED for r in batch_results):
-                    out.add("cancel at the cap")
+                cancelled = pressed or any(r.text == SKIPPED_CANCELLED for r in batch_results)
+                out |= _cap_on_a_tool_reply(delivered and bool(after), waiting, bool(after), cancelled)
             continue
         if delivered and after:
             out.add("cap, text reply, steering queued" if at_cap else "steering after a text reply")
@@ -251,6 +238,35 @@ def _rounds(scenario: Scenario, trace: Trace, messages: Sequence[Any]) -> set[st
             followed = True
     if followed and cap is not None and len(trace.requests) >= cap:
         out.add("follow-up, then the cap")
+    return out
+
+
+def _batch_polls(
+    steering: Mapping[int, Any], polls_steering: bool, batch_results: Sequence[ToolResultMessage], poll: int
+) -> tuple[bool, int]:
+    """Replay the steering polls after each executed call of a batch: whether one delivered, and
+    the poll count after the batch."""
+    for result in batch_results:
+        if result.text in (SKIPPED_STEERING, SKIPPED_CANCELLED):
+            break
+        if polls_steering:
+            poll += 1
+            if steering.get(poll):
+                return True, poll
+    return False, poll
+
+
+def _cap_on_a_tool_reply(steering_queued: bool, follow_up_waiting: bool, after: bool, cancelled: bool) -> set[str]:
+    """The rows of a run the cap ended on a reply with tool calls."""
+    out: set[str] = set()
+    if steering_queued:
+        out.add("cap, tool reply, steering queued")
+    if follow_up_waiting:
+        out.add("cap, tool reply, follow-up waiting")
+    if not after and not follow_up_waiting:
+        out.add("cap, tool reply, queues empty")
+    if cancelled:
+        out.add("cancel at the cap")
     return out
 
 

@@ -2,7 +2,7 @@
 
 ``check(scenario)`` runs the scenario (``harness.checking._runner``) and collects the problems: where the
 run departs from the reference model's prediction (``harness.oracle._reference``), the first invariant
-it breaks (``harness.oracle._invariants``), and the file's own ``meta.expect``. ``regressions``, ``fuzz``
+it breaks (``harness.oracle._run_invariants``), and the file's own ``meta.expect``. ``regressions``, ``fuzz``
 and ``harness run`` all judge a run this one way.
 """
 

@@ -17,12 +17,12 @@ import dataclasses
 import json
 import sys
 import types
-from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.scenarios import Scenario
-from harness.scenarios._parts import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, ToolDef
+from harness.scenarios._scenario_parts import MAX_NESTING, Behaviour, Leave, ModelTurn, NestedRun, ToolDef
 from harness.script import ScriptedProvider
 from harness.trace import Left, Trace, TraceRecorder
 from openprogram import runtime
@@ -95,19 +95,7 @@ async def arun(scenario: Scenario, loop: LoopUnderTest | None = None, *, timeout
     cancel_event = asyncio.Event()
     if scenario.cancel_at == "start":
         cancel_event.set()  # the user pressed stop before the run started
-    poll_cancel = scenario.cancel_at if isinstance(scenario.cancel_at, int) else None
-    config = AgentLoopConfig(
-        provider=provider,
-        model=scenario.config.model,
-        tool_choice=_plain(scenario.config.tool_choice),
-        parallel_tool_calls=scenario.config.parallel_tool_calls,
-        max_iterations=scenario.config.max_iterations,
-        get_steering_messages=_Schedule(
-            scenario.steering, scenario.steering_as, poll_cancel, cancel_event, world
-        ).source(),
-        get_follow_up_messages=_Schedule(scenario.follow_ups).source(),
-        clock=world.clock,
-    )
+    config = _loop_config(scenario, provider, world, cancel_event)
     history = [message.message() for message in scenario.history]
     context = AgentContext(system_prompt=scenario.config.system_prompt, messages=history, tools=menu)
     # The loop's task copies this context: its tools find the world, and a nested exec
@@ -125,6 +113,37 @@ async def arun(scenario: Scenario, loop: LoopUnderTest | None = None, *, timeout
     finally:
         _depth.reset(tokens[1])
         _world.reset(tokens[0])
+    new_messages, left = await _consume(scenario, stream, recorder, world, provider, timeout)
+    trace = recorder.finish(provider.requests, new_messages=new_messages, max_iterations=scenario.cap)
+    trace.left = left
+    return trace
+
+
+def _loop_config(
+    scenario: Scenario, provider: ScenarioProvider, world: _World, cancel_event: asyncio.Event
+) -> AgentLoopConfig:
+    """The loop's config for ``scenario``: its settings, and its queues as the world serves them."""
+    poll_cancel = scenario.cancel_at if isinstance(scenario.cancel_at, int) else None
+    return AgentLoopConfig(
+        provider=provider,
+        model=scenario.config.model,
+        tool_choice=_plain(scenario.config.tool_choice),
+        parallel_tool_calls=scenario.config.parallel_tool_calls,
+        max_iterations=scenario.config.max_iterations,
+        get_steering_messages=_Schedule(
+            scenario.steering, scenario.steering_as, poll_cancel, cancel_event, world
+        ).source(),
+        get_follow_up_messages=_Schedule(scenario.follow_ups).source(),
+        clock=world.clock,
+    )
+
+
+async def _consume(
+    scenario: Scenario, stream: Any, recorder: TraceRecorder, world: _World, provider: Any, timeout: float
+) -> tuple[list[Any] | None, Left | None]:
+    """Read the run's stream as the scenario's consumer(s) do, within ``timeout``: the run's
+    ``new_messages`` (None when it did not end) and where a consumer left early. A hang or an
+    exception raised to the consumer is kept as ``recorder.error``, with every event seen so far."""
     new_messages = None
     left: Left | None = None
     second = asyncio.ensure_future(_collect(stream)) if scenario.consumers == 2 else None
@@ -143,9 +162,7 @@ async def arun(scenario: Scenario, loop: LoopUnderTest | None = None, *, timeout
         recorder.error = f"TimeoutError: the event stream did not end within {timeout:g}s (a hang)"
     except (Exception, ToolKilled) as exc:  # the stream raised to its consumer: keep what was seen
         recorder.error = f"{type(exc).__name__}: {exc}"
-    trace = recorder.finish(provider.requests, new_messages=new_messages, max_iterations=scenario.cap)
-    trace.left = left
-    return trace
+    return new_messages, left
 
 
 async def _leave_early(leave: Leave, stream: Any, recorder: TraceRecorder, world: _World, provider: Any) -> Left | None:
@@ -541,26 +558,9 @@ class ScenarioProvider(ScriptedProvider):
                     if event.type == "start" and not special.has_content and special.kind != "reply":
                         continue  # nothing streamed: fail before the first event
                     if event.type == "done" and special.kind != "reply":
-                        if special.kind == "raise":
-                            raise ConnectionError(special.message)
-                        if special.kind == "cancelled_error":
-                            raise asyncio.CancelledError(special.message)  # nobody cancelled the run
-                        if special.kind == "bad_done":
-                            # not an event on purpose: what a buggy provider adapter sends
-                            yield _MalformedDone()  # type: ignore[misc]
-                            return
-                        if special.kind == "error_keeps_stop":
-                            keeps = event.message.model_copy(
-                                update={"stop_reason": "stop", "error_message": special.message or None}
-                            )
-                            yield ErrorEvent(reason="error", error=keeps)
-                            return
-                        if special.kind == "after_done":
-                            yield event
-                            yield event  # a second done, and more: the loop must stop reading at the first
-                            yield ErrorEvent(reason="error", error=event.message)
-                            return
-                        return  # hang_up: the stream just ends, with no done or error event
+                        for instead in _instead_of_done(special, event):
+                            yield instead
+                        return
                 yield event
                 sent += 1
                 if hold is not None and world is not None and sent > hold:
@@ -569,6 +569,24 @@ class ScenarioProvider(ScriptedProvider):
         finally:
             self._open = None
             await events.aclose()
+
+
+def _instead_of_done(special: ModelTurn, done: Any) -> Iterator[Any]:
+    """What a special turn streams instead of its ``done`` event, or raises; nothing at all for a
+    hang-up (the stream just ends, with no done or error event)."""
+    if special.kind == "raise":
+        raise ConnectionError(special.message)
+    if special.kind == "cancelled_error":
+        raise asyncio.CancelledError(special.message)  # nobody cancelled the run
+    if special.kind == "bad_done":
+        yield _MalformedDone()  # not an event on purpose: what a buggy provider adapter sends
+    elif special.kind == "error_keeps_stop":
+        keeps = done.message.model_copy(update={"stop_reason": "stop", "error_message": special.message or None})
+        yield ErrorEvent(reason="error", error=keeps)
+    elif special.kind == "after_done":
+        yield done
+        yield done  # a second done, and more: the loop must stop reading at the first
+        yield ErrorEvent(reason="error", error=done.message)
 
 
 class _MalformedDone:

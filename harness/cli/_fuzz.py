@@ -118,7 +118,7 @@ def fuzz_command(
     from rich.console import Console
     from rich.markup import escape
 
-    from harness.campaigns._fuzz import DEFAULT_SEED, NoToolsError, Stats, load_tools, run_campaign
+    from harness.campaigns._loop_campaign import DEFAULT_SEED, NoToolsError, Stats, load_tools, run_campaign
     from harness.scenarios import UserImportError
 
     console = Console()

@@ -25,7 +25,7 @@ def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
     """A scenario's ``turns:`` as emulator entries: replies as ``ModelTurn.scripted()`` makes them
     (what ``ScenarioProvider`` plays), ``raise`` as a connection dropped mid-stream, ``hang_up`` as
     a stream cut before its terminal event, ``status: N`` as that HTTP error, and a ``wire:``
-    fault (``harness.scenarios._parts.WIRE_FAULTS``) wrapped around its reply."""
+    fault (``harness.scenarios._scenario_parts.WIRE_FAULTS``) wrapped around its reply."""
     entries: list[Turn | Fault] = []
     for model_turn in turns:
         wire = dict(model_turn.wire)

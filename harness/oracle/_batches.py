@@ -4,12 +4,13 @@ The per-call invariants: ``error_feedback`` (every failing call becomes the cont
 result), ``skip_semantics`` (steering mid-batch skips the rest of the batch) and
 ``cancel_semantics`` (a set ``cancel_event`` starts no further tool and ends the run). They share
 one classification of every answered call (``_classify``). ``InvariantViolation`` lives here, the
-lowest invariant module, so ``harness.oracle._invariants`` can build on it; import both from there.
+lowest invariant module, so ``harness.oracle._run_invariants`` can build on it; import both from there.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,17 +26,9 @@ from harness._contract import (
     schema_errors,
     validation_prefix,
 )
+from harness.trace import Batch, RunView, Trace, batches, render_message, show_messages
 from harness.trace import run_views as _split_views
-from harness.trace._trace import (
-    Batch,
-    RunView,
-    Trace,
-    batches,
-    render_message,
-    shorten,
-    show_batch,
-    show_messages,
-)
+from harness.trace._trace import shorten, show_batch
 from openprogram.types import AssistantMessage, ToolCall, ToolResultMessage, ToolSpec
 
 # The last trace asked about and its views, and the last views and their classified calls: each
@@ -149,7 +142,6 @@ def error_feedback(trace: Trace) -> None:
     runs = run_views(trace)
     calls, executed = _classify(runs)
     ledger = trace.ledger_by_call()
-    skipped_keys = {c.key for c in calls if c.kind == "skipped"}
     consumed: Counter[tuple[str, str]] = Counter()
     kinds = [item.kind for item in calls]  # as judged here (the classification itself is shared)
     for number, item in enumerate(calls):
@@ -161,73 +153,99 @@ def error_feedback(trace: Trace) -> None:
         kind = item.kind
         if kind == "invalid_args" and _ledger_shows_valid_run(trace, item):
             kind = kinds[number] = "executed"  # the loop's coercion made the arguments valid and the tool ran
-        if kind != "executed" and not result.is_error:
-            raise _fail(name, f"{where} could not run ({kind.replace('_', ' ')}) but its result is not is_error{shown}")
-        if kind == "not_found":
-            names = [s.name for s in item.specs] if item.specs is not None else None
-            expected = not_found_list_prefix(call.name)
-            if not result.text.startswith(expected) or (
-                names is not None and names and result.text[len(expected) :] != ", ".join(names)
-            ):
-                listed = ", ".join(names) if names else "..."
-                raise _fail(
-                    name,
-                    f"{where} names a tool that is not on the menu; expected the result {expected + listed!r}, "
-                    f"got {result.text!r}{shown}",
-                )
-        elif kind == "invalid_json":
-            expected = invalid_json_prefix(call.name) + " "
-            if not result.text.startswith(expected) or (call.raw_arguments or "") not in result.text:
-                raise _fail(
-                    name,
-                    f"{where} sent argument text that is not a JSON object ({call.raw_arguments!r}); expected a "
-                    f"result starting {expected!r} and quoting the text, got {result.text!r}{shown}",
-                )
-        elif kind == "invalid_args":
-            expected = validation_prefix(call.name) + "\n"
-            if (
-                not result.text.startswith(expected)
-                or VALIDATION_ERROR_LINE not in result.text
-                or RECEIVED_ARGUMENTS not in result.text
-            ):
-                raise _fail(
-                    name,
-                    f"{where} has arguments {shorten(call.arguments, 100)} that the tool's schema rejects; expected a "
-                    f"result starting {expected!r} with '{VALIDATION_ERROR_LINE[1:]}PATH: MESSAGE' lines and "
-                    f"'{RECEIVED_ARGUMENTS}', "
-                    f"got {result.text!r}{shown}",
-                )
-        elif result.text.startswith(validation_prefix(call.name)):
-            raise _fail(
-                name,
-                f"{where} has arguments {shorten(call.arguments, 100)} that satisfy the tool's schema, "
-                f"yet the result reports a validation failure: {result.text!r}{shown}",
-            )
+        _check_error_text(name, where, kind, item, shown)
         if kind == "executed" and trace.ledger is not None:
-            entries = ledger.get(item.key, [])
-            if consumed[item.key] < len(entries):
-                entry = entries[consumed[item.key]]
-                consumed[item.key] += 1
-                _check_against_ledger(name, where, result, entry, shown)
-            elif item.run.is_root:
-                raise _fail(
-                    name,
-                    f"{where} is a valid call of a tool on the menu, but the ledger shows no execution of it "
-                    f"and its result is not the skip text: {result.text!r}{shown}",
-                )
+            _check_executed(name, where, item, ledger.get(item.key, []), consumed, shown)
         if result.is_error:
             _check_carried(name, where, item, shown)
     if trace.ledger is not None:
-        for item, kind in zip(calls, kinds, strict=True):
-            if kind in ("not_found", "invalid_json", "invalid_args") and item.key not in skipped_keys:
-                ran = len(ledger.get(item.key, ()))
-                if ran > executed[item.key]:
-                    raise _fail(
-                        name,
-                        f"call {item.call.name}#{item.call.id} could not run ({kind.replace('_', ' ')}), "
-                        f"but the ledger shows {ran} execution(s) for {executed[item.key]} valid call(s) "
-                        f"with that id:\n{show_batch(item.batch)}",
-                    )
+        _check_refused_calls_did_not_run(name, calls, kinds, ledger, executed)
+
+
+def _check_error_text(name: str, where: str, kind: str, item: _Call, shown: _Shown) -> None:
+    """A call that could not run has the contract's ``is_error`` text for its reason; one that
+    could is never reported as invalid."""
+    call, result = item.call, item.result
+    if kind != "executed" and not result.is_error:
+        raise _fail(name, f"{where} could not run ({kind.replace('_', ' ')}) but its result is not is_error{shown}")
+    if kind == "not_found":
+        names = [s.name for s in item.specs] if item.specs is not None else None
+        expected = not_found_list_prefix(call.name)
+        if not result.text.startswith(expected) or (
+            names is not None and names and result.text[len(expected) :] != ", ".join(names)
+        ):
+            listed = ", ".join(names) if names else "..."
+            raise _fail(
+                name,
+                f"{where} names a tool that is not on the menu; expected the result {expected + listed!r}, "
+                f"got {result.text!r}{shown}",
+            )
+    elif kind == "invalid_json":
+        expected = invalid_json_prefix(call.name) + " "
+        if not result.text.startswith(expected) or (call.raw_arguments or "") not in result.text:
+            raise _fail(
+                name,
+                f"{where} sent argument text that is not a JSON object ({call.raw_arguments!r}); expected a "
+                f"result starting {expected!r} and quoting the text, got {result.text!r}{shown}",
+            )
+    elif kind == "invalid_args":
+        expected = validation_prefix(call.name) + "\n"
+        if (
+            not result.text.startswith(expected)
+            or VALIDATION_ERROR_LINE not in result.text
+            or RECEIVED_ARGUMENTS not in result.text
+        ):
+            raise _fail(
+                name,
+                f"{where} has arguments {shorten(call.arguments, 100)} that the tool's schema rejects; expected a "
+                f"result starting {expected!r} with '{VALIDATION_ERROR_LINE[1:]}PATH: MESSAGE' lines and "
+                f"'{RECEIVED_ARGUMENTS}', "
+                f"got {result.text!r}{shown}",
+            )
+    elif result.text.startswith(validation_prefix(call.name)):
+        raise _fail(
+            name,
+            f"{where} has arguments {shorten(call.arguments, 100)} that satisfy the tool's schema, "
+            f"yet the result reports a validation failure: {result.text!r}{shown}",
+        )
+
+
+def _check_executed(
+    name: str, where: str, item: _Call, entries: list[Any], consumed: Counter[tuple[str, str]], shown: _Shown
+) -> None:
+    """A valid call's result is what its next ledger entry says; a valid call of the top-level run
+    without one did not run, and must then carry the skip text (``skip_semantics``)."""
+    if consumed[item.key] < len(entries):
+        entry = entries[consumed[item.key]]
+        consumed[item.key] += 1
+        _check_against_ledger(name, where, item.result, entry, shown)
+    elif item.run.is_root:
+        raise _fail(
+            name,
+            f"{where} is a valid call of a tool on the menu, but the ledger shows no execution of it "
+            f"and its result is not the skip text: {item.result.text!r}{shown}",
+        )
+
+
+def _check_refused_calls_did_not_run(
+    name: str,
+    calls: list[_Call],
+    kinds: list[str],
+    ledger: Mapping[tuple[str, str], list[Any]],
+    executed: Counter[tuple[str, str]],
+) -> None:
+    """No call that could not run shows in the ledger beyond the valid calls sharing its id."""
+    skipped_keys = {c.key for c in calls if c.kind == "skipped"}
+    for item, kind in zip(calls, kinds, strict=True):
+        if kind in ("not_found", "invalid_json", "invalid_args") and item.key not in skipped_keys:
+            ran = len(ledger.get(item.key, ()))
+            if ran > executed[item.key]:
+                raise _fail(
+                    name,
+                    f"call {item.call.name}#{item.call.id} could not run ({kind.replace('_', ' ')}), "
+                    f"but the ledger shows {ran} execution(s) for {executed[item.key]} valid call(s) "
+                    f"with that id:\n{show_batch(item.batch)}",
+                )
 
 
 def _may_have_run(calls: list[_Call], runs: list[RunView]) -> Counter[tuple[str, str]]:
@@ -298,7 +316,7 @@ def skip_semantics(trace: Trace) -> None:
     name = "skip_semantics"
     runs = run_views(trace)
     _, executed = _classify(runs)  # the calls that may have run
-    ledger = trace.ledger_by_call()
+    ledger = trace.ledger_by_call() if trace.ledger is not None else None
     for run in runs:
         for batch in batches(run):
             if batch.message.stop_reason in ("error", "aborted"):
@@ -306,15 +324,7 @@ def skip_semantics(trace: Trace) -> None:
             pairs = list(zip(batch.calls, batch.results, strict=False))
             shown = _Shown(batch)
             where = f"model call {batch.number}{run.where()}"
-            for call, result in pairs:
-                if result.text not in (SKIPPED_STEERING, SKIPPED_CANCELLED) and looks_skipped(
-                    result.text, result.is_error
-                ):
-                    raise _fail(
-                        name,
-                        f"the result of {call.name}#{call.id} in {where} reads like a skip but is not the exact text "
-                        f"{SKIPPED_STEERING!r} or {SKIPPED_CANCELLED!r}: {result.text!r}{shown}",
-                    )
+            _check_skip_texts(name, pairs, where, shown)
             skipped = [j for j, (_, result) in enumerate(pairs) if result.text == SKIPPED_STEERING]
             if not skipped:
                 continue
@@ -331,39 +341,68 @@ def skip_semantics(trace: Trace) -> None:
                         f"{call.name}#{call.id} comes after a skipped call in {where} but was not skipped "
                         f"(every remaining call of the batch must get is_error {SKIPPED_STEERING!r}){shown}",
                     )
-            if trace.ledger is not None:
-                for call in batch.calls[first:]:
-                    key = (call.id, call.name)
-                    ran = len(ledger.get(key, ()))
-                    if ran > executed[key]:
-                        raise _fail(
-                            name,
-                            f"{call.name}#{call.id} was skipped in {where}, but the ledger shows it ran "
-                            f"(arguments {shorten(ledger[key][-1].arguments, 100)}){shown}",
-                        )
-            steering = []
-            for message in batch.after:
-                if isinstance(message, AssistantMessage):
-                    break
-                steering.append(message)
-            if not steering:
-                raise _fail(
-                    name,
-                    f"calls of {where} were skipped for a queued user message, but no message follows the batch's "
-                    f"results before the next model call{shown}",
-                )
-            request = batch.next_request
-            if request is not None:
-                messages = list(request.messages)
-                tail = messages[len(messages) - len(steering) :] if len(messages) >= len(steering) else messages
-                before = messages[len(messages) - len(steering) - 1] if len(messages) > len(steering) else None
-                if tail != steering or before != batch.results[-1]:
-                    raise _fail(
-                        name,
-                        f"after the skipped calls of {where}, request {batch.number + 1} must show the batch's results "
-                        f"and then exactly the steering message(s):\n{show_messages(steering)}\n"
-                        f"  but its last messages are:\n{show_messages(messages[-len(steering) - 2 :])}{shown}",
-                    )
+            if ledger is not None:
+                _check_skipped_did_not_run(name, batch.calls[first:], where, ledger, executed, shown)
+            _check_steering_follows(name, batch, where, shown)
+
+
+def _check_skip_texts(name: str, pairs: list[tuple[ToolCall, ToolResultMessage]], where: str, shown: _Shown) -> None:
+    """A result that reads like a skip is one of the two exact skip texts."""
+    for call, result in pairs:
+        if result.text not in (SKIPPED_STEERING, SKIPPED_CANCELLED) and looks_skipped(result.text, result.is_error):
+            raise _fail(
+                name,
+                f"the result of {call.name}#{call.id} in {where} reads like a skip but is not the exact text "
+                f"{SKIPPED_STEERING!r} or {SKIPPED_CANCELLED!r}: {result.text!r}{shown}",
+            )
+
+
+def _check_skipped_did_not_run(
+    name: str,
+    calls: list[ToolCall],
+    where: str,
+    ledger: Mapping[tuple[str, str], list[Any]],
+    executed: Counter[tuple[str, str]],
+    shown: _Shown,
+) -> None:
+    for call in calls:
+        key = (call.id, call.name)
+        ran = len(ledger.get(key, ()))
+        if ran > executed[key]:
+            raise _fail(
+                name,
+                f"{call.name}#{call.id} was skipped in {where}, but the ledger shows it ran "
+                f"(arguments {shorten(ledger[key][-1].arguments, 100)}){shown}",
+            )
+
+
+def _check_steering_follows(name: str, batch: Batch, where: str, shown: _Shown) -> None:
+    """The steering message(s) are the next messages after the batch's results, and the last thing
+    the next request shows the model."""
+    steering = []
+    for message in batch.after:
+        if isinstance(message, AssistantMessage):
+            break
+        steering.append(message)
+    if not steering:
+        raise _fail(
+            name,
+            f"calls of {where} were skipped for a queued user message, but no message follows the batch's "
+            f"results before the next model call{shown}",
+        )
+    request = batch.next_request
+    if request is None:
+        return
+    messages = list(request.messages)
+    tail = messages[len(messages) - len(steering) :] if len(messages) >= len(steering) else messages
+    before = messages[len(messages) - len(steering) - 1] if len(messages) > len(steering) else None
+    if tail != steering or before != batch.results[-1]:
+        raise _fail(
+            name,
+            f"after the skipped calls of {where}, request {batch.number + 1} must show the batch's results "
+            f"and then exactly the steering message(s):\n{show_messages(steering)}\n"
+            f"  but its last messages are:\n{show_messages(messages[-len(steering) - 2 :])}{shown}",
+        )
 
 
 def cancel_semantics(trace: Trace) -> None:
@@ -378,7 +417,7 @@ def cancel_semantics(trace: Trace) -> None:
     name = "cancel_semantics"
     runs = run_views(trace)
     _, executed = _classify(runs)  # the calls that may have run
-    ledger = trace.ledger_by_call()
+    ledger = trace.ledger_by_call() if trace.ledger is not None else None
     for run in runs:
         run_batches = batches(run)
         for k, batch in enumerate(run_batches):
@@ -388,35 +427,48 @@ def cancel_semantics(trace: Trace) -> None:
             skipped = [j for j, (_, result) in enumerate(pairs) if result.text == SKIPPED_CANCELLED]
             if not skipped:
                 continue
-            shown = _Shown(batch)
-            where = f"model call {batch.number}{run.where()}"
-            for j in range(skipped[0], len(batch.calls)):
-                if j >= len(pairs) or pairs[j][1].text != SKIPPED_CANCELLED or not pairs[j][1].is_error:
-                    call = batch.calls[j]
-                    raise _fail(
-                        name,
-                        f"{call.name}#{call.id} comes after a call skipped for cancellation in {where} but was not "
-                        f"skipped (once cancel is set every remaining call gets is_error {SKIPPED_CANCELLED!r})"
-                        f"{shown}",
-                    )
-            if trace.ledger is not None:
-                for call in batch.calls[skipped[0] :]:
-                    key = (call.id, call.name)
-                    if len(ledger.get(key, ())) > executed[key]:
-                        raise _fail(
-                            name,
-                            f"{call.name}#{call.id} was skipped for cancellation in {where}, but "
-                            f"the ledger shows it ran{shown}",
-                        )
             following = run_batches[k + 1].message if k + 1 < len(run_batches) else None
-            if following is not None and following.stop_reason != "aborted":
+            _check_cancelled_batch(name, run, batch, pairs, skipped[0], following, ledger, executed)
+
+
+def _check_cancelled_batch(
+    name: str,
+    run: RunView,
+    batch: Batch,
+    pairs: list[tuple[ToolCall, ToolResultMessage]],
+    first: int,
+    following: AssistantMessage | None,
+    ledger: Mapping[tuple[str, str], list[Any]] | None,
+    executed: Counter[tuple[str, str]],
+) -> None:
+    """From the first call skipped for cancellation on: every call skipped, none run, no model
+    call after, and the run ends ``aborted`` (or at the cap)."""
+    shown = _Shown(batch)
+    where = f"model call {batch.number}{run.where()}"
+    for j in range(first, len(batch.calls)):
+        if j >= len(pairs) or pairs[j][1].text != SKIPPED_CANCELLED or not pairs[j][1].is_error:
+            call = batch.calls[j]
+            raise _fail(
+                name,
+                f"{call.name}#{call.id} comes after a call skipped for cancellation in {where} but was not "
+                f"skipped (once cancel is set every remaining call gets is_error {SKIPPED_CANCELLED!r})"
+                f"{shown}",
+            )
+    if ledger is not None:
+        for call in batch.calls[first:]:
+            key = (call.id, call.name)
+            if len(ledger.get(key, ())) > executed[key]:
                 raise _fail(
                     name,
-                    f"calls of {where} were skipped for cancellation, yet the model was asked again "
-                    f"({render_message(following)}){shown}",
+                    f"{call.name}#{call.id} was skipped for cancellation in {where}, but "
+                    f"the ledger shows it ran{shown}",
                 )
-            end = run.end
-            if end is not None and end.reason not in ("aborted", "max_iterations"):
-                raise _fail(
-                    name, f"calls of {where} were skipped for cancellation, but the run ended {end.reason!r}{shown}"
-                )
+    if following is not None and following.stop_reason != "aborted":
+        raise _fail(
+            name,
+            f"calls of {where} were skipped for cancellation, yet the model was asked again "
+            f"({render_message(following)}){shown}",
+        )
+    end = run.end
+    if end is not None and end.reason not in ("aborted", "max_iterations"):
+        raise _fail(name, f"calls of {where} were skipped for cancellation, but the run ended {end.reason!r}{shown}")

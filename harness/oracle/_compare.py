@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.trace import Left
-from harness.trace._trace import LedgerEntry, Trace, render_message, shorten
+from harness.trace import LedgerEntry, Left, Trace, render_message
+from harness.trace._trace import shorten
 from openprogram.types import Message, ToolResultMessage
 
 

@@ -1,6 +1,6 @@
 """The event grammar of one run (DESIGN section 4, "Order of a run"), one small rule per event type.
 
-``harness.oracle._invariants.event_grammar`` splits a trace into its runs and holds each to this grammar;
+``harness.oracle._run_invariants.event_grammar`` splits a trace into its runs and holds each to this grammar;
 the rules live here, apart from the other invariants, because they are a state machine: each
 event type has one function saying what must hold when it arrives and what it changes, and
 ``first_violation`` feeds a run's events through them.
@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.trace._trace import shorten, show_messages
+from harness.trace import show_messages
+from harness.trace._trace import shorten
 from openprogram.types import AssistantMessage, ToolResultMessage
 
 

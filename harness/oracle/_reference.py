@@ -29,7 +29,7 @@ from harness._contract import (
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.oracle._compare import Prediction, differences
 from harness.scenarios import Scenario
-from harness.scenarios._parts import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, ToolDef
+from harness.scenarios._scenario_parts import MAX_NESTING, Behaviour, Call, ModelTurn, NestedRun, ToolDef
 from harness.trace import LedgerEntry, Left, Trace
 from openprogram.tools import AgentTool, ToolArgumentsError, validate_tool_arguments
 from openprogram.types import (
@@ -230,17 +230,7 @@ class _Run:
                 self.emit("turn_end", reply, ())
                 return self.end(reply.stop_reason)
             calls = [block for block in reply.content if isinstance(block, ToolCall)]
-            results: list[ToolResultMessage] = []
-            arrived: list[Message] = []
-            for position, call in enumerate(calls):  # one by one, in order
-                if self.cancelled:  # once cancel is set no further tool of the batch starts
-                    results.extend(self.skip(rest, SKIPPED_CANCELLED) for rest in calls[position:])
-                    break
-                results.append(self.run_call(call))
-                arrived = self.poll_steering()  # after each executed call
-                if arrived:  # the rest of the batch is skipped, the user goes first
-                    results.extend(self.skip(rest) for rest in calls[position + 1 :])
-                    break
+            results, arrived = self.run_batch(calls)
             self.emit("turn_end", reply, tuple(results))
             queued = arrived if arrived else self.poll_steering()  # after turn_end, unless the batch got some
             wants_another_round = bool(calls) or bool(queued)
@@ -257,6 +247,21 @@ class _Run:
             queued = self.poll_follow_ups()
             if not queued:
                 return self.end("stop")
+
+    def run_batch(self, calls: list[ToolCall]) -> tuple[list[ToolResultMessage], list[Message]]:
+        """Run a reply's calls one by one, in order; the results, and the steering that arrived."""
+        results: list[ToolResultMessage] = []
+        arrived: list[Message] = []
+        for position, call in enumerate(calls):
+            if self.cancelled:  # once cancel is set no further tool of the batch starts
+                results.extend(self.skip(rest, SKIPPED_CANCELLED) for rest in calls[position:])
+                break
+            results.append(self.run_call(call))
+            arrived = self.poll_steering()  # after each executed call
+            if arrived:  # the rest of the batch is skipped, the user goes first
+                results.extend(self.skip(rest) for rest in calls[position + 1 :])
+                break
+        return results, arrived
 
     def end(self, reason: str) -> str:
         self.emit("agent_end", reason, tuple(self.new_messages))
@@ -305,62 +310,7 @@ class _Run:
         # Only the top level's requests are captured (and compared); a nested run's are counted.
         self.requests.append(self.request() if self.top else {})
         number = len(self.requests)
-        reported_model = self.model or "scripted"
-        updates = 0
-        if number > len(self.turns):
-            reply = AssistantMessage(
-                stop_reason="error",
-                error_message=(
-                    f"ScriptedProvider: request {number} is beyond the script ({len(self.turns)} turn(s) scripted); "
-                    "add a turn or check why the agent asked again"
-                ),
-                model=reported_model,
-                provider="scripted",
-            )
-        else:
-            scripted = self.turns[number - 1]
-            if scripted.cancel:
-                self.cancelled = True  # the user pressed stop as the reply started streaming
-            if scripted.cancel and scripted.has_content:  # the scripted provider notices before a block
-                reply = AssistantMessage(
-                    stop_reason="aborted",
-                    error_message=ABORTED_MESSAGE,
-                    model=reported_model,
-                    provider="scripted",
-                )
-            elif scripted.kind in ("error", "aborted"):
-                reply = AssistantMessage(
-                    stop_reason=scripted.kind, error_message=scripted.message, model=reported_model, provider="scripted"
-                )
-            else:
-                content, updates = self.stream_content(scripted)
-                if scripted.kind == "error_keeps_stop":  # the event's reason wins over its message's
-                    reply = AssistantMessage(
-                        content=content,
-                        stop_reason="error",
-                        error_message=scripted.message or "provider reported error",
-                        model=reported_model,
-                        provider="scripted",
-                    )
-                elif scripted.kind in ("reply", "after_done"):
-                    has_calls = any(isinstance(b, ToolCall) for b in content)
-                    stop = "toolUse" if has_calls and scripted.stop == "stop" else scripted.stop
-                    reply = AssistantMessage(
-                        content=content, stop_reason=stop, model=reported_model, provider="scripted"
-                    )
-                else:  # the provider raised, or hung up: the loop writes the error message itself
-                    why = {
-                        "raise": f"ConnectionError: {scripted.message}",
-                        "cancelled_error": f"CancelledError: {scripted.message}",
-                        "bad_done": MALFORMED_DONE_MESSAGE,
-                    }.get(scripted.kind, HUNG_UP_MESSAGE)
-                    reply = AssistantMessage(
-                        content=content,
-                        stop_reason="error",
-                        error_message=why,
-                        model=self.model or "",
-                        provider="scripted",
-                    )
+        reply, updates = self.scripted_reply(number)
         leave = self.world.scenario.leave
         held = self.top and self.world.leaves_at("reply", number) and number <= len(self.turns)
         if held and leave is not None and leave.streams(self.turns[number - 1]):
@@ -376,6 +326,57 @@ class _Run:
         self.history.append(reply)
         self.new_messages.append(reply)
         return reply
+
+    def scripted_reply(self, number: int) -> tuple[AssistantMessage, int]:
+        """The reply the scripted provider gives request ``number``, and how many updates it streams."""
+        reported_model = self.model or "scripted"
+        if number > len(self.turns):
+            beyond = AssistantMessage(
+                stop_reason="error",
+                error_message=(
+                    f"ScriptedProvider: request {number} is beyond the script ({len(self.turns)} turn(s) scripted); "
+                    "add a turn or check why the agent asked again"
+                ),
+                model=reported_model,
+                provider="scripted",
+            )
+            return beyond, 0
+        scripted = self.turns[number - 1]
+        if scripted.cancel:
+            self.cancelled = True  # the user pressed stop as the reply started streaming
+        if scripted.cancel and scripted.has_content:  # the scripted provider notices before a block
+            aborted = AssistantMessage(
+                stop_reason="aborted", error_message=ABORTED_MESSAGE, model=reported_model, provider="scripted"
+            )
+            return aborted, 0
+        if scripted.kind in ("error", "aborted"):
+            failed = AssistantMessage(
+                stop_reason=scripted.kind, error_message=scripted.message, model=reported_model, provider="scripted"
+            )
+            return failed, 0
+        content, updates = self.stream_content(scripted)
+        if scripted.kind == "error_keeps_stop":  # the event's reason wins over its message's
+            reply = AssistantMessage(
+                content=content,
+                stop_reason="error",
+                error_message=scripted.message or "provider reported error",
+                model=reported_model,
+                provider="scripted",
+            )
+        elif scripted.kind in ("reply", "after_done"):
+            has_calls = any(isinstance(b, ToolCall) for b in content)
+            stop = "toolUse" if has_calls and scripted.stop == "stop" else scripted.stop
+            reply = AssistantMessage(content=content, stop_reason=stop, model=reported_model, provider="scripted")
+        else:  # the provider raised, or hung up: the loop writes the error message itself
+            why = {
+                "raise": f"ConnectionError: {scripted.message}",
+                "cancelled_error": f"CancelledError: {scripted.message}",
+                "bad_done": MALFORMED_DONE_MESSAGE,
+            }.get(scripted.kind, HUNG_UP_MESSAGE)
+            reply = AssistantMessage(
+                content=content, stop_reason="error", error_message=why, model=self.model or "", provider="scripted"
+            )
+        return reply, updates
 
     def request(self) -> dict[str, Any]:
         """What the next model request must carry, as ``reference_compare`` reads a real one."""

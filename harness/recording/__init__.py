@@ -1,7 +1,7 @@
 """Record once, replay forever: vcrpy cassettes through the real backends, and the tools around them.
 
 Lazy (``harness._lazy_exports``): the pytest plugin's record-replay options load with every session.
-The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._recording``)
+The way a replayed request goes: the ``recorded`` fixture (``harness.pytest_plugin._cassette_fixtures``)
 -> ``open_recording`` (``_recorded/``) -> the SDK client of ``_clients`` over the cassette's
 transport -> vcrpy's parts, the persister, matchers and streams (``_vcr/``), scrubbing
 (``_scrub``) -> the openprogram backend. Around it: cassettes as data (``_cassette/``), how old one

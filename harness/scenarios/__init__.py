@@ -2,12 +2,13 @@
 
 A scenario is what a campaign generates, what a failure shrinks to, what ``harness run`` reads
 and ``harness emulate`` serves. Private modules: the value and its file as a whole
-(``_scenario``), the parts the value is made of (``_parts``), the file forms of those parts
+(``_scenario``), the parts the value is made of (``_scenario_parts``), the file forms of those parts
 (``_forms``: turns, tools, history, config), declared YAML forms with located errors
 (``_yamlform``) and ``meta.expect`` (``_expectations``).
 """
 
-from harness.scenarios._parts import (
+from harness.scenarios._scenario import Scenario, json_schema
+from harness.scenarios._scenario_parts import (
     Behaviour,
     Call,
     Config,
@@ -20,7 +21,6 @@ from harness.scenarios._parts import (
     UserImportError,
     import_user_object,
 )
-from harness.scenarios._scenario import Scenario, json_schema
 
 __all__ = [
     "Behaviour",

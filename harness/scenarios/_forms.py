@@ -5,7 +5,7 @@ One pydantic form per mapping a person writes in a scenario file; ``ScenarioForm
 ``harness.scenarios._scenario`` puts them together into the file as a whole. Validating one checks
 its keys and types and builds its value (so a ``ScenarioError`` a value raises is located too);
 ``of`` (and ``turn_entry``) is the way back, setting only the keys a readable file would have.
-The values themselves are in ``harness.scenarios._parts``; this module sits below
+The values themselves are in ``harness.scenarios._scenario_parts``; this module sits below
 ``harness.scenarios._scenario`` and never imports it.
 """
 
@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag
 
-from harness.scenarios._parts import (
+from harness.scenarios._scenario_parts import (
     FAULTS,
     WIRE_FAULTS,
     Behaviour,

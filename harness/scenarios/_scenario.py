@@ -4,7 +4,7 @@ A scenario is what a property test generates, what a shrunk failure is saved as,
 person writes by hand to pin a rule: the prompts, the tools (a JSON Schema and a per-call
 behaviour plan each), the model's turns, when steering and follow-up messages arrive (keyed by
 poll number), and the loop's config. ``harness.checking._runner`` runs it and ``harness.checking._check`` judges the
-run; this module holds only the value (its parts are in ``harness.scenarios._parts``, re-exported
+run; this module holds only the value (its parts are in ``harness.scenarios._scenario_parts``, re-exported
 here), so everything else can import it. The file forms of the parts are in
 ``harness.scenarios._forms``, the ``meta.expect`` checks in ``harness.scenarios._expectations``.
 
@@ -71,7 +71,7 @@ from harness.scenarios._forms import (
     turn_entry,
     turn_value,
 )
-from harness.scenarios._parts import (
+from harness.scenarios._scenario_parts import (
     STEERING_SHAPES,
     Config,
     HistoryMessage,

@@ -32,7 +32,7 @@ class Form(BaseModel):
     ``model_dump(by_alias=True, exclude_unset=True)`` is that file's data."""
 
     # No ``use_attribute_docstrings``: pydantic would read and parse every form's source when the
-    # class is made, a fifth of importing ``harness.campaigns._fuzz``; ``describe_fields`` reads them when a
+    # class is made, a fifth of importing ``harness.campaigns._loop_campaign``; ``describe_fields`` reads them when a
     # JSON Schema is asked for, the only place they show.
     model_config = ConfigDict(extra="forbid", defer_build=True)
     shape: ClassVar[str] = "a mapping"

@@ -127,27 +127,11 @@ def _arguments(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchS
     if kind == "object" or (kind is None and "properties" in schema):
         return _objects(schema, root)
     if kind == "array":
-        items = schema.get("items", {})
-        return st.lists(
-            arguments(items, root) if isinstance(items, Mapping) else _json,
-            min_size=int(schema.get("minItems", 0)),
-            max_size=min(int(schema.get("maxItems", 3)), int(schema.get("minItems", 0)) + 3),
-        )
+        return _arrays(schema, root)
     if kind == "string":
-        if isinstance(schema.get("pattern"), str):
-            try:
-                re.compile(schema["pattern"])
-                return st.from_regex(schema["pattern"], fullmatch=True)
-            except re.error:
-                pass
-        low = int(schema.get("minLength", 0))
-        return st.text(min_size=low, max_size=max(low, int(schema.get("maxLength", low + 12))))
+        return _strings(schema)
     if kind == "integer":
-        low = schema.get("minimum", schema.get("exclusiveMinimum", -(2**31)))
-        high = schema.get("maximum", schema.get("exclusiveMaximum", 2**31))
-        low = int(low) + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
-        high = int(high) - (1 if "exclusiveMaximum" in schema and "maximum" not in schema else 0)
-        return st.integers(min_value=low, max_value=max(low, high))
+        return _integers(schema)
     if kind == "number":
         return st.floats(
             min_value=schema.get("minimum"), max_value=schema.get("maximum"), allow_nan=False, allow_infinity=False
@@ -157,6 +141,34 @@ def _arguments(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchS
     if kind == "null":
         return st.none()
     return _json
+
+
+def _arrays(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    items = schema.get("items", {})
+    return st.lists(
+        arguments(items, root) if isinstance(items, Mapping) else _json,
+        min_size=int(schema.get("minItems", 0)),
+        max_size=min(int(schema.get("maxItems", 3)), int(schema.get("minItems", 0)) + 3),
+    )
+
+
+def _strings(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    if isinstance(schema.get("pattern"), str):
+        try:
+            re.compile(schema["pattern"])
+            return st.from_regex(schema["pattern"], fullmatch=True)
+        except re.error:
+            pass
+    low = int(schema.get("minLength", 0))
+    return st.text(min_size=low, max_size=max(low, int(schema.get("maxLength", low + 12))))
+
+
+def _integers(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    low = schema.get("minimum", schema.get("exclusiveMinimum", -(2**31)))
+    high = schema.get("maximum", schema.get("exclusiveMaximum", 2**31))
+    low = int(low) + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0)
+    high = int(high) - (1 if "exclusiveMaximum" in schema and "maximum" not in schema else 0)
+    return st.integers(min_value=low, max_value=max(low, high))
 
 
 def _objects(schema: Mapping[str, Any], root: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
+from harness.campaigns._loop_campaign import DEFAULT_EXAMPLES, DEFAULT_SEED, run_campaign
 from harness.cli import main
 
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from harness.checking._regressions import assert_scenario
 from harness.checking._runner import run
-from harness.scenarios._parts import Behaviour
 from harness.scenarios._scenario import Config, ModelTurn, Scenario, json_schema
+from harness.scenarios._scenario_parts import Behaviour
 from harness.strategies import follow_up_schedules, scenarios, steering_schedules, tool_calls, tools
 from harness.trace._trace import diff
 

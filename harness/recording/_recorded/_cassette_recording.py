@@ -42,7 +42,7 @@ HARNESS_KEYS: Final[frozenset[str]] = frozenset(
     {"allow_unused", "keep_failed_recording", "ignore_fields", "max_age", "max_age_action"}
 )
 """``vcr_config`` / ``vcr`` marker keys the harness reads (vcrpy ignores them); every accepted key is
-checked by ``harness.pytest_plugin._recording.known_options``."""
+checked by ``harness.pytest_plugin._cassette_fixtures.known_options``."""
 
 
 class RecordingError(Exception):

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from harness.agents import _campaign, replay_agent
-from harness.scenarios._parts import import_user_object
 from harness.scenarios._scenario import Scenario
+from harness.scenarios._scenario_parts import import_user_object
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.agents import replay_agent
-from harness.scenarios._parts import Call, ModelTurn, import_user_object
 from harness.scenarios._scenario import Scenario
+from harness.scenarios._scenario_parts import Call, ModelTurn, import_user_object
 from tests.harness.support import console_script
 
 # the module sets what keeps the frameworks offline (LiteLLM's price list) before importing them

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from harness.agents import replay_agent, run_agent_campaign
 from harness.agents._replies import ERROR_STATUSES, IN_BAND_ERRORS, Tool, kind_of, replies, status_of
 from harness.cli import main
-from harness.scenarios._parts import Call, ModelTurn
 from harness.scenarios._scenario import Scenario
+from harness.scenarios._scenario_parts import Call, ModelTurn
 from tests.harness.agents import planted, planted_tiers
 
 ENV = {"COLUMNS": "250"}

@@ -8,12 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from harness.campaigns._boundaries import BOUNDARIES, EXAMPLES, reached
-from harness.campaigns._fuzz import DEFAULT_EXAMPLES, run_campaign
+from harness.campaigns._loop_campaign import DEFAULT_EXAMPLES, run_campaign
 from harness.checking._check import problems_of
 from harness.checking._runner import run
 from harness.cli import main
-from harness.scenarios._parts import Behaviour, Call
 from harness.scenarios._scenario import Config, ModelTurn, Scenario, ToolDef
+from harness.scenarios._scenario_parts import Behaviour, Call
 
 OPEN = {"type": "object", "properties": {}}
 

@@ -347,7 +347,7 @@ def test_a_failure_found_on_one_machine_is_the_first_example_on_the_next(redis_u
 
 
 def test_harness_fuzz_replays_the_shared_database_first(tmp_path: Path) -> None:
-    from harness.campaigns._fuzz import run_campaign
+    from harness.campaigns._loop_campaign import run_campaign
     from openprogram.agent.agent_loop import agent_loop
 
     def wrong_loop(prompts: Any, context: Any, config: Any, cancel_event: Any = None) -> Any:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import harness.checking._runner as runner_module
-from harness.campaigns._fuzz import load_tools, run_campaign
+from harness.campaigns._loop_campaign import load_tools, run_campaign
 from harness.checking._check import check
 from harness.cli import main
 from harness.scenarios._scenario import Scenario

@@ -10,10 +10,10 @@ from harness._hypothesis_compat import no_local_constants
 from harness.campaigns._boundaries import BOUNDARIES, reached
 from harness.checking._check import check
 from harness.checking._runner import run
-from harness.scenarios._parts import Leave
 from harness.scenarios._scenario import Scenario
+from harness.scenarios._scenario_parts import Leave
 from harness.strategies import scenarios
-from harness.strategies._scenarios import _leaves
+from harness.strategies._model_behaviour import _leaves
 from tests.harness.checking.test_leave import HOWS, _scenario
 
 # -- the campaign generates it and reports it in the boundary table ---------------------------

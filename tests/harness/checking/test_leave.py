@@ -19,7 +19,7 @@ import pytest
 
 from harness.checking._check import check
 from harness.checking._runner import run
-from harness.oracle._invariants import InvariantViolation, consumer_left
+from harness.oracle._run_invariants import InvariantViolation, consumer_left
 from harness.scenarios._scenario import Leave, Scenario, ScenarioError
 from harness.trace._leaving import Left
 from openprogram.agent.agent_loop import agent_loop

@@ -23,8 +23,8 @@ from harness.checking._regressions import (
     scenario_dir,
 )
 from harness.checking._runner import run
-from harness.scenarios._parts import Call
 from harness.scenarios._scenario import ModelTurn, Scenario, ScenarioError
+from harness.scenarios._scenario_parts import Call
 
 REPO_SCENARIOS = Path(__file__).resolve().parents[3] / "cassettes" / "scenarios"
 RULES = [
@@ -119,8 +119,8 @@ def test_assert_scenario_saves_outside_hypothesis_and_raises(tmp_path: Path) -> 
 
 def test_minimize_removes_everything_the_failure_does_not_need() -> None:
     from harness.checking._regressions import minimize
-    from harness.scenarios._parts import Behaviour
     from harness.scenarios._scenario import Config, ToolDef
+    from harness.scenarios._scenario_parts import Behaviour
 
     big = Scenario(
         prompts=("a", "b"),

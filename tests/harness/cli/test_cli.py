@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from harness.campaigns._fuzz import load_tools, run_campaign
+from harness.campaigns._loop_campaign import load_tools, run_campaign
 from harness.cli import main
 from tests.harness.support import console_script, emulate_process
 
@@ -593,7 +593,7 @@ def test_emulate_serves_a_scenario_to_unmodified_clients_of_another_process(tmp_
 def test_fuzz_help_states_the_defaults_a_bare_harness_fuzz_uses(project: Path) -> None:
     # The help is what a user reads to reproduce a run: it must name the seed and budget the
     # command really uses (it once said 16 after the default seed had moved on).
-    from harness.campaigns._fuzz import DEFAULT_EXAMPLES, DEFAULT_SEED
+    from harness.campaigns._loop_campaign import DEFAULT_EXAMPLES, DEFAULT_SEED
 
     shown = " ".join(shell(project, console_script(), "fuzz", "--help").stdout.split())
     assert re.search(rf"--seed .*\[default: {DEFAULT_SEED}\]", shown), shown

@@ -22,8 +22,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from harness.emulator import Emulator, fault, script_of
-from harness.scenarios._parts import ScenarioError
 from harness.scenarios._scenario import Scenario
+from harness.scenarios._scenario_parts import ScenarioError
 from harness.script import turn
 
 TEXT = "The answer is five."

@@ -22,7 +22,7 @@ from harness._contract import SKIPPED_STEERING, effective_cap
 from harness.checking._runner import run
 from harness.clock import SCENARIO_START_MS, DeterministicClock
 from harness.oracle import _grammar as grammar
-from harness.oracle._invariants import (
+from harness.oracle._run_invariants import (
     ALL_INVARIANTS,
     InvariantViolation,
     check_all,
@@ -30,7 +30,8 @@ from harness.oracle._invariants import (
     event_grammar,
     terminates_within_cap,
 )
-from harness.trace._trace import LedgerEntry, Trace, TraceRecorder, shorten
+from harness.trace._trace import LedgerEntry, Trace, shorten
+from harness.trace._trace_recorder import TraceRecorder
 from openprogram import runtime
 from openprogram.agent import AgentContext, AgentEvent, AgentLoopConfig, agent_loop, observe_runs
 from openprogram.tools import AgentToolResult, as_agent_tool
@@ -753,7 +754,7 @@ def test_invariants_work_without_requests_or_ledger(traces: dict[str, Trace]) ->
 # ---------------------------------------------------------------------------------------------
 
 HARNESS = Path(harness.__file__).parent
-ORACLE = ("_contract", *(f"oracle/{m}" for m in ("_grammar", "_invariants", "_batches", "_reference", "_compare")))
+ORACLE = ("_contract", *(f"oracle/{m}" for m in ("_grammar", "_run_invariants", "_batches", "_reference", "_compare")))
 
 
 def imported_modules(module: str) -> set[str]:
@@ -838,9 +839,9 @@ def test_the_ledger_is_written_the_same_way_by_every_writer() -> None:
 
 
 def test_the_scenario_planned_tools_and_the_wrapper_write_equal_entries() -> None:
-    from harness.scenarios._parts import Behaviour
-    from harness.scenarios._parts import Call as PlannedCall
     from harness.scenarios._scenario import ModelTurn, Scenario, ToolDef
+    from harness.scenarios._scenario_parts import Behaviour
+    from harness.scenarios._scenario_parts import Call as PlannedCall
 
     scenario = Scenario(
         prompts=("go",),

@@ -13,8 +13,8 @@ import harness.oracle._reference as reference
 from harness._contract import SKIPPED_STEERING
 from harness.checking._runner import run
 from harness.oracle._reference import compare, predict
-from harness.scenarios._parts import Behaviour, Call
 from harness.scenarios._scenario import Config, ModelTurn, NestedRun, Scenario, ToolDef
+from harness.scenarios._scenario_parts import Behaviour, Call
 from openprogram.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 
 ECHO = ToolDef(name="echo", plan=(Behaviour("return", "hi"),))

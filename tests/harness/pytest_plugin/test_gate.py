@@ -29,7 +29,7 @@ def test_the_gate_waits_for_openprogram_and_is_registered_before_a_backend_can_s
         """
         import os, sys
         os.environ.pop("OPENPROGRAM_ALLOW_MODEL_REQUESTS", None)
-        from harness.pytest_plugin._gate import register_gate
+        from harness.pytest_plugin._gate_handoff import register_gate
 
         unregister = register_gate(lambda: "the running test says no")
         print("openprogram" in sys.modules)
@@ -52,7 +52,7 @@ def test_unregistering_before_openprogram_loads_stops_the_wait() -> None:
     lines = run(
         """
         import sys
-        from harness.pytest_plugin._gate import register_gate
+        from harness.pytest_plugin._gate_handoff import register_gate
 
         before = list(sys.meta_path)
         register_gate(lambda: "no")()

@@ -740,7 +740,8 @@ def test_loading_the_plugin_imports_neither_the_trace_layer_nor_the_invariants()
 
     code = (
         "import sys, harness.pytest_plugin as plugin\n"
-        "heavy = ('harness.trace._trace', 'harness.oracle._invariants', 'harness.oracle._reference')\n"
+        "heavy = ('harness.trace._trace', 'harness.trace._trace_recorder', 'harness.oracle._run_invariants',\n"
+        "         'harness.oracle._reference')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -782,7 +783,7 @@ def test_the_plugin_keeps_its_documented_names() -> None:
 
 
 def test_a_collector_without_a_checker_says_so() -> None:
-    from harness.trace._trace import RunCollector
+    from harness.trace._trace_recorder import RunCollector
 
     collector = RunCollector()
     with pytest.raises(RuntimeError, match="no checker given"):

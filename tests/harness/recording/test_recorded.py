@@ -577,7 +577,7 @@ def test_a_bad_record_mode_on_the_vcr_marker_is_one_line_naming_the_modes(pytest
 
 
 def test_every_accepted_option_is_documented() -> None:
-    from harness.pytest_plugin._recording import known_options
+    from harness.pytest_plugin._cassette_fixtures import known_options
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "record-replay.md").read_text(encoding="utf-8")
     options = docs[docs.index("## Options") :]

@@ -43,7 +43,7 @@ def test_no_other_module_reaches_into_vcrpy_privately() -> None:
     """Every ``x._name`` of vcrpy goes through _vcr_compat, so a vcrpy upgrade has one place to check."""
     private = {reach_in.name for reach_in in vcr_compat.REACH_INS}
     offenders = []
-    for path in [*sorted(RECORDING.rglob("*.py")), RECORDING.parent / "pytest_plugin" / "_recording.py"]:
+    for path in [*sorted(RECORDING.rglob("*.py")), RECORDING.parent / "pytest_plugin" / "_cassette_fixtures.py"]:
         if path.name == "_vcr_compat.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

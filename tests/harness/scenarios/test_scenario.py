@@ -17,7 +17,6 @@ import harness.checking._runner as runner_module
 from harness.checking._check import check
 from harness.checking._runner import ScenarioProvider, arun, run
 from harness.cli import main
-from harness.scenarios._parts import Behaviour, Call
 from harness.scenarios._scenario import (
     Config,
     HistoryMessage,
@@ -28,6 +27,7 @@ from harness.scenarios._scenario import (
     ToolDef,
     effective_cap,
 )
+from harness.scenarios._scenario_parts import Behaviour, Call
 from openprogram import function
 from openprogram.agent.agent_loop import agent_loop
 from openprogram.functions import registry

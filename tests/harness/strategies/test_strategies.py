@@ -24,8 +24,9 @@ from harness.strategies import (
     scenarios,
     tools,
 )
-from harness.strategies._parts import CONFIG_TABLES, JOINT_SIZE, _joint, _menus, _sizes, one_in_table
-from harness.strategies._scenarios import _answer, _flags, _model_turn
+from harness.strategies._draw_tables import CONFIG_TABLES, JOINT_SIZE, _joint, _menus, _sizes, one_in_table
+from harness.strategies._model_behaviour import _answer, _model_turn
+from harness.strategies._tool_strategies import _flags
 
 
 def _shares(table: tuple[tuple[object, ...], ...], field: int) -> Counter[str]:

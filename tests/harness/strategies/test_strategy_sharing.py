@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from harness.scenarios._scenario import ToolDef
 from harness.strategies import configs
-from harness.strategies._parts import CONFIG_TABLES, TOOL_NAMES, _joint, _joint_table, _product
+from harness.strategies._draw_tables import CONFIG_TABLES, TOOL_NAMES, _joint, _joint_table, _product
 from harness.strategies._schemas import arguments
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from harness import ScriptedProvider, turn
 from harness.clock import DeterministicClock
 from harness.trace._snapshot import snapshot
-from harness.trace._trace import RunCollector, Trace, TraceRecorder
+from harness.trace._trace import Trace
+from harness.trace._trace_recorder import RunCollector, TraceRecorder
 from openprogram import agentic_function, function, runtime
 from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop, observe_runs
 from openprogram.tools import as_agent_tool

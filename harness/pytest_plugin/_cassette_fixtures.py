@@ -172,7 +172,6 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], Non
     ``recorded`` fixture: an unknown one (or a bad value) is :class:`VcrOptionError`.
     """
     from harness.recording._age import AgeLimit
-    from harness.recording._vcr import cut_stream_error, stream_cut
 
     if getattr(vcr, "_harness_guarded", False):
         return
@@ -180,32 +179,9 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], Non
 
     def guard(request: Any, response: Any, cassette: Any) -> tuple[Any, Any]:
         if "play_response" not in vars(cassette):
-            play = cassette.play_response
-
-            def play_response(vcr_request: Any) -> Any:
-                played = play(vcr_request)
-                cut = stream_cut(played)
-                if cut:
-                    index = next((i for i, (_, r) in enumerate(cassette.data) if r is played), None)
-                    error = cut_stream_error(cassette.path, index, vcr_request, cassette.play_count, cut)
-                    refused(error)
-                    raise error
-                return played
-
-            cassette.play_response = play_response
+            cassette.play_response = _refusing_cut_streams(cassette, refused)
         if "can_play_response_for" not in vars(cassette):
-            can_play = cassette.can_play_response_for
-
-            def can_play_response_for(vcr_request: Any) -> bool:
-                playable = bool(can_play(vcr_request))
-                if not playable and cassette.write_protected and cassette.filter_request(vcr_request):
-                    # every vcrpy stub raises this next; the report says it even if the code catches it
-                    from vcr.errors import CannotOverwriteExistingCassetteException
-
-                    refused(CannotOverwriteExistingCassetteException(cassette=cassette, failed_request=vcr_request))
-                return playable
-
-            cassette.can_play_response_for = can_play_response_for
+            cassette.can_play_response_for = _reporting_unplayable(cassette, refused)
         return request, response
 
     def guarded(path: Any = None, **kwargs: Any) -> Any:
@@ -226,6 +202,41 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], Non
 
     vcr.use_cassette = guarded
     vcr._harness_guarded = True
+
+
+def _refusing_cut_streams(cassette: Any, refused: Callable[[Exception], None]) -> Callable[[Any], Any]:
+    """``cassette.play_response``, refusing a recorded stream cut inside its last event."""
+    from harness.recording._vcr import cut_stream_error, stream_cut
+
+    play = cassette.play_response
+
+    def play_response(vcr_request: Any) -> Any:
+        played = play(vcr_request)
+        cut = stream_cut(played)
+        if cut:
+            index = next((i for i, (_, r) in enumerate(cassette.data) if r is played), None)
+            error = cut_stream_error(cassette.path, index, vcr_request, cassette.play_count, cut)
+            refused(error)
+            raise error
+        return played
+
+    return play_response
+
+
+def _reporting_unplayable(cassette: Any, refused: Callable[[Exception], None]) -> Callable[[Any], bool]:
+    """``cassette.can_play_response_for``, telling ``refused`` of a request the cassette cannot answer."""
+    can_play = cassette.can_play_response_for
+
+    def can_play_response_for(vcr_request: Any) -> bool:
+        playable = bool(can_play(vcr_request))
+        if not playable and cassette.write_protected and cassette.filter_request(vcr_request):
+            # every vcrpy stub raises this next; the report says it even if the code catches it
+            from vcr.errors import CannotOverwriteExistingCassetteException
+
+            refused(CannotOverwriteExistingCassetteException(cassette=cassette, failed_request=vcr_request))
+        return playable
+
+    return can_play_response_for
 
 
 @pytest.fixture
@@ -274,6 +285,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "recorded(**options): vcr_config options for this test's recorded fixture")
+
+
+def refuse_under_hypofuzz(config: pytest.Config) -> None:
+    """HypoFuzz collects inside ``pytest.main`` and sets fixtures up after it returns, and
+    pytest-recording's autouse ``vcr`` fixture reads ``Node.fspath``, which pytest removes when
+    ``pytest.main`` returns: every test would fail its setup, and HypoFuzz would report "a failing
+    input for every test". Said once, with the fix, before anything runs (called by the plugin's
+    ``pytest_configure``)."""
+    manager = config.pluginmanager
+    if manager.has_plugin("recording") and any(
+        type(plugin).__module__.startswith("hypofuzz.") for plugin in manager.get_plugins()
+    ):
+        raise pytest.UsageError(
+            "HypoFuzz cannot set up pytest-recording's fixtures (they read Node.fspath, which pytest removes "
+            "once its collection returns), so every test would fail its setup: disable pytest-recording for "
+            "the campaign, e.g. hypothesis fuzz -- tests/property -p no:recording"
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -24,18 +24,8 @@ from typing import Any
 from harness._contract import HARD_CAP, effective_cap
 from harness.oracle._batches import InvariantViolation, cancel_semantics, error_feedback, run_views, skip_semantics
 from harness.oracle._grammar import first_violation
-from harness.trace._trace import (
-    Batch,
-    RunView,
-    Trace,
-    assistant_indices,
-    batches,
-    diff,
-    event_window,
-    render_message,
-    show_batch,
-    show_messages,
-)
+from harness.trace import Batch, RunView, Trace, batches, diff, render_message, show_messages
+from harness.trace._trace import event_window, show_batch
 from openprogram.providers import ModelRequest
 from openprogram.types import AssistantMessage, Message, ToolResultMessage
 
@@ -247,27 +237,8 @@ def error_ends_run(trace: Trace) -> None:
         for i, event in enumerate(events):
             if event.type != "message_end" or not isinstance(event.message, AssistantMessage):
                 continue
-            reason = event.message.stop_reason
-            if reason not in ("error", "aborted"):
-                continue
-            after = [e.type for e in events[i + 1 :]]
-            allowed = ["turn_end", "agent_end"]
-            if after != allowed[: len(after)] or (run.end is not None and after != allowed):
-                raise _fail(
-                    name,
-                    f"the run{where} continued after an {reason} model turn (only turn_end and agent_end may "
-                    f"follow it):\n{event_window(events, i, before=2, after=6)}",
-                )
-            if len(after) >= 1 and events[i + 1].tool_results:
-                shown = event_window(events, i + 1)
-                raise _fail(name, f"the {reason} model turn{where} reports tool results:\n{shown}")
-            end = run.end
-            if end is not None and end.reason != reason:
-                raise _fail(
-                    name,
-                    f"the run{where} ended with an {reason} model turn but agent_end.reason is {end.reason!r}:\n"
-                    f"{event_window(events, len(events) - 1, before=3, after=0)}",
-                )
+            if event.message.stop_reason in ("error", "aborted"):
+                _check_nothing_after(name, run, i, event.message.stop_reason)
         end = run.end
         if end is not None and end.reason in ("error", "aborted"):
             last = next(
@@ -287,6 +258,30 @@ def error_ends_run(trace: Trace) -> None:
                 )
 
 
+def _check_nothing_after(name: str, run: RunView, i: int, reason: str) -> None:
+    """Only the ``turn_end`` (without tool results) and ``agent_end`` of the run follow the
+    ``error`` or ``aborted`` model turn ending at ``run.events[i]``, and the run ends for its reason."""
+    events, where = run.events, run.where()
+    after = [e.type for e in events[i + 1 :]]
+    allowed = ["turn_end", "agent_end"]
+    if after != allowed[: len(after)] or (run.end is not None and after != allowed):
+        raise _fail(
+            name,
+            f"the run{where} continued after an {reason} model turn (only turn_end and agent_end may "
+            f"follow it):\n{event_window(events, i, before=2, after=6)}",
+        )
+    if len(after) >= 1 and events[i + 1].tool_results:
+        shown = event_window(events, i + 1)
+        raise _fail(name, f"the {reason} model turn{where} reports tool results:\n{shown}")
+    end = run.end
+    if end is not None and end.reason != reason:
+        raise _fail(
+            name,
+            f"the run{where} ended with an {reason} model turn but agent_end.reason is {end.reason!r}:\n"
+            f"{event_window(events, len(events) - 1, before=3, after=0)}",
+        )
+
+
 def end_reason_consistent(trace: Trace) -> None:
     """``agent_end.reason`` (and ``trace.reason``) tell the truth about why a normal run ended.
 
@@ -304,7 +299,7 @@ def end_reason_consistent(trace: Trace) -> None:
         if run.is_root and trace.reason is not None and trace.reason != end.reason:
             raise _fail(name, f"trace.reason is {trace.reason!r} but agent_end.reason is {end.reason!r}")
         committed = run.committed
-        indices = assistant_indices(committed)
+        indices = run.model_calls()
         if end.reason not in ("stop", "max_iterations"):
             continue
         if not indices:

@@ -27,9 +27,9 @@ from harness._hypothesis_compat import no_local_constants
 from harness.campaigns._boundaries import BOUNDARIES, EXAMPLES, reached
 from harness.checking import ScenarioFailure, assert_scenario, run
 from harness.scenarios import Scenario
-from harness.scenarios._parts import ToolDef, import_user_module
+from harness.scenarios._scenario_parts import ToolDef, import_user_module
 from harness.strategies import scenarios
-from harness.strategies._scenarios import is_tool_entry
+from harness.strategies._tool_strategies import is_tool_entry
 from harness.trace import Trace
 from harness.wire import clip
 
@@ -207,29 +207,8 @@ def run_campaign(
     explicit = EXAMPLES if tools is None and examples >= 4 * len(EXAMPLES) else ()
     stats = Stats()
     nondeterministic: dict[str, str] = {}
-    failing = [False]
     started = time.perf_counter()
-
-    def check_one(scenario: Scenario) -> None:
-        try:
-            trace = assert_scenario(
-                scenario,
-                loop=loop,
-                directory=save_dir,
-                found_by=f"harness fuzz --seed {chosen}",
-                save=shrink,
-                minimal=shrink,
-            )
-        except ScenarioFailure:
-            failing[0] = True
-            raise
-        if not failing[0]:  # count what was explored, not the shrinker's retries
-            stats.add(scenario, trace)
-            if any(t.is_real for t in scenario.tools):
-                for name, detail in _ledger_differences(scenario, trace, run(scenario, loop)).items():
-                    nondeterministic.setdefault(name, detail)
-            if on_example is not None:
-                on_example(stats)
+    check_one = _checker(f"harness fuzz --seed {chosen}", stats, nondeterministic, loop, save_dir, shrink, on_example)
 
     def campaign(phases: tuple[Phase, ...], budget: int, explicit: Sequence[Scenario] = ()) -> Callable[[], None]:
         @campaign_settings(budget, (*phases, *((Phase.shrink,) if shrink else ())), database)
@@ -246,7 +225,50 @@ def run_campaign(
     # examples before them), then the examples and the generated scenarios.
     replay = campaign((Phase.reuse,), examples) if database is not None else None
     main = campaign((Phase.explicit, Phase.generate), examples - len(explicit), explicit)
-    failure = None
+    failure = _run_passes(replay, main)
+    stats.seconds = time.perf_counter() - started
+    return CampaignResult(stats, chosen, failure, nondeterministic)
+
+
+def _checker(
+    found_by: str,
+    stats: Stats,
+    nondeterministic: dict[str, str],
+    loop: Callable[..., Any] | None,
+    save_dir: str | Path | None,
+    shrink: bool,
+    on_example: Callable[[Stats], None] | None,
+) -> Callable[[Scenario], None]:
+    """What the campaign does with each scenario: check it (shrinking and saving the first
+    violation), and count what was explored into ``stats`` until one fails."""
+    failing = [False]
+
+    def check_one(scenario: Scenario) -> None:
+        try:
+            trace = assert_scenario(
+                scenario,
+                loop=loop,
+                directory=save_dir,
+                found_by=found_by,
+                save=shrink,
+                minimal=shrink,
+            )
+        except ScenarioFailure:
+            failing[0] = True
+            raise
+        if not failing[0]:  # count what was explored, not the shrinker's retries
+            stats.add(scenario, trace)
+            if any(t.is_real for t in scenario.tools):
+                for name, detail in _ledger_differences(scenario, trace, run(scenario, loop)).items():
+                    nondeterministic.setdefault(name, detail)
+            if on_example is not None:
+                on_example(stats)
+
+    return check_one
+
+
+def _run_passes(replay: Callable[[], None] | None, main: Callable[[], None]) -> ScenarioFailure | None:
+    """Run the database's pass (if any), then the main one; the violation they found, or None."""
     try:
         with no_local_constants():
             if replay is not None:
@@ -256,9 +278,8 @@ def run_campaign(
                     pass
             main()
     except ScenarioFailure as exc:
-        failure = exc
-    stats.seconds = time.perf_counter() - started
-    return CampaignResult(stats, chosen, failure, nondeterministic)
+        return exc
+    return None
 
 
 def _ledger_differences(scenario: Scenario, first: Trace, second: Trace) -> dict[str, str]:
