@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -37,6 +38,24 @@ KILL_GRACE = 0.5
 """Seconds a cancelled group has between SIGTERM and SIGKILL."""
 PLACEHOLDER_KEY = "sk-emulated"
 _PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+_NOT_INHERITED = (
+    "HARNESS_BASE_URL",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ENDPOINT_URL",
+    "HARNESS_PROMPT",
+    "HARNESS_AGENT_MODE",
+    "ANTHROPIC_AUTH_TOKEN",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+)
+"""What the campaign's own environment must not hand the agent: a provider URL of the user's (in
+``lines`` mode no base URL is set for the process, and an SDK would fall back to it) and the
+credentials the placeholders do not replace."""
 
 
 class AgentCommandError(ValueError):
@@ -167,7 +186,8 @@ class ProcessAgent:
         return self._run_process(prompt, base_url)
 
     def _environment(self) -> dict[str, str]:
-        return {**os.environ, **_placeholder_env(), **self.env}
+        inherited = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+        return {**inherited, **_placeholder_env(), **self.env}
 
     def _run_process(self, prompt: str, base_url: str) -> str:
         env = {**self._environment(), **conversation_env(base_url, prompt)}
@@ -242,6 +262,8 @@ class _LongLived:
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.said: list[str] = []
         self.errors: list[str] = []
+        self.wrote_at = time.monotonic()
+        """When stderr last said something: a run that raised is given a moment for its traceback."""
         self._lock = threading.Lock()
         threading.Thread(target=self._read_answers, daemon=True, name="agent-cmd-stdout").start()
         threading.Thread(target=self._read_errors, daemon=True, name="agent-cmd-stderr").start()
@@ -265,6 +287,7 @@ class _LongLived:
         for line in self.process.stderr:
             with self._lock:
                 self.errors.append(line)
+                self.wrote_at = time.monotonic()
 
     def _output(self) -> tuple[str, str]:
         with self._lock:
@@ -283,6 +306,8 @@ class _LongLived:
         except (BrokenPipeError, OSError):
             pass  # it died: the reader says so below
         answer = self._next_answer(number)
+        if answer is None or "error" in answer:  # its traceback may still be on its way (stderr is read apart)
+            self._quiet_stderr()
         said, errors = self._output()
         if said or errors:
             sys.stderr.write(said + errors)  # the run's own thread: kept in its log
@@ -294,6 +319,16 @@ class _LongLived:
         if "error" in answer:
             raise AgentProcessError(f"conversation {number} answered with an error: {answer['error']}", errors)
         return str(answer.get("answer", ""))
+
+    def _quiet_stderr(self, quiet: float = 0.05, at_most: float = 0.5) -> None:
+        """Wait until stderr has been quiet for ``quiet`` seconds (``at_most`` in all)."""
+        started = time.monotonic()
+        while time.monotonic() - started < at_most:
+            with self._lock:
+                since = time.monotonic() - max(self.wrote_at, started)
+            if since >= quiet:
+                return
+            time.sleep(quiet - since)
 
     def _next_answer(self, number: int) -> dict[str, Any] | None:
         """This conversation's answer (one left by a conversation abandoned earlier is passed over)."""

@@ -60,7 +60,10 @@ def test_a_process_is_given_the_contract_and_its_stdout_is_the_answer(
         """,
     )
     monkeypatch.chdir(tmp_path)
-    agent = ProcessAgent(argv, env={"SEEN": str(seen), "KEYS": json.dumps(CONTRACT)})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "the user's session")
+    keys = [*CONTRACT, "AWS_SESSION_TOKEN"]
+    agent = ProcessAgent(argv, env={"SEEN": str(seen), "KEYS": json.dumps(keys)})
     answer = agent("What is 2 + 3?", base_url="http://127.0.0.1:9/conversation/4", api_key="unused")
     assert answer == "the answer"  # stripped
     said = json.loads(seen.read_text())
@@ -69,6 +72,7 @@ def test_a_process_is_given_the_contract_and_its_stdout_is_the_answer(
     assert said["env"]["ANTHROPIC_BASE_URL"] == said["env"]["GOOGLE_GEMINI_BASE_URL"] == root
     assert said["env"]["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] == root and said["env"]["AWS_REGION"] == "us-east-1"
     assert all(said["env"][k] for k in CONTRACT), said["env"]  # placeholder keys: set, never the user's
+    assert said["env"]["OPENAI_API_KEY"] != "sk-the-users-own" and said["env"]["AWS_SESSION_TOKEN"] is None
     assert said["env"]["HARNESS_PROMPT"] == said["stdin"] == "What is 2 + 3?"
     assert Path(said["cwd"]) == tmp_path and said["leads_its_group"]
 
@@ -79,6 +83,41 @@ def test_a_non_zero_exit_is_a_raise_with_its_stderr_kept_for_the_report(tmp_path
         ProcessAgent(argv)("hi", base_url="http://127.0.0.1:9/conversation/1", api_key="k")
     shown = agent_traceback(raised.value)
     assert "exited with status 1" in shown and "its stderr:\nTypeError: no tools here" in shown
+
+
+def test_a_long_lived_process_answers_a_line_per_conversation_on_each_ones_base_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")  # the user's: never the agent's
+    argv = _script(
+        tmp_path,
+        "agent.py",
+        """
+        import json, os, sys
+        print("loading the tools")  # not an answer: kept as output
+        for line in sys.stdin:
+            asked = json.loads(line)
+            if asked["prompt"] == "fail":
+                print("Traceback: boom", file=sys.stderr, flush=True)
+                said = {"error": "boom"}
+            else:
+                said = {"answer": asked["env"]["OPENAI_BASE_URL"] + " " + str(os.environ.get("OPENAI_BASE_URL"))}
+            print(json.dumps({"conversation": asked["conversation"], **said}), flush=True)
+        """,
+    )
+    agent = ProcessAgent(argv, mode="lines")
+    try:
+        first = agent("hi", base_url="http://127.0.0.1:9/conversation/1", api_key="k")
+        assert first == "http://127.0.0.1:9/conversation/1/v1 None"
+        assert "loading the tools" in capsys.readouterr().err  # the run's output, kept in its log
+        with pytest.raises(AgentProcessError, match="conversation 2 answered with an error: boom") as raised:
+            agent("fail", base_url="http://127.0.0.1:9/conversation/2", api_key="k")
+        assert "its stderr:\nTraceback: boom" in agent_traceback(raised.value)
+        assert agent("hi", base_url="http://127.0.0.1:9/conversation/3", api_key="k").startswith(
+            "http://127.0.0.1:9/conversation/3/v1"
+        )
+    finally:
+        agent.wire_close()
 
 
 HANGS = """
