@@ -140,8 +140,7 @@ def _end_group(process: subprocess.Popen[Any], grace: float = KILL_GRACE) -> Non
     _kill_group(process.pid, signal.SIGKILL)
 
 
-def _exit_summary(argv: Sequence[str], code: int | None) -> str:
-    shown = shlex.join(argv)
+def _exit_summary(shown: str, code: int | None) -> str:
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
@@ -204,16 +203,16 @@ class ProcessAgent:
                     self._running.pop(base_url, None)
                 _kill_group(process.pid, signal.SIGKILL)  # what the run started and left running goes with it
             stdout, stderr = (_read(f) for f in (out, err))
+        if code != 0:  # its stderr goes with the error, shown once
+            raise AgentProcessError(_exit_summary(self.command, code), stderr)
         if stderr:
             sys.stderr.write(stderr)  # the run's own thread: kept in its log, shown with a failure
-        if code != 0:
-            raise AgentProcessError(_exit_summary(self.argv, code), stderr)
         return stdout.strip()
 
     def _serve_line(self, prompt: str, base_url: str) -> str:
         with self._lock:
             if self._server is None or not self._server.alive():
-                self._server = _LongLived(self.argv, self._environment())
+                self._server = _LongLived(self.argv, self._environment(), self.command)
             server = self._server
         return server.converse(prompt, base_url)
 
@@ -245,8 +244,8 @@ class _LongLived:
     """The ``lines`` mode's process: a conversation a line, answered in order; what it writes
     beside its answers (stdout lines that are not one, stderr) is kept for the conversation running."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
-        self.argv = list(argv)
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], command: str) -> None:
+        self.argv, self.command = list(argv), command
         self.process = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
@@ -309,12 +308,13 @@ class _LongLived:
         if answer is None or "error" in answer:  # its traceback may still be on its way (stderr is read apart)
             self._quiet_stderr()
         said, errors = self._output()
-        if said or errors:
-            sys.stderr.write(said + errors)  # the run's own thread: kept in its log
+        failed = answer is None or "error" in answer  # then its stderr goes with the error, shown once
+        if said or (errors and not failed):
+            sys.stderr.write(said + ("" if failed else errors))  # the run's own thread: kept in its log
         if answer is None:
             self.process.wait()
             raise AgentProcessError(
-                _exit_summary(self.argv, self.process.returncode) + f" during conversation {number}", errors
+                _exit_summary(self.command, self.process.returncode) + f" during conversation {number}", errors
             )
         if "error" in answer:
             raise AgentProcessError(f"conversation {number} answered with an error: {answer['error']}", errors)
