@@ -4,6 +4,7 @@ verdict written to disk (issue 26: one from a later conversation's late request 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,7 +35,14 @@ def saved_scenarios_reproduce(request: pytest.FixtureRequest, monkeypatch: pytes
     for path in sorted(root.rglob("wire/*.yaml")):
         saved = Scenario.from_yaml(path)
         said = saved.meta["violation"]["invariant"]
-        run, judgement = replay_agent(_agent(saved.meta["agent"], shrunk, root, path), saved, deviations=())
+        # a command is run where the campaign ran it: the project the scenario was saved under
+        project = next((f for f in path.parents if (f / "cassettes").is_dir()), Path.cwd())
+        here = Path.cwd()
+        os.chdir(project)
+        try:
+            run, judgement = replay_agent(_agent(saved.meta["agent"], shrunk, root, path), saved, deviations=())
+        finally:
+            os.chdir(here)
         found = [v.invariant for v in judgement.violations]
         assert said in found, f"{path.name} says {said}; replayed, the agent broke {found or 'nothing'} ({run.ended})"
 

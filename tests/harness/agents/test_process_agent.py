@@ -6,6 +6,8 @@ one line before any run. The agents here are small Python scripts, so none of th
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -125,7 +127,7 @@ HANGS = """
 
     def hang():
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        with open(os.environ["PIDS"], "a") as pids:
+        with open(os.environ.get("PIDS", "pids"), "a") as pids:
             pids.write(f"{os.getpid()} {child.pid}\\n")
         time.sleep(60)
 
@@ -222,3 +224,26 @@ def test_options_a_command_agent_cannot_use_are_usage_errors(
 def test_a_deviation_without_an_agent_is_a_usage_error() -> None:
     done = CliRunner().invoke(main, ["fuzz", "--deviation", "W2=because", "-n", "1"])
     assert done.exit_code == 2 and "--deviation is for a wire campaign" in done.output
+
+
+def test_the_command_ends_within_its_bound_and_leaves_no_process_of_a_hung_agent(tmp_path: Path) -> None:
+    """Through the installed command: a run that never ends is W3, its group is killed (the child
+    it started too), and the command says no run was left behind."""
+    pids = tmp_path / "pids"
+    pids.touch()
+    (tmp_path / "hangs.py").write_text(textwrap.dedent(HANGS), encoding="utf-8")
+    harness = Path(sys.executable).with_name("harness")
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(harness), "fuzz", "--agent-cmd", f"{sys.executable} hangs.py", "--time-bound", "0.5", "-n", "3"],
+        cwd=tmp_path,
+        env={**os.environ, "PIDS": str(pids), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "VIOLATION W3" in done.stdout and "had not ended 0.5s after it started" in done.stdout
+    assert "left behind" not in done.stdout
+    assert _all_gone(pids)
+    assert time.monotonic() - started < 60
