@@ -173,6 +173,8 @@ class ProcessAgent:
         """The options of ``harness fuzz`` that run it again."""
         self.__name__ = Path(self.argv[-1]).stem or "agent"
         self._running: dict[str, subprocess.Popen[Any]] = {}
+        self._cancelled: set[str] = set()
+        """Runs cancelled before their process was started: it is killed as soon as it is."""
         self._lock = threading.Lock()
         self._server: _LongLived | None = None
 
@@ -196,6 +198,9 @@ class ProcessAgent:
             process = subprocess.Popen(self.argv, stdin=given, stdout=out, stderr=err, env=env, start_new_session=True)
             with self._lock:
                 self._running[base_url] = process
+                cancelled = base_url in self._cancelled
+            if cancelled:  # its bound passed while it was being started
+                _end_group(process)
             try:
                 code = process.wait()
             finally:
@@ -221,6 +226,8 @@ class ProcessAgent:
         the long-lived process, replaced at the next conversation)."""
         with self._lock:
             process = self._running.get(base_url)
+            if process is None:
+                self._cancelled.add(base_url)
             server = self._server if self.mode == "lines" else None
         if process is not None:
             _end_group(process)
