@@ -5,7 +5,7 @@ the command; the correct loops hold a campaign, per process and long-lived; ``ag
 as a user's pytest suite.
 
 The planted campaigns use the long-lived mode (node starts once a campaign). The correct loops'
-default campaigns (100 conversations each, ~15 s apiece here) run only with
+default campaigns (100 conversations each, 7-17 s apiece here, with the load) run only with
 ``HARNESS_NODE_CAMPAIGNS=1`` (the CI step that installs tests/node sets it); the default suite
 runs a short campaign of each mode instead.
 """
@@ -79,7 +79,7 @@ def test_a_node_loop_over_the_anthropic_sdk_holds_a_short_long_lived_campaign(tm
 
 @pytest.mark.skipif(
     os.environ.get("HARNESS_NODE_CAMPAIGNS") != "1",
-    reason="a default campaign per SDK (~15 s each): set HARNESS_NODE_CAMPAIGNS=1 to run them",
+    reason="a default campaign per SDK (7-17 s each here): set HARNESS_NODE_CAMPAIGNS=1 to run them",
 )
 @pytest.mark.parametrize("agent", ["openai_loop.mjs", "anthropic_loop.mjs"])
 def test_a_correct_node_loop_holds_the_default_campaign(agent: str, tmp_path: Path) -> None:
