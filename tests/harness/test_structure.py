@@ -200,12 +200,6 @@ def test_each_public_module_has_its_tests_where_a_newcomer_looks() -> None:
     assert not missing, f"public modules without a test module of their name: {missing}"
 
 
-# Module names other helpers of issue 28 are renaming on their branches (agents, recording, report,
-# emulator, cli/_fuzz.py); the lead empties this set when those branches are merged, and from then
-# on a name used twice anywhere in the harness fails this test.
-_NAMES_OTHERS_RENAME = {"_fuzz", "_invariants"}
-
-
 def test_no_harness_module_name_is_used_twice() -> None:
     """A traceback or a search hit names a module by its file name: one name, one room
     (``__init__`` and ``__main__`` aside)."""
@@ -213,11 +207,7 @@ def test_no_harness_module_name_is_used_twice() -> None:
     for path in MODULES:
         if path.stem not in ("__init__", "__main__"):
             rooms.setdefault(path.stem, []).append(str(path.relative_to(HARNESS)))
-    reused = [
-        f"{name}: {', '.join(paths)}"
-        for name, paths in sorted(rooms.items())
-        if len(paths) > 1 and name not in _NAMES_OTHERS_RENAME
-    ]
+    reused = [f"{name}: {', '.join(paths)}" for name, paths in sorted(rooms.items()) if len(paths) > 1]
     assert not reused, _offenders("module names used by more than one module (name each for its room)", reused)
 
 
@@ -229,17 +219,6 @@ _LONG_FUNCTIONS: dict[str, str] = {
         "a public strategy: its thirteen parameters and their docstring take 30 lines, and its body is the "
         "one draw order every seed (the default campaign's first) pins; each part it draws is a named step"
     ),
-}
-# Long functions in the rooms other helpers of issue 28 are splitting on their branches; the lead
-# empties this set when they are merged.
-_LONG_FUNCTIONS_OTHERS_SPLIT = {
-    "agents/_campaign.py:run_agent_campaign",
-    "agents/_campaign.py:agent_test",
-    "agents/_conversation.py:_start",
-    "agents/_replies.py:_reply",
-    "cli/_fuzz.py:fuzz_command",
-    "cli/_fuzz.py:_fuzz_agent",
-    "cli/_fuzz.py:_print_wire_verdict",
 }
 
 
@@ -253,6 +232,5 @@ def test_no_harness_function_is_over_50_lines() -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and (lines := (node.end_lineno or node.lineno) - node.lineno + 1) > MAX_FUNCTION_LINES
         and (key := f"{path.relative_to(HARNESS).as_posix()}:{node.name}") not in _LONG_FUNCTIONS
-        and key not in _LONG_FUNCTIONS_OTHERS_SPLIT
     ]
     assert not long, _offenders(f"functions over {MAX_FUNCTION_LINES} lines (split them into named steps)", long)
