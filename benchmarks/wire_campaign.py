@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import Emulator, turn
-from harness.agents import _campaign as campaign_module
+from harness.agents import _conversation as campaign_module
 from harness.agents import run_agent_campaign
 from harness.emulator import Fault
 
@@ -268,7 +268,7 @@ def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
         raise RuntimeError(
             f"{contender.label}: the meters saw {meter.taken} conversations and {meter.requests} requests, the "
             f"campaign counted {result.stats.conversations} and {result.stats.requests}: the campaign "
-            "no longer makes its emulator as this benchmark expects (harness/agents/_campaign.py WireEmulator, open)"
+            "no longer makes its emulator as this benchmark expects (harness/agents/_conversation.py: WireEmulator)"
         )
     agent = meter.conversations - meter.serving
     wire = meter.serving - meter.choosing

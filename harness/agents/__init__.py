@@ -7,12 +7,14 @@ emulator (``harness.emulator``), reads requests the way cassettes are read
 (``harness.campaigns``), three packages that must not import each other. Lazy, so the pytest
 plugin and ``harness --help`` pay nothing for it.
 
-``run_agent_campaign`` (``_campaign``) is ``harness fuzz --agent``; ``agent_test`` its pytest
-form; ``replay_agent`` serves a saved scenario; ``judge`` and ``Deviation`` (``_invariants``) are
-the invariants; ``replies`` (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run,
-under a base URL of its own; ``Verdict`` (``_verdicts``) a row of the invariants' table, the same
-on the console and the HTML page. ``_agent_output`` keeps what the agent prints per conversation,
-``_first_failure`` shows what a run raised (the agent's frames, the hints that fit).
+``run_agent_campaign`` (``_campaign``) is ``harness fuzz --agent`` and ``--agent-cmd``;
+``agent_test`` (``_agent_test``) its pytest form; ``replay_agent`` (``_wire_regressions``) serves a
+saved scenario; ``judge`` and ``Deviation`` (``_wire_invariants``) are the invariants; ``replies``
+(``_replies``) the vocabulary; ``converse`` (``_conversation``) one run, under a base URL of its
+own;
+``AgentCampaignResult`` and ``Verdict`` (``_campaign_result``) what a campaign found and can say,
+the same on the console and the HTML page. ``_agent_output`` keeps what the agent prints per
+conversation, ``_first_failure`` shows what a run raised (the agent's frames, the hints that fit).
 """
 
 from __future__ import annotations
@@ -22,53 +24,51 @@ from typing import TYPE_CHECKING
 from harness import _lazy_exports
 
 if TYPE_CHECKING:
-    from harness.agents._campaign import (
-        DEFAULT_EXAMPLES,
+    from harness.agents._agent_test import agent_test
+    from harness.agents._campaign import DEFAULT_EXAMPLES, run_agent_campaign
+    from harness.agents._campaign_result import (
         AgentCampaignResult,
         AgentStats,
         UnsteadyAgentError,
+        Verdict,
         WireFailure,
         WireViolationError,
-        agent_test,
-        load_wire_regressions,
-        replay_agent,
-        run_agent_campaign,
-        scenario_of,
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
-    from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
+    from harness.agents._recordings import judge_recording
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
-    from harness.agents._verdicts import Verdict
+    from harness.agents._wire_invariants import INVARIANTS, Deviation, Judgement, Violation, judge
+    from harness.agents._wire_regressions import load_wire_regressions, replay_agent, scenario_of
 
 _EXPORTS = {
     "DEFAULT_EXAMPLES": "._campaign",
-    "AgentCampaignResult": "._campaign",
-    "AgentStats": "._campaign",
-    "UnsteadyAgentError": "._campaign",
-    "WireFailure": "._campaign",
-    "WireViolationError": "._campaign",
-    "agent_test": "._campaign",
-    "load_wire_regressions": "._campaign",
-    "replay_agent": "._campaign",
+    "AgentCampaignResult": "._campaign_result",
+    "AgentStats": "._campaign_result",
+    "UnsteadyAgentError": "._campaign_result",
+    "WireFailure": "._campaign_result",
+    "WireViolationError": "._campaign_result",
+    "agent_test": "._agent_test",
+    "load_wire_regressions": "._wire_regressions",
+    "replay_agent": "._wire_regressions",
     "run_agent_campaign": "._campaign",
-    "scenario_of": "._campaign",
+    "scenario_of": "._wire_regressions",
     "Agent": "._conversation",
     "Exchange": "._conversation",
     "Run": "._conversation",
     "WireEmulator": "._conversation",
     "converse": "._conversation",
-    "INVARIANTS": "._invariants",
-    "Deviation": "._invariants",
-    "Judgement": "._invariants",
-    "Violation": "._invariants",
-    "judge": "._invariants",
+    "INVARIANTS": "._wire_invariants",
+    "Deviation": "._wire_invariants",
+    "Judgement": "._wire_invariants",
+    "Violation": "._wire_invariants",
+    "judge": "._wire_invariants",
     "judge_recording": "._recordings",
     "KINDS": "._replies",
     "TIERS": "._replies",
     "kinds_for": "._replies",
     "replies": "._replies",
     "tier_of": "._replies",
-    "Verdict": "._verdicts",
+    "Verdict": "._campaign_result",
 }
 __all__ = [
     "Agent",

@@ -19,13 +19,15 @@ import inspect
 import json
 import queue
 import re
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.agents._agent_output import capturing, conversation_output
+from harness.agents._agent_output import agent_output, capturing, conversation_output
 from harness.emulator import Emulator, EmulatorTransport, Fault, IdSource, WireRequest, fault, script_of
 from harness.recording import Body, Request, Said, conversation
 from harness.scenarios import ModelTurn
@@ -36,6 +38,11 @@ IN_PROCESS_BASE = "http://emulator.invalid"
 request that bypasses that client fails loudly instead of reaching anything."""
 
 API_KEY = "sk-emulated"
+REQUEST_SLACK = 4
+"""Requests a run may send beyond its drawn replies and the final answer before W3 calls it endless."""
+DEFAULT_TIME_BOUND = 20.0
+"""Seconds a run may take before it is abandoned (W3); ``--time-bound`` / ``time_bound=``."""
+DEFAULT_PROMPT = "What is 2 + 3? Use your tools."
 
 
 class Agent(Protocol):
@@ -414,8 +421,9 @@ def _start(
     inbox: queue.Queue[Any],
     log: list[str],
 ) -> tuple[Callable[[], None], Callable[[], bool]]:
-    """Start the run; returns how to cancel it (an async run's task; a sync thread cannot be) and
-    whether it is still running."""
+    """Start the run; returns how to cancel it and whether it is still running. An async run's task
+    is cancelled; a synchronous thread cannot be, unless the agent says how (``wire_cancel``: an
+    agent run as a process kills its process group, and the thread returns)."""
     kwargs: dict[str, Any] = {"base_url": base_url, "api_key": API_KEY}
 
     def finish(returned: Any, raised: BaseException | None) -> None:
@@ -424,26 +432,7 @@ def _start(
         )
 
     if is_async(agent):
-
-        async def call() -> None:
-            if in_process:
-                kwargs["http_client"] = emulator.http_client()
-            try:
-                with capturing(log):
-                    value = await agent(prompt, **kwargs)
-            except BaseException as exc:  # the agent's failure is an outcome the invariants judge
-                finish(None, exc)
-                if not isinstance(exc, Exception):
-                    raise
-            else:
-                finish(value, None)
-
-        future = asyncio.run_coroutine_threadsafe(call(), _shared_loop())
-
-        def cancel() -> None:
-            future.cancel()
-
-        return cancel, (lambda: not future.done())
+        return _start_async(agent, emulator, prompt, kwargs, in_process, log, finish)
 
     def work() -> None:
         if in_process:
@@ -458,7 +447,40 @@ def _start(
 
     thread = threading.Thread(target=work, daemon=True, name="agent-under-test")
     thread.start()
-    return (lambda: None), thread.is_alive
+    cancel = getattr(agent, "wire_cancel", None)
+    return ((lambda: cancel(base_url)) if callable(cancel) else (lambda: None)), thread.is_alive
+
+
+def _start_async(
+    agent: Callable[..., Any],
+    emulator: WireEmulator,
+    prompt: str,
+    kwargs: dict[str, Any],
+    in_process: bool,
+    log: list[str],
+    finish: Callable[[Any, BaseException | None], None],
+) -> tuple[Callable[[], None], Callable[[], bool]]:
+    """The run as a task on the shared event loop: cancelled at its time bound."""
+
+    async def call() -> None:
+        if in_process:
+            kwargs["http_client"] = emulator.http_client()
+        try:
+            with capturing(log):
+                value = await agent(prompt, **kwargs)
+        except BaseException as exc:  # the agent's failure is an outcome the invariants judge
+            finish(None, exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            finish(value, None)
+
+    future = asyncio.run_coroutine_threadsafe(call(), _shared_loop())
+
+    def cancel() -> None:
+        future.cancel()
+
+    return cancel, (lambda: not future.done())
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
@@ -487,3 +509,69 @@ def scripted(replies: Sequence[ModelTurn]) -> Chooser:
         return replies[min(number, len(replies)) - 1]
 
     return choose
+
+
+def agent_name(agent: Callable[..., Any], name: str | None = None) -> str:
+    """``module:name``, as ``--agent`` takes it (a function made by a factory: its ``__name__``).
+
+    ``name``, when given, is the answer: the ``MODULE:CALLABLE`` the user typed, which a factory's
+    function cannot tell (its ``__module__`` is the factory's, not the one that re-exports it)."""
+    if name:
+        return name
+    named = getattr(agent, "wire_name", None)  # an agent run as a command: the command
+    if isinstance(named, str):
+        return named
+    module = getattr(agent, "__module__", None) or "agent"
+    qualified = getattr(agent, "__qualname__", None) or ""
+    name = qualified if qualified and "<locals>" not in qualified else getattr(agent, "__name__", "agent")
+    namespace = vars(sys.modules[module]) if module in sys.modules else {}
+    if namespace.get(name) is not agent:  # made by a factory: the name it is importable by, if any
+        name = next((key for key, value in namespace.items() if value is agent), name)
+    return f"{module}:{name}"
+
+
+class Serving:
+    """One emulator for a whole campaign, each conversation under its own path. An agent that takes
+    ``http_client`` is served in process; it is given the loopback root as well (when the
+    ``emulator`` extra is installed), so a framework that ignores the client it was handed (one that
+    wants an ``httpx`` client, say) is served anyway, and the campaign says so."""
+
+    def __init__(self, agent: Callable[..., Any]) -> None:
+        self.in_process = takes_http_client(agent)
+        self.emulator = WireEmulator()
+        self.left_behind = LeftBehind()
+        self.bypassed = 0
+        """Conversations whose requests all came over loopback though the agent was given a client."""
+        self.base_url: str | None = None
+        try:
+            self.base_url = self.emulator.start()
+        except ImportError:  # no uvicorn: in process only (a client it ignores fails loudly instead)
+            if not self.in_process:
+                raise
+
+    def converse(self, agent: Callable[..., Any], choose: Any, **kwargs: Any) -> Run:
+        return converse(
+            agent,
+            self.emulator,
+            choose,
+            base_url=self.base_url,
+            in_process=self.in_process,
+            left_behind=self.left_behind,
+            **kwargs,
+        )
+
+    def close(self) -> None:
+        self.emulator.stop()
+
+
+@contextmanager
+def serving(agent: Callable[..., Any]) -> Iterator[Serving]:
+    with agent_output():
+        served = Serving(agent)
+        try:
+            yield served
+        finally:
+            served.close()
+            close = getattr(agent, "wire_close", None)  # an agent run as a long-lived process: ended now
+            if callable(close):
+                close()

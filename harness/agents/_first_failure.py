@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.agents._agent_output import shown
+
+if TYPE_CHECKING:
+    from harness.agents._campaign_result import AgentStats
 
 _HARNESS = str(Path(__file__).resolve().parents[1])
 _PLUMBING = ("threading.py", "concurrent/futures/", "asyncio/")
@@ -42,7 +48,11 @@ def _trim(shown: traceback.TracebackException, seen: set[int]) -> None:
 
 def agent_traceback(raised: BaseException) -> str:
     """The traceback of what the agent raised, its frames only (the harness's and the thread and
-    event-loop plumbing around them left out), chained exceptions included."""
+    event-loop plumbing around them left out), chained exceptions included. An agent run as a
+    process has no Python frames: its exit and its stderr are shown instead (``wire_told``)."""
+    told = getattr(raised, "wire_told", None)
+    if isinstance(told, str):
+        return told
     shown = traceback.TracebackException.from_exception(raised)
     _trim(shown, set())
     return "".join(shown.format()).rstrip()
@@ -74,3 +84,17 @@ def hints(raised: BaseException) -> list[str]:
             "base_url + '/v1', the others base_url itself"
         )
     return said
+
+
+def nothing_tested(stats: AgentStats) -> str:
+    """Why a campaign that reached nothing reached nothing: the first run's traceback (the agent's
+    frames), the hints it supports, and what the agent printed."""
+    run = stats.first_raised
+    if run is None or run.raised is None:
+        return "no run sent a request to the emulator, and none raised: does the agent call its model at all?"
+    lines = [f"no run sent a request to the emulator; the first one raised {stats.first_error}"]
+    lines += ["", agent_traceback(run.raised)]
+    lines += ["", *hints(run.raised)] if hints(run.raised) else []
+    if run.log:
+        lines += ["", "the agent's output in that run:", shown(run.log)]
+    return "\n".join(lines)

@@ -1,6 +1,6 @@
 """The ``harness`` command: every subcommand, each importing what it drives only when it runs.
 
-The command groups with options of their own live beside this facade (``_cassettes``, ``_fuzz``,
+The command groups with options of their own live beside this facade (``_cassettes``, ``_fuzz_command``,
 ``_emulate``; what they share in ``_common``). So ``harness --help`` stays fast, an optional extra
 that is missing only breaks the command that needs it, and the packages the commands drive know
 nothing of click.
@@ -23,7 +23,7 @@ import click
 from harness.cli._cassettes import cassettes_group
 from harness.cli._common import HTML_HELP, USAGE_ERROR, expand, html_ready, write_html
 from harness.cli._emulate import emulate_command
-from harness.cli._fuzz import fuzz_command
+from harness.cli._fuzz_command import fuzz_command
 
 __all__ = [
     "cassettes_group",

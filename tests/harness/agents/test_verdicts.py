@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.agents import INVARIANTS, run_agent_campaign
-from harness.agents._verdicts import verdicts
+from harness.agents._campaign_result import verdicts
 from tests.harness.agents import planted
 from tests.harness.agents.test_agent_contract import fuzz
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -554,3 +554,8 @@ def _w6(exchanges: Sequence[Exchange], kinds: _Kinds) -> Iterable[Violation]:
                 kinds(reply),
                 measured=f"it came {gap:.3f}s after the {status_of(reply)}, {wait:g}s asked",
             )
+
+
+def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
+    """The agent's ``wire_deviations``, or a ``TypeError`` saying what is wrong with them."""
+    return declared_deviations(getattr(agent, "wire_deviations", None))

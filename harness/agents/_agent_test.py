@@ -1,0 +1,134 @@
+"""``agent_test``: a wire campaign as a pytest test, its saved regressions replayed first.
+
+``test_my_agent = agent_test(my_agent)`` in a test module is the whole suite, under the active
+Hypothesis profile (``harness-ci`` in CI: the same examples every time);
+``agent_test(cmd=["node", "agent.mjs"])`` is the same for an agent in any language, run as a
+process (``_process_agent``).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.agents._campaign import DEFAULT_MAX_REPLIES, checker, tally
+from harness.agents._campaign_result import AgentStats, WireViolationError
+from harness.agents._conversation import DEFAULT_PROMPT, DEFAULT_TIME_BOUND, agent_name, check_signature, serving
+from harness.agents._first_failure import nothing_tested
+from harness.agents._wire_invariants import INVARIANTS, Deviation, declared_deviations, deviations_of
+from harness.agents._wire_regressions import load_wire_regressions, replay_agent
+from harness.scenarios import Scenario
+
+
+def agent_test(
+    agent: Callable[..., Any] | None = None,
+    *,
+    cmd: Sequence[str] | str | None = None,
+    mode: str = "process",
+    prompt: str | None = None,
+    deviations: Sequence[Deviation] | None = None,
+    max_replies: int = DEFAULT_MAX_REPLIES,
+    time_bound: float = DEFAULT_TIME_BOUND,
+    regressions: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    hostile: bool = False,
+) -> Callable[[], None]:
+    """A pytest test of ``agent`` (or of the command ``cmd``, in any language): its saved wire
+    regressions replayed first, then a campaign under the active Hypothesis profile.
+
+    ``cmd`` is the agent's argv (a string is split as a shell would); ``mode="lines"`` keeps one
+    process for the whole campaign (docs/wire-campaigns.md, "Any language"). ``name`` is what its
+    saved scenarios name (``meta.agent``): for an agent made by a factory in another module, the
+    ``MODULE:CALLABLE`` it is imported by. ``time_bound``: the seconds a run may take before it is
+    abandoned (W3); a run that cannot be cancelled is left behind, and the failure counts it."""
+    if (agent is None) == (cmd is None):
+        raise TypeError("give agent_test an agent callable or cmd=[...], one of them")
+    unusable: str | None = None
+    try:  # checked now, said when the test runs: one wrong agent must not stop a module's collection
+        agent = _the_agent(agent, cmd, mode)
+        name = agent_name(agent, name)
+        check_signature(agent)
+    except (TypeError, ValueError) as exc:
+        unusable = f"{name or cmd or agent}: {exc}"
+    declared: Sequence[Deviation] = ()
+    if agent is not None:  # a declaration no judgement could use is refused at once (a list, of Deviation)
+        declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
+    text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
+    plan = _Plan(agent, str(name), text, declared, max_replies, time_bound, hostile)
+
+    def test() -> None:
+        if unusable is not None or agent is None:
+            raise TypeError(unusable)
+        for path in load_wire_regressions(regressions, plan.name):
+            run, judgement = replay_agent(agent, path, deviations=declared)
+            if judgement.violations:
+                raise WireViolationError(judgement, run, Scenario.from_yaml(path))
+        plan.campaign()
+
+    label = getattr(agent, "__name__", None) or "agent"
+    test.__name__ = f"test_wire_{label}"
+    test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
+    return test
+
+
+def _the_agent(agent: Callable[..., Any] | None, cmd: Sequence[str] | str | None, mode: str) -> Callable[..., Any]:
+    """The callable a campaign runs: ``agent``, or the command ``cmd`` as a process agent."""
+    if cmd is not None:
+        from harness.agents._process_agent import ProcessAgent
+
+        return ProcessAgent(cmd, mode=mode)
+    assert agent is not None  # one of the two, checked above
+    return agent
+
+
+@dataclass
+class _Plan:
+    """The campaign ``agent_test`` runs, under the profile active when the test runs."""
+
+    agent: Callable[..., Any] | None
+    name: str
+    prompt: str
+    deviations: Sequence[Deviation]
+    max_replies: int
+    time_bound: float
+    hostile: bool
+
+    def campaign(self) -> None:
+        assert self.agent is not None  # an unusable agent raised before its campaign
+        stats = AgentStats()
+        with serving(self.agent) as served:
+            check = checker(
+                self.agent,
+                self.name,
+                served,
+                self.prompt,
+                self.deviations,
+                self.max_replies,
+                self.time_bound,
+                self.hostile,
+            )
+
+            def example(data: Any) -> None:
+                stats.add(*check(data))
+
+            current = settings()  # the profile active now, not at import
+            campaign = settings(current, deadline=None, suppress_health_check=list(HealthCheck))(
+                given(st.data())(example)
+            )
+            try:
+                campaign()
+            except WireViolationError as exc:
+                tally(stats, served)
+                notes = "".join(f"\n{note}" for note in stats.notes())
+                raise WireViolationError(exc.judgement, exc.run, exc.scenario, notes) from None
+            tally(stats, served)
+        if stats.left_behind:  # said once the agent's output is no longer captured: pytest shows it
+            warnings.warn(f"{self.name}: {stats.notes()[-1]}", RuntimeWarning, stacklevel=3)
+        if not stats.requests:  # a campaign of runs that all failed before their first request tested nothing
+            raise AssertionError(f"{self.name}: " + nothing_tested(stats))

@@ -1,0 +1,227 @@
+"""What a wire campaign found and what it can honestly say: the counts of what it exercised
+(:class:`AgentStats`), the minimal failure (:class:`WireFailure`), the result, the errors a
+campaign raises, and the invariants' verdicts (one computation for the console and the HTML
+page, so the two can never say different things).
+
+"held" is a claim that the campaign gave an invariant chances to break and it did not; a count of
+those chances goes with it. An invariant no conversation gave a chance is "not exercised"; one the
+campaign stopped before reaching (it stops at its first violation) is "not reached".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.agents._conversation import Run
+from harness.agents._replies import retry_after
+from harness.agents._wire_invariants import INVARIANTS, Judgement, Violation, reply_kinds
+from harness.emulator import WireRequest
+from harness.scenarios import Scenario
+
+RETRIED_STATUSES = (429, 503)
+
+
+def exercised(run: Run) -> set[str]:
+    """The invariants this run gave a chance to break (it is counted under each, once)."""
+    chances: set[str] = set()
+    exchanges = run.exchanges
+    if not exchanges:
+        return chances
+    chances.add("W3")  # a run that reached the emulator could have failed to end
+    if len(exchanges) > 1:
+        chances.add("W2")  # a second request could have rewritten the first one's history
+    for exchange in exchanges:
+        reply = exchange.reply
+        if reply is None:
+            continue
+        if exchange.delivered and reply.calls:
+            chances.add("W1")  # a call was owed a result
+        if not exchange.delivered:
+            chances.add("W5")  # a reply that is not whole could have been returned as one
+        if reply.kind == "error" and retry_after(reply) is not None:
+            chances.add("W6")  # a retry could have come too soon
+    if run.returned is not None and not run.timed_out:
+        chances.add("W4")  # a returned text to compare with the last reply's
+    return chances
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row of the invariants' table."""
+
+    invariant: str
+    statement: str
+    verdict: str
+    """``VIOLATED``, ``held (exercised in N conversations)``, ``not exercised`` or ``not reached (stopped at W<n>)``."""
+    declared: int = 0
+    """Violations a declared deviation covered."""
+
+    @property
+    def held(self) -> bool:
+        return self.verdict.startswith("held")
+
+    @property
+    def text(self) -> str:
+        """The verdict as the table shows it, with the declared deviations it needed."""
+        return self.verdict + (f" ({self.declared} declared deviation(s))" if self.declared else "")
+
+
+def verdicts(result: AgentCampaignResult, invariants: Mapping[str, str]) -> list[Verdict]:
+    """Per invariant, what ``result`` (an ``AgentCampaignResult``) can honestly say of it."""
+    stats = result.stats
+    failure = result.failure
+    broken = failure.violation.invariant if failure is not None else None
+    rows = []
+    for name, statement in invariants.items():
+        chances = int(stats.exercised.get(name, 0))
+        if name == broken:
+            verdict = "VIOLATED"
+        elif chances:
+            verdict = f"held (exercised in {chances} conversation{'s' if chances != 1 else ''})"
+        elif broken is not None:
+            verdict = f"not reached (stopped at {broken})"
+        else:
+            verdict = "not exercised"
+        rows.append(Verdict(name, statement, verdict, int(stats.declared.get(name, 0))))
+    return rows
+
+
+@dataclass
+class AgentStats:
+    """What a wire campaign exercised, so a green campaign also says how much ground it covered."""
+
+    conversations: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    kinds: Counter[str] = field(default_factory=Counter)
+    endings: Counter[str] = field(default_factory=Counter)
+    wires: Counter[str] = field(default_factory=Counter)
+    declared: Counter[str] = field(default_factory=Counter)
+    """Violations a declared deviation covered, per invariant."""
+    agent_seconds: float = 0.0
+    """Time the agent's runs took, less the harness's choosing of replies: the framework and the wire."""
+
+    first_error: str | None = None
+    """How the first run that sent no request ended: a campaign that reached nothing says why."""
+    first_raised: Run | None = None
+    """That run, whole: its traceback and what it printed are shown when nothing was tested."""
+    exercised: Counter[str] = field(default_factory=Counter)
+    """Conversations that gave each invariant a chance to break (``_verdicts``)."""
+    late: int = 0
+    """Requests that arrived from runs the campaign had abandoned (refused, never judged)."""
+    unnamed: int = 0
+    """Requests whose path named no conversation (a client that drops its base URL's path)."""
+    left_behind: int = 0
+    """Abandoned runs still running when the verdict was given."""
+    bypassed: int = 0
+    """Conversations in process whose requests came over loopback: the agent ignored its ``http_client``."""
+
+    def add(self, run: Run, judgement: Judgement) -> None:
+        if not run.exchanges and run.raised is not None and self.first_error is None:
+            self.first_error = f"{type(run.raised).__name__}: {run.raised}"
+            self.first_raised = run
+        self.exercised.update(exercised(run))
+        self.conversations += 1
+        self.agent_seconds += run.seconds - run.choosing
+        self.requests += len(run.exchanges)
+        self.kinds.update(reply_kinds(run))  # arguments that fail their schema told from a valid call
+        self.endings[run.ended] += 1
+        if run.exchanges:
+            self.wires[wire_of(run.exchanges[0].request)] += 1
+        self.declared.update(v.invariant for v, _ in judgement.declared)
+
+    @property
+    def harness_seconds(self) -> float:
+        """Everything else: drawing, judging, Hypothesis itself (shrinking excluded)."""
+        return max(0.0, self.seconds - self.agent_seconds)
+
+    def rows(self) -> list[tuple[str, int]]:
+        rows = [(f"runs that {ending}", count) for ending, count in sorted(self.endings.items())]
+        rows += [(f"replies: {kind}", count) for kind, count in sorted(self.kinds.items())]
+        rows += [(f"runs on {wire}", count) for wire, count in sorted(self.wires.items())]
+        if self.late:
+            rows.append(("requests from runs the campaign had abandoned (refused, not judged)", self.late))
+        if self.left_behind:
+            rows.append(("abandoned runs still running at the verdict", self.left_behind))
+        return rows
+
+    def notes(self) -> list[str]:
+        """What a reader must know to trust the verdict: runs left behind, late requests, isolation
+        that a client defeated, an ``http_client`` ignored."""
+        said = []
+        if self.late:
+            said.append(
+                f"{self.late} request(s) arrived from runs the campaign had abandoned: refused and counted, "
+                "not judged as another conversation's"
+            )
+        if self.left_behind:
+            said.append(f"{self.left_behind} abandoned run(s) were still running at the verdict: left behind")
+        if self.unnamed:
+            said.append(
+                f"{self.unnamed} request(s) did not carry their conversation's base URL path (the client drops "
+                "base_url's path): each was judged in the conversation running when it arrived"
+            )
+        if self.bypassed:
+            said.append(
+                f"the agent ignored the http_client it was given in {self.bypassed} conversation(s) (a framework "
+                "that takes only an httpx client?): its own client was served on loopback instead"
+            )
+        return said
+
+
+def wire_of(request: WireRequest) -> str:
+    """``openai chat.completions (streamed)``: the wire a request spoke."""
+    route = request.route
+    return f"{route.provider} {route.endpoint}" + (" (streamed)" if request.streaming else "")
+
+
+@dataclass
+class WireFailure:
+    """The minimal violating run, its scenario and where it was saved."""
+
+    violation: Violation
+    judgement: Judgement
+    run: Run
+    scenario: Scenario
+    path: Path | None = None
+
+
+@dataclass
+class AgentCampaignResult:
+    agent: str
+    stats: AgentStats
+    seed: int
+    in_process: bool
+    failure: WireFailure | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No violation, and the agent reached the emulator at all (a campaign of runs that all
+        failed before their first request tested nothing)."""
+        return self.failure is None and self.stats.requests > 0
+
+    def verdicts(self, invariants: Mapping[str, str] = INVARIANTS) -> list[Verdict]:
+        """Per invariant, what the campaign can honestly say (the console's table and the HTML's)."""
+        return verdicts(self, invariants)
+
+
+class UnsteadyAgentError(RuntimeError):
+    """Hypothesis saw the agent answer the same replies with different requests: a campaign over
+    it can neither shrink nor reproduce anything, and says so instead of reporting noise."""
+
+
+class WireViolationError(AssertionError):
+    """A run broke a wire invariant; carries the run, and (once shrunk) its scenario and file."""
+
+    def __init__(self, judgement: Judgement, run: Run, scenario: Scenario, notes: str = "") -> None:
+        self.judgement, self.run, self.scenario = judgement, run, scenario
+        shown = "\n".join(str(v) for v in judgement.violations)
+        said = f"{shown}{notes}\n\nthe replies as a scenario (harness emulate --script FILE):\n{scenario.to_yaml()}"
+        if run.log:
+            from harness.agents._agent_output import shown as output
+
+            said += f"\nthe agent's output in this conversation:\n{output(run.log)}\n"
+        super().__init__(said)

@@ -1,0 +1,330 @@
+"""An agent in any language, run as a process (DESIGN section 6, "Any agent, any language").
+
+:class:`ProcessAgent` is a peer of the in-process agent: the campaign calls it as it calls
+``agent(prompt, *, base_url, api_key)``, on the run's thread, and it runs the command instead.
+Each run leads its own process group (``start_new_session``), so cancelling it at its time bound
+kills the group, and with it whatever the agent started: a process agent is never left behind.
+
+Two modes. ``process`` (the default): one process per conversation, argv split as a shell would
+and run without one, in the current directory, with the contract's environment added (each
+provider's base URL for this conversation, placeholder keys, ``HARNESS_PROMPT``) and the prompt on
+stdin, which is then closed; exit 0 and its stdout, stripped, is the answer; a non-zero exit is a
+raise, its stderr kept for the report. ``lines``: one process for the whole campaign, so start-up
+(node's 50-300 ms) is paid once; it reads a JSON line per conversation on stdin, ``{"conversation":
+n, "prompt": ..., "env": {...}}``, and answers with one on stdout, ``{"conversation": n, "answer":
+...}`` or ``{"conversation": n, "error": ...}``. A run that outlives its bound there kills the
+group, and the next conversation starts a fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+MODES = ("process", "lines")
+KILL_GRACE = 0.5
+"""Seconds a cancelled group has between SIGTERM and SIGKILL."""
+PLACEHOLDER_KEY = "sk-emulated"
+_PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+class AgentCommandError(ValueError):
+    """A command no run could start (empty, unsplittable, not found, not executable): one line."""
+
+
+class AgentProcessError(RuntimeError):
+    """The agent's run raised: its process exited non-zero (or, in ``lines`` mode, answered with an
+    error or died). ``stderr`` is what it wrote there, shown in the report as a traceback would be."""
+
+    def __init__(self, summary: str, stderr: str = "") -> None:
+        super().__init__(summary)
+        self.summary, self.stderr = summary, stderr
+
+    @property
+    def wire_told(self) -> str:
+        """How the report shows it, in place of a Python traceback (the process has none of ours)."""
+        tail = self.stderr.rstrip()
+        return self.summary + (f"\nits stderr:\n{tail}" if tail else " (nothing on stderr)")
+
+
+def conversation_env(base_url: str, prompt: str | None = None) -> dict[str, str]:
+    """The contract's environment for one conversation rooted at ``base_url``."""
+    root = base_url.rstrip("/")
+    env = {
+        "HARNESS_BASE_URL": root,
+        "OPENAI_BASE_URL": f"{root}/v1",
+        "ANTHROPIC_BASE_URL": root,
+        "GOOGLE_GEMINI_BASE_URL": root,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": root,
+    }
+    if prompt is not None:
+        env["HARNESS_PROMPT"] = prompt
+    return env
+
+
+def _placeholder_env() -> dict[str, str]:
+    env = dict.fromkeys(_PLACEHOLDERS, PLACEHOLDER_KEY)
+    env.update(AWS_ACCESS_KEY_ID="AKIAEMULATED", AWS_SECRET_ACCESS_KEY="emulated", AWS_REGION="us-east-1")
+    return env
+
+
+def split_command(command: str | Sequence[str]) -> list[str]:
+    """The argv of ``command``, or :class:`AgentCommandError` saying in one line why no run could start it."""
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise AgentCommandError(f"cannot split {command!r} as a shell would: {exc}") from None
+    else:
+        argv = [str(part) for part in command]
+    if not argv or not argv[0]:
+        raise AgentCommandError("the command is empty: give the program and its arguments, e.g. 'node agent.mjs'")
+    program = argv[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program)
+        if not path.exists():
+            raise AgentCommandError(f"{program}: no such file (the command runs in {Path.cwd()})")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise AgentCommandError(
+                f"{program}: not executable (chmod +x it, or run it through its interpreter: 'node {program}')"
+            )
+    elif shutil.which(program) is None:
+        raise AgentCommandError(f"{program}: command not found on PATH")
+    return argv
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):  # the group is gone already
+        pass
+
+
+def _end_group(process: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
+    """SIGTERM the process's group, SIGKILL what is left after ``grace``: nothing of it survives."""
+    _kill_group(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_group(process.pid, signal.SIGKILL)
+
+
+def _exit_summary(argv: Sequence[str], code: int | None) -> str:
+    shown = shlex.join(argv)
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"{shown} was killed by {name}"
+    return f"{shown} exited with status {code}"
+
+
+class ProcessAgent:
+    """``ProcessAgent("node agent.mjs")``: the agent a wire campaign runs as a command.
+
+    ``mode``: ``process`` (a process per conversation, the default) or ``lines`` (one long-lived
+    process, a JSON line per conversation). ``env``: more variables for its environment."""
+
+    def __init__(
+        self, command: str | Sequence[str], *, mode: str = "process", env: Mapping[str, str] | None = None
+    ) -> None:
+        if mode not in MODES:
+            raise AgentCommandError(f"mode {mode!r}: give one of {', '.join(MODES)}")
+        self.argv = split_command(command)
+        self.mode = mode
+        self.command = command if isinstance(command, str) else shlex.join(self.argv)
+        self.env = dict(env or {})
+        self.wire_name = self.command
+        """What saved scenarios name this agent by (``meta.agent``)."""
+        self.wire_target = f"--agent-cmd {shlex.quote(self.command)}" + (
+            " --agent-cmd-mode lines" if mode == "lines" else ""
+        )
+        """The options of ``harness fuzz`` that run it again."""
+        self.__name__ = Path(self.argv[-1]).stem or "agent"
+        self._running: dict[str, subprocess.Popen[Any]] = {}
+        self._lock = threading.Lock()
+        self._server: _LongLived | None = None
+
+    def __repr__(self) -> str:
+        return f"ProcessAgent({self.command!r}, mode={self.mode!r})"
+
+    def __call__(self, prompt: str, *, base_url: str, api_key: str) -> str:
+        if self.mode == "lines":
+            return self._serve_line(prompt, base_url)
+        return self._run_process(prompt, base_url)
+
+    def _environment(self) -> dict[str, str]:
+        return {**os.environ, **_placeholder_env(), **self.env}
+
+    def _run_process(self, prompt: str, base_url: str) -> str:
+        env = {**self._environment(), **conversation_env(base_url, prompt)}
+        with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            given.write(prompt.encode("utf-8"))
+            given.seek(0)  # a file, not a pipe: a prompt longer than a pipe's buffer cannot block the start
+            process = subprocess.Popen(self.argv, stdin=given, stdout=out, stderr=err, env=env, start_new_session=True)
+            with self._lock:
+                self._running[base_url] = process
+            try:
+                code = process.wait()
+            finally:
+                with self._lock:
+                    self._running.pop(base_url, None)
+                _kill_group(process.pid, signal.SIGKILL)  # what the run started and left running goes with it
+            stdout, stderr = (_read(f) for f in (out, err))
+        if stderr:
+            sys.stderr.write(stderr)  # the run's own thread: kept in its log, shown with a failure
+        if code != 0:
+            raise AgentProcessError(_exit_summary(self.argv, code), stderr)
+        return stdout.strip()
+
+    def _serve_line(self, prompt: str, base_url: str) -> str:
+        with self._lock:
+            if self._server is None or not self._server.alive():
+                self._server = _LongLived(self.argv, self._environment())
+            server = self._server
+        return server.converse(prompt, base_url)
+
+    def wire_cancel(self, base_url: str) -> None:
+        """The run at ``base_url`` outlived its bound: its process group is killed (in ``lines`` mode,
+        the long-lived process, replaced at the next conversation)."""
+        with self._lock:
+            process = self._running.get(base_url)
+            server = self._server if self.mode == "lines" else None
+        if process is not None:
+            _end_group(process)
+        if server is not None:
+            server.stop()
+
+    def wire_close(self) -> None:
+        """The campaign is over: the long-lived process, if any, goes."""
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.stop()
+
+
+def _read(file: IO[bytes]) -> str:
+    file.seek(0)
+    return file.read().decode("utf-8", errors="replace")
+
+
+class _LongLived:
+    """The ``lines`` mode's process: a conversation a line, answered in order; what it writes
+    beside its answers (stdout lines that are not one, stderr) is kept for the conversation running."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
+        self.argv = list(argv)
+        self.process = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, "HARNESS_AGENT_MODE": "lines"},
+            start_new_session=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+        )
+        self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.said: list[str] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read_answers, daemon=True, name="agent-cmd-stdout").start()
+        threading.Thread(target=self._read_errors, daemon=True, name="agent-cmd-stderr").start()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _read_answers(self) -> None:
+        assert self.process.stdout is not None  # opened as a pipe above
+        for line in self.process.stdout:
+            answer = _answer_line(line)
+            if answer is None:
+                with self._lock:
+                    self.said.append(line)
+            else:
+                self.answers.put(answer)
+        self.answers.put(None)  # it ended: whoever waits learns it
+
+    def _read_errors(self) -> None:
+        assert self.process.stderr is not None  # opened as a pipe above
+        for line in self.process.stderr:
+            with self._lock:
+                self.errors.append(line)
+
+    def _output(self) -> tuple[str, str]:
+        with self._lock:
+            said, errors = "".join(self.said), "".join(self.errors)
+            self.said.clear()
+            self.errors.clear()
+        return said, errors
+
+    def converse(self, prompt: str, base_url: str) -> str:
+        number = _conversation_number(base_url)
+        line = json.dumps({"conversation": number, "prompt": prompt, "env": conversation_env(base_url, prompt)})
+        try:
+            assert self.process.stdin is not None  # opened as a pipe above
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died: the reader says so below
+        answer = self._next_answer(number)
+        said, errors = self._output()
+        if said or errors:
+            sys.stderr.write(said + errors)  # the run's own thread: kept in its log
+        if answer is None:
+            self.process.wait()
+            raise AgentProcessError(
+                _exit_summary(self.argv, self.process.returncode) + f" during conversation {number}", errors
+            )
+        if "error" in answer:
+            raise AgentProcessError(f"conversation {number} answered with an error: {answer['error']}", errors)
+        return str(answer.get("answer", ""))
+
+    def _next_answer(self, number: int) -> dict[str, Any] | None:
+        """This conversation's answer (one left by a conversation abandoned earlier is passed over)."""
+        while True:
+            answer = self.answers.get()
+            if answer is None or answer.get("conversation") == number:
+                return answer
+
+    def stop(self) -> None:
+        """Kill its group; the readers end at the pipes' end of file (closing those under them would not)."""
+        _end_group(self.process)
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:  # a pipe the dead process left half-written
+            pass
+
+
+def _answer_line(line: str) -> dict[str, Any] | None:
+    """A line that is an answer (a JSON object naming its conversation), else ``None``."""
+    if not line.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and "conversation" in value and ("answer" in value or "error" in value):
+        return value
+    return None
+
+
+def _conversation_number(base_url: str) -> int:
+    tail = base_url.rstrip("/").rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
