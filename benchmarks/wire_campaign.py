@@ -25,8 +25,12 @@ the campaign's ``WireEmulator``; nothing in the campaign changes):
   A clean agent is never shrunk, so shrinking costs nothing here.
 
 Rows: the planted loop over the ``openai`` SDK without defects (``tests/harness/agents/planted.py``)
-in process and on loopback, and pydantic-ai (OpenAI chat) in process where it is importable (the
-``agents`` extra; skipped, saying why, where not). Medians of ``--repeat`` repetitions, same seed
+in process and on loopback, pydantic-ai (OpenAI chat) in process where it is importable (the
+``agents`` extra; skipped, saying why, where not), and the node loop over the ``openai`` SDK
+(``tests/harness/agents/node/openai_loop.mjs``, ``harness fuzz --agent-cmd``) with a process per
+conversation and with one long-lived process (``--agent-cmd-mode lines``), where node and
+tests/node/node_modules are there. Its bare runs are the same command's, in the same mode: node's
+start-up is the agent's time in both. Medians of ``--repeat`` repetitions, same seed
 each time (the same conversations). The target: the harness's share at most a quarter.
 """
 
@@ -190,7 +194,32 @@ def contenders() -> tuple[list[Contender], list[str]]:
         skipped.append(f"pydantic-ai (OpenAI chat), in process: {exc.name} is not installed (the agents extra)")
     else:
         rows.append(Contender("pydantic-ai (OpenAI chat), in process", pydantic_ai_chat, True, True))
+    rows += node_contenders(skipped)
     return rows, skipped
+
+
+def node_contenders(skipped: list[str]) -> list[Contender]:
+    """The node loop over the ``openai`` SDK (``tests/harness/agents/node/openai_loop.mjs``) run as a
+    command: a process per conversation (``--agent-cmd``), and one long-lived process
+    (``--agent-cmd-mode lines``)."""
+    import shutil
+
+    from harness.agents import ProcessAgent
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("node") is None:
+        skipped.append("node loop (openai SDK), as a command: node is not installed")
+        return []
+    if not (root / "tests" / "node" / "node_modules" / "openai").is_dir():
+        skipped.append("node loop (openai SDK), as a command: tests/node/node_modules is missing (npm ci there)")
+        return []
+    command = f"node {root / 'tests' / 'harness' / 'agents' / 'node' / 'openai_loop.mjs'}"
+    return [
+        Contender("node loop (openai SDK), a process per conversation", ProcessAgent(command), False, False),
+        Contender(
+            "node loop (openai SDK), one long-lived process (lines)", ProcessAgent(command, mode="lines"), False, False
+        ),
+    ]
 
 
 # -- one measurement ---------------------------------------------------------------------------------
@@ -244,6 +273,9 @@ def bare(contender: Contender, conversations: int) -> Bare:
         emulator.stop()
         if loop is not None:
             loop.close()
+        close = getattr(contender.agent, "wire_close", None)  # a long-lived process: the bare runs' own
+        if callable(close):
+            close()
     meter.totals()
     return Bare(seconds, meter.serving - meter.choosing, meter.requests)
 

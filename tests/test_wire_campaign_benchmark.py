@@ -31,3 +31,5 @@ def test_the_wire_campaign_benchmark_runs_and_splits_every_row() -> None:
         for cell in cells[3:6]:  # the agent, the wire, the harness: each a time and its share
             assert re.match(r"[\d.]+ s \(\d+(\.\d)?%", cell), cell
     assert "pydantic-ai" in done.stdout  # measured, or skipped saying why
+    node = [line for line in done.stdout.splitlines() if line.startswith("| node loop")]
+    assert len(node) == 2 or "| skipped: node loop" in done.stdout  # a process each, and long-lived

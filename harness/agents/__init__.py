@@ -11,7 +11,7 @@ plugin and ``harness --help`` pay nothing for it.
 ``agent_test`` (``_agent_test``) its pytest form; ``replay_agent`` (``_wire_regressions``) serves a
 saved scenario; ``judge`` and ``Deviation`` (``_wire_invariants``) are the invariants; ``replies``
 (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run, under a base URL of its
-own;
+own; ``ProcessAgent`` (``_process_agent``) an agent in any language, run as a process;
 ``AgentCampaignResult`` and ``Verdict`` (``_campaign_result``) what a campaign found and can say,
 the same on the console and the HTML page. ``_agent_output`` keeps what the agent prints per
 conversation, ``_first_failure`` shows what a run raised (the agent's frames, the hints that fit).
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         WireViolationError,
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
+    from harness.agents._process_agent import ProcessAgent
     from harness.agents._recordings import judge_recording
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
     from harness.agents._wire_invariants import INVARIANTS, Deviation, Judgement, Violation, judge
@@ -52,6 +53,7 @@ _EXPORTS = {
     "replay_agent": "._wire_regressions",
     "run_agent_campaign": "._campaign",
     "scenario_of": "._wire_regressions",
+    "ProcessAgent": "._process_agent",
     "Agent": "._conversation",
     "Exchange": "._conversation",
     "Run": "._conversation",
@@ -80,6 +82,7 @@ __all__ = [
     "INVARIANTS",
     "Judgement",
     "KINDS",
+    "ProcessAgent",
     "Run",
     "TIERS",
     "UnsteadyAgentError",

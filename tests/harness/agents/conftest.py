@@ -42,9 +42,13 @@ def saved_scenarios_reproduce(request: pytest.FixtureRequest, monkeypatch: pytes
 def _agent(name: str, shrunk: dict[str, Callable[..., Any]], root: Path, saved: Path) -> Callable[..., Any]:
     """The agent a saved scenario names: one of the test's own campaigns, or one importable by name
     from a project of the test's (``harness fuzz --agent agents:NAME`` run in a directory above
-    the saved file)."""
+    the saved file), or a command (``harness fuzz --agent-cmd``), run as a process."""
     if name in shrunk:
         return shrunk[name]
+    if ":" not in name:  # a MODULE:CALLABLE has one; a command's name is the command
+        from harness.agents import ProcessAgent
+
+        return ProcessAgent(name)
     module = name.split(":", 1)[0]
     projects = [str(folder) for folder in saved.parents if folder.is_relative_to(root)]
     sys.path[:0] = projects

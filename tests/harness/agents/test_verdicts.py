@@ -167,6 +167,9 @@ def test_a_time_bound_without_an_agent_is_a_usage_error() -> None:
     from harness.cli import main
 
     done = CliRunner().invoke(main, ["fuzz", "--time-bound", "1", "-n", "1"])
-    assert done.exit_code == 2 and "--time-bound bounds an agent's runs: it goes with --agent" in done.output
+    assert (
+        done.exit_code == 2
+        and "--time-bound is for a wire campaign: give it with --agent or --agent-cmd" in done.output
+    )
     done = CliRunner().invoke(main, ["fuzz", "--agent", "tests.harness.agents.planted:agent", "--time-bound", "0"])
     assert done.exit_code == 2 and "--time-bound" in done.output
