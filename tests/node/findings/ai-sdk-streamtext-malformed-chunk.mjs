@@ -3,7 +3,9 @@
 // mangles it: the `network` tier), reports it to `onError` only, and `await result.text` resolves
 // to the text without it, `finishReason` "stop": the stream's answer, with its only text lost, is
 // returned as complete ("" here). On OpenAI chat (the text delta cut in half, then the finish chunk
-// and `[DONE]`) and Anthropic (the `content_block_delta` cut in half, then the stop events).
+// and `[DONE]`), Anthropic (the `content_block_delta` cut in half, then the stop events) and
+// Responses (the `response.output_text.delta` cut in half, then the item whole and
+// `response.completed`).
 // docs/wire-campaigns.md, "The JavaScript frameworks". Exit 0: it still reproduces; 1: it no longer does.
 import { createServer } from "node:http";
 import { createAnthropic } from "@ai-sdk/anthropic";
@@ -14,6 +16,7 @@ const chunk = (delta, finish_reason = null) =>
   `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "gpt-test", choices: [{ index: 0, delta, finish_reason }] })}\n\n`;
 const event = (data) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
 const broken = (text) => text.slice(0, text.indexOf("Done.") + 2) + "\n\n"; // the event cut after "Do"
+const DONE_ITEM = { id: "msg_1", type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: "Done.", annotations: [] }] };
 const BODIES = {
   "/v1/chat/completions": broken(chunk({ role: "assistant", content: "Done." })) + chunk({}, "stop") + "data: [DONE]\n\n",
   "/v1/messages": [
@@ -23,6 +26,13 @@ const BODIES = {
     event({ type: "content_block_stop", index: 0 }),
     event({ type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 1 } }),
     event({ type: "message_stop" }),
+  ].join(""),
+  "/v1/responses": [
+    event({ type: "response.created", sequence_number: 0, response: { id: "resp_1", object: "response", created_at: 1, status: "in_progress", model: "gpt-test", output: [] } }),
+    event({ type: "response.output_item.added", sequence_number: 1, output_index: 0, item: { id: "msg_1", type: "message", status: "in_progress", role: "assistant", content: [] } }),
+    broken(event({ type: "response.output_text.delta", sequence_number: 2, output_index: 0, content_index: 0, item_id: "msg_1", delta: "Done." })),
+    event({ type: "response.output_item.done", sequence_number: 3, output_index: 0, item: DONE_ITEM }),
+    event({ type: "response.completed", sequence_number: 4, response: { id: "resp_1", object: "response", created_at: 1, status: "completed", model: "gpt-test", output: [DONE_ITEM], usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } } }),
   ].join(""),
 };
 
@@ -38,6 +48,7 @@ const base = `http://127.0.0.1:${server.address().port}/v1`;
 const models = {
   "OpenAI chat": createOpenAI({ baseURL: base, apiKey: "k" }).chat("gpt-test"),
   Anthropic: createAnthropic({ baseURL: base, apiKey: "k" })("claude-test"),
+  "OpenAI Responses": createOpenAI({ baseURL: base, apiKey: "k" }).responses("gpt-test"),
 };
 globalThis.AI_SDK_LOG_WARNINGS = false;
 let reproduced = 0;
