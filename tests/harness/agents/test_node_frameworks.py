@@ -1,14 +1,19 @@
 """The JavaScript frameworks through the wire: each agent of ``tests/node/agents`` fuzzed by a
 default campaign (100 conversations, seed 21) through the installed ``harness fuzz --agent-cmd``,
 its verdict the one ``docs/wire-campaigns.md`` documents ("The JavaScript frameworks"): held, or
-the finding with its invariant and tier. And the TypeScript new user's path: the docs' agent file,
-in an empty project, fuzzed by the docs' command.
+the finding with its invariant and tier (and its saved scenario, which this suite's conftest
+replays). And the TypeScript new user's path: the docs' agent file, in an empty project, fuzzed by
+the docs' command.
 
-A campaign runs a node process per conversation, a minute or more each on a shared machine: these
-run only with ``HARNESS_NODE_CAMPAIGNS=1``, as ``.ci/run``'s node step sets it after ``npm ci`` in
-``tests/node``; they skip otherwise, so the default suite stays inside its time budget. Each
-finding's standalone reproduction (node and the framework alone, no harness) is
-``tests/node/findings/run.mjs``, which the same step runs.
+The frameworks' campaigns run in the long-lived mode (``--agent-cmd-mode lines``): node and the
+framework start once a campaign, not once a conversation, which makes a held campaign about 20 s
+instead of four and a half minutes here; the conversations, and so the verdicts, are the same in
+both modes (the docs' table was run per process, and again in lines mode). The new user's path
+runs per process, the default a user meets. Even so these take minutes: they run only with
+``HARNESS_NODE_CAMPAIGNS=1``, as ``.ci/run``'s node step sets it after ``npm ci`` in
+``tests/node``, and skip otherwise, so the default suite stays inside its time budget. Each
+finding's standalone reproduction (node and the framework alone, no harness) is in
+``tests/node/findings``, run by ``run.mjs`` in the same step.
 """
 
 from __future__ import annotations
@@ -96,7 +101,10 @@ def harness(project: Path, *args: str, timeout: float = 1500) -> subprocess.Comp
 def test_each_js_framework_agent_gets_its_documented_verdict(agent: str, tmp_path: Path) -> None:
     file, *arguments = agent.split()
     command = " ".join(["node", str(AGENTS / f"{file}.mjs"), *arguments])
-    done = harness(tmp_path, "fuzz", "--agent-cmd", command, "--seed", "21", "--save-dir", str(tmp_path / "saved"))
+    saved = str(tmp_path / "saved")
+    done = harness(
+        tmp_path, "fuzz", "--agent-cmd", command, "--agent-cmd-mode", "lines", "--seed", "21", "--save-dir", saved
+    )
     told = done.stdout + done.stderr
     expected = CAMPAIGNS[agent]
     if expected.invariant is None:
