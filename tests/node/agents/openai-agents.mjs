@@ -1,5 +1,6 @@
 // The OpenAI Agents SDK for JS (`@openai/agents`): an agent with two tools, run by `run()`.
 //   node openai-agents.mjs API [stream]   API: chat (OpenAIChatCompletionsModel) | responses
+// Streamed on chat it returns a cut stream's text (W5: docs/wire-campaigns.md, "The JavaScript frameworks").
 // The client is `new OpenAI()`, reading OPENAI_BASE_URL and OPENAI_API_KEY from the environment;
 // tracing is off (it uploads traces to OpenAI otherwise).
 import { Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
