@@ -4,7 +4,9 @@
 // `anthropicApiUrl` (the root, as the Anthropic SDK). "stream" streams the agent's messages
 // (`agent.stream(..., { streamMode: "messages" })`, LangChain.js's way to stream an agent): a chat
 // model made with `streaming: true` and invoked estimates the tokens it used with a tokenizer it
-// fetches from tiktoken.pages.dev, which offline stalls every run.
+// fetches from tiktoken.pages.dev, which offline stalls every run. Two retries, not LangChain.js's
+// default six: with its back-off (from 1 s, doubling) a service that keeps failing holds a run
+// about 100 s before it raises, past the campaign's 20 s time bound (W3; docs/wire-campaigns.md).
 import { ChatAnthropic } from "@langchain/anthropic";
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
@@ -16,10 +18,10 @@ const [provider = "openai", stream] = process.argv.slice(2);
 
 function model() {
   if (provider === "openai") {
-    return new ChatOpenAI({ model: MODEL, configuration: { baseURL: process.env.OPENAI_BASE_URL } });
+    return new ChatOpenAI({ model: MODEL, maxRetries: 2, configuration: { baseURL: process.env.OPENAI_BASE_URL } });
   }
   if (provider === "anthropic") {
-    return new ChatAnthropic({ model: CLAUDE, anthropicApiUrl: process.env.ANTHROPIC_BASE_URL });
+    return new ChatAnthropic({ model: CLAUDE, maxRetries: 2, anthropicApiUrl: process.env.ANTHROPIC_BASE_URL });
   }
   throw new Error(`unknown provider ${provider}: openai or anthropic`);
 }
