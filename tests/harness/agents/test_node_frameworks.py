@@ -82,7 +82,7 @@ CAMPAIGNS = {
     "openai-agents responses": HELD,
     "openai-agents responses stream": HELD,
     "langchain openai": HELD,
-    "langchain openai stream": HELD,
+    "langchain openai stream": Verdict("W5", "network"),
     "langchain anthropic": HELD,
     "langchain anthropic stream": HELD,
 }
