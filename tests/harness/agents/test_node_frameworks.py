@@ -84,7 +84,7 @@ CAMPAIGNS = {
     "langchain openai": HELD,
     "langchain openai stream": Verdict("W5", "network"),
     "langchain anthropic": HELD,
-    "langchain anthropic stream": HELD,
+    "langchain anthropic stream": Verdict("W5", "network"),
 }
 """Each agent (``tests/node/agents/<file>.mjs`` and its arguments) and its verdict at seed 21, as
 the docs' table of the JavaScript campaigns has it."""
