@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -37,6 +38,24 @@ KILL_GRACE = 0.5
 """Seconds a cancelled group has between SIGTERM and SIGKILL."""
 PLACEHOLDER_KEY = "sk-emulated"
 _PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+_NOT_INHERITED = (
+    "HARNESS_BASE_URL",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ENDPOINT_URL",
+    "HARNESS_PROMPT",
+    "HARNESS_AGENT_MODE",
+    "ANTHROPIC_AUTH_TOKEN",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+)
+"""What the campaign's own environment must not hand the agent: a provider URL of the user's (in
+``lines`` mode no base URL is set for the process, and an SDK would fall back to it) and the
+credentials the placeholders do not replace."""
 
 
 class AgentCommandError(ValueError):
@@ -121,8 +140,7 @@ def _end_group(process: subprocess.Popen[Any], grace: float = KILL_GRACE) -> Non
     _kill_group(process.pid, signal.SIGKILL)
 
 
-def _exit_summary(argv: Sequence[str], code: int | None) -> str:
-    shown = shlex.join(argv)
+def _exit_summary(shown: str, code: int | None) -> str:
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
@@ -155,6 +173,8 @@ class ProcessAgent:
         """The options of ``harness fuzz`` that run it again."""
         self.__name__ = Path(self.argv[-1]).stem or "agent"
         self._running: dict[str, subprocess.Popen[Any]] = {}
+        self._cancelled: set[str] = set()
+        """Runs cancelled before their process was started: it is killed as soon as it is."""
         self._lock = threading.Lock()
         self._server: _LongLived | None = None
 
@@ -167,7 +187,8 @@ class ProcessAgent:
         return self._run_process(prompt, base_url)
 
     def _environment(self) -> dict[str, str]:
-        return {**os.environ, **_placeholder_env(), **self.env}
+        inherited = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+        return {**inherited, **_placeholder_env(), **self.env}
 
     def _run_process(self, prompt: str, base_url: str) -> str:
         env = {**self._environment(), **conversation_env(base_url, prompt)}
@@ -177,6 +198,9 @@ class ProcessAgent:
             process = subprocess.Popen(self.argv, stdin=given, stdout=out, stderr=err, env=env, start_new_session=True)
             with self._lock:
                 self._running[base_url] = process
+                cancelled = base_url in self._cancelled
+            if cancelled:  # its bound passed while it was being started
+                _end_group(process)
             try:
                 code = process.wait()
             finally:
@@ -184,16 +208,16 @@ class ProcessAgent:
                     self._running.pop(base_url, None)
                 _kill_group(process.pid, signal.SIGKILL)  # what the run started and left running goes with it
             stdout, stderr = (_read(f) for f in (out, err))
+        if code != 0:  # its stderr goes with the error, shown once
+            raise AgentProcessError(_exit_summary(self.command, code), stderr)
         if stderr:
             sys.stderr.write(stderr)  # the run's own thread: kept in its log, shown with a failure
-        if code != 0:
-            raise AgentProcessError(_exit_summary(self.argv, code), stderr)
         return stdout.strip()
 
     def _serve_line(self, prompt: str, base_url: str) -> str:
         with self._lock:
             if self._server is None or not self._server.alive():
-                self._server = _LongLived(self.argv, self._environment())
+                self._server = _LongLived(self.argv, self._environment(), self.command)
             server = self._server
         return server.converse(prompt, base_url)
 
@@ -202,6 +226,8 @@ class ProcessAgent:
         the long-lived process, replaced at the next conversation)."""
         with self._lock:
             process = self._running.get(base_url)
+            if process is None:
+                self._cancelled.add(base_url)
             server = self._server if self.mode == "lines" else None
         if process is not None:
             _end_group(process)
@@ -225,8 +251,8 @@ class _LongLived:
     """The ``lines`` mode's process: a conversation a line, answered in order; what it writes
     beside its answers (stdout lines that are not one, stderr) is kept for the conversation running."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
-        self.argv = list(argv)
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], command: str) -> None:
+        self.argv, self.command = list(argv), command
         self.process = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
@@ -242,6 +268,8 @@ class _LongLived:
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.said: list[str] = []
         self.errors: list[str] = []
+        self.wrote_at = time.monotonic()
+        """When stderr last said something: a run that raised is given a moment for its traceback."""
         self._lock = threading.Lock()
         threading.Thread(target=self._read_answers, daemon=True, name="agent-cmd-stdout").start()
         threading.Thread(target=self._read_errors, daemon=True, name="agent-cmd-stderr").start()
@@ -265,6 +293,7 @@ class _LongLived:
         for line in self.process.stderr:
             with self._lock:
                 self.errors.append(line)
+                self.wrote_at = time.monotonic()
 
     def _output(self) -> tuple[str, str]:
         with self._lock:
@@ -283,17 +312,30 @@ class _LongLived:
         except (BrokenPipeError, OSError):
             pass  # it died: the reader says so below
         answer = self._next_answer(number)
+        if answer is None or "error" in answer:  # its traceback may still be on its way (stderr is read apart)
+            self._quiet_stderr()
         said, errors = self._output()
-        if said or errors:
-            sys.stderr.write(said + errors)  # the run's own thread: kept in its log
+        failed = answer is None or "error" in answer  # then its stderr goes with the error, shown once
+        if said or (errors and not failed):
+            sys.stderr.write(said + ("" if failed else errors))  # the run's own thread: kept in its log
         if answer is None:
             self.process.wait()
             raise AgentProcessError(
-                _exit_summary(self.argv, self.process.returncode) + f" during conversation {number}", errors
+                _exit_summary(self.command, self.process.returncode) + f" during conversation {number}", errors
             )
         if "error" in answer:
             raise AgentProcessError(f"conversation {number} answered with an error: {answer['error']}", errors)
         return str(answer.get("answer", ""))
+
+    def _quiet_stderr(self, quiet: float = 0.05, at_most: float = 0.5) -> None:
+        """Wait until stderr has been quiet for ``quiet`` seconds (``at_most`` in all)."""
+        started = time.monotonic()
+        while time.monotonic() - started < at_most:
+            with self._lock:
+                since = time.monotonic() - max(self.wrote_at, started)
+            if since >= quiet:
+                return
+            time.sleep(quiet - since)
 
     def _next_answer(self, number: int) -> dict[str, Any] | None:
         """This conversation's answer (one left by a conversation abandoned earlier is passed over)."""

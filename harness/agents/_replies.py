@@ -325,6 +325,13 @@ def _reply(
         return ModelTurn(text=answer, wire=((damage, True),))
     if kind == "cut inside an event":
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
+    return _calling(draw, kind, tools, menu, new_id)
+
+
+def _calling(
+    draw: st.DrawFn, kind: str, tools: tuple[Tool, ...], menu: st.SearchStrategy[Tool], new_id: Callable[[], str]
+) -> ModelTurn:
+    """A reply of calls (the draws in the order they always had: a seed keeps its conversations)."""
     if kind == "unknown tool" or not tools:
         return ModelTurn(calls=(Call(UNKNOWN_TOOL, {}, id=new_id()),))
     tool = draw(menu, label="tool")

@@ -19,7 +19,7 @@ from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
     "-n",
     default=None,
     type=click.IntRange(min=1),
-    help="Scenarios to generate [default: 200; with --agent: 100 conversations].",
+    help="Scenarios to generate [default: 200; with --agent or --agent-cmd: 100 conversations].",
 )
 @click.option(
     "--seed", type=click.IntRange(min=0), default=None, help="Another campaign (printed at the start) [default: 21]."
@@ -68,7 +68,8 @@ from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
     "--max-turns",
     default=None,
     type=click.IntRange(min=1),
-    help="Model turns per scenario at most [default: 10; with --agent: 6 replies drawn per conversation].",
+    help="Model turns per scenario at most [default: 10; with --agent or --agent-cmd: 6 replies drawn per "
+    "conversation].",
 )
 @click.option(
     "--database",
@@ -91,14 +92,15 @@ from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
     default=None,
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help="With --agent: seconds a run may take before it is abandoned (W3) [default: 20].",
+    help="With --agent or --agent-cmd: seconds a run may take before it is abandoned (W3; a command's process "
+    "group is killed) [default: 20].",
 )
 @click.option("--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, help=HTML_HELP)
 @click.option(
     "--hostile",
     is_flag=True,
-    help="With --agent: also serve replies no conforming provider sends (two calls sharing an id, a status "
-    "the wire never uses); by default only what a provider or the network between sends.",
+    help="With --agent or --agent-cmd: also serve replies no conforming provider sends (two calls sharing an id, "
+    "a status the wire never uses); by default only what a provider or the network between sends.",
 )
 def fuzz_command(
     examples: int | None,

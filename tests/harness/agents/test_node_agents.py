@@ -120,3 +120,22 @@ def test_agent_test_with_cmd_replays_saved_scenarios_and_runs_a_campaign(pyteste
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*W5 at request 1*returned 'Done.' as a complete answer*"])
+
+
+def test_a_declared_deviation_covers_what_it_names_and_only_that(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    command = ["fuzz", "--agent-cmd", f"node {NODE_DIR / 'openai_loop.mjs'} cut_text", "--agent-cmd-mode", "lines"]
+    why = "a partial answer beats none"
+    covered = CliRunner().invoke(
+        main, [*command, "-n", "10", "--deviation", f"W5:cut stream,cut inside an event={why}"]
+    )
+    assert covered.exit_code == 0, covered.output
+    assert f"declared: W5 after cut stream, cut inside an event: {why} (covered" in " ".join(covered.output.split())
+    elsewhere = CliRunner().invoke(main, [*command, "-n", "10", "--deviation", f"W5:error status={why}"])
+    assert elsewhere.exit_code == 1 and "VIOLATION W5" in elsewhere.output

@@ -6,6 +6,8 @@ one line before any run. The agents here are small Python scripts, so none of th
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
 import time
@@ -60,7 +62,10 @@ def test_a_process_is_given_the_contract_and_its_stdout_is_the_answer(
         """,
     )
     monkeypatch.chdir(tmp_path)
-    agent = ProcessAgent(argv, env={"SEEN": str(seen), "KEYS": json.dumps(CONTRACT)})
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "the user's session")
+    keys = [*CONTRACT, "AWS_SESSION_TOKEN"]
+    agent = ProcessAgent(argv, env={"SEEN": str(seen), "KEYS": json.dumps(keys)})
     answer = agent("What is 2 + 3?", base_url="http://127.0.0.1:9/conversation/4", api_key="unused")
     assert answer == "the answer"  # stripped
     said = json.loads(seen.read_text())
@@ -69,6 +74,7 @@ def test_a_process_is_given_the_contract_and_its_stdout_is_the_answer(
     assert said["env"]["ANTHROPIC_BASE_URL"] == said["env"]["GOOGLE_GEMINI_BASE_URL"] == root
     assert said["env"]["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] == root and said["env"]["AWS_REGION"] == "us-east-1"
     assert all(said["env"][k] for k in CONTRACT), said["env"]  # placeholder keys: set, never the user's
+    assert said["env"]["OPENAI_API_KEY"] != "sk-the-users-own" and said["env"]["AWS_SESSION_TOKEN"] is None
     assert said["env"]["HARNESS_PROMPT"] == said["stdin"] == "What is 2 + 3?"
     assert Path(said["cwd"]) == tmp_path and said["leads_its_group"]
 
@@ -81,12 +87,47 @@ def test_a_non_zero_exit_is_a_raise_with_its_stderr_kept_for_the_report(tmp_path
     assert "exited with status 1" in shown and "its stderr:\nTypeError: no tools here" in shown
 
 
+def test_a_long_lived_process_answers_a_line_per_conversation_on_each_ones_base_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")  # the user's: never the agent's
+    argv = _script(
+        tmp_path,
+        "agent.py",
+        """
+        import json, os, sys
+        print("loading the tools")  # not an answer: kept as output
+        for line in sys.stdin:
+            asked = json.loads(line)
+            if asked["prompt"] == "fail":
+                print("Traceback: boom", file=sys.stderr, flush=True)
+                said = {"error": "boom"}
+            else:
+                said = {"answer": asked["env"]["OPENAI_BASE_URL"] + " " + str(os.environ.get("OPENAI_BASE_URL"))}
+            print(json.dumps({"conversation": asked["conversation"], **said}), flush=True)
+        """,
+    )
+    agent = ProcessAgent(argv, mode="lines")
+    try:
+        first = agent("hi", base_url="http://127.0.0.1:9/conversation/1", api_key="k")
+        assert first == "http://127.0.0.1:9/conversation/1/v1 None"
+        assert "loading the tools" in capsys.readouterr().err  # the run's output, kept in its log
+        with pytest.raises(AgentProcessError, match="conversation 2 answered with an error: boom") as raised:
+            agent("fail", base_url="http://127.0.0.1:9/conversation/2", api_key="k")
+        assert "its stderr:\nTraceback: boom" in agent_traceback(raised.value)
+        assert agent("hi", base_url="http://127.0.0.1:9/conversation/3", api_key="k").startswith(
+            "http://127.0.0.1:9/conversation/3/v1"
+        )
+    finally:
+        agent.wire_close()
+
+
 HANGS = """
     import json, os, subprocess, sys, time
 
     def hang():
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        with open(os.environ["PIDS"], "a") as pids:
+        with open(os.environ.get("PIDS", "pids"), "a") as pids:
             pids.write(f"{os.getpid()} {child.pid}\\n")
         time.sleep(60)
 
@@ -183,3 +224,26 @@ def test_options_a_command_agent_cannot_use_are_usage_errors(
 def test_a_deviation_without_an_agent_is_a_usage_error() -> None:
     done = CliRunner().invoke(main, ["fuzz", "--deviation", "W2=because", "-n", "1"])
     assert done.exit_code == 2 and "--deviation is for a wire campaign" in done.output
+
+
+def test_the_command_ends_within_its_bound_and_leaves_no_process_of_a_hung_agent(tmp_path: Path) -> None:
+    """Through the installed command: a run that never ends is W3, its group is killed (the child
+    it started too), and the command says no run was left behind."""
+    pids = tmp_path / "pids"
+    pids.touch()
+    (tmp_path / "hangs.py").write_text(textwrap.dedent(HANGS), encoding="utf-8")
+    harness = Path(sys.executable).with_name("harness")
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(harness), "fuzz", "--agent-cmd", f"{sys.executable} hangs.py", "--time-bound", "0.5", "-n", "3"],
+        cwd=tmp_path,
+        env={**os.environ, "PIDS": str(pids), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "VIOLATION W3" in done.stdout and "had not ended 0.5s after it started" in done.stdout
+    assert "left behind" not in done.stdout
+    assert _all_gone(pids)
+    assert time.monotonic() - started < 60
