@@ -18,6 +18,7 @@ group, and the next conversation starts a fresh process.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -123,11 +124,41 @@ def split_command(command: str | Sequence[str]) -> list[str]:
     return argv
 
 
+_GROUPS: set[int] = set()
+"""Every process group an agent command leads that has not been killed for good yet: what
+:func:`end_every_group` kills when the harness itself is stopped (a signal, or the interpreter's
+exit), since a group of its own is out of reach of the terminal's Ctrl-C and of the parent's death."""
+_GROUPS_LOCK = threading.Lock()
+
+
+def _started(process: subprocess.Popen[Any]) -> subprocess.Popen[Any]:
+    with _GROUPS_LOCK:
+        _GROUPS.add(process.pid)
+    return process
+
+
 def _kill_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):  # the group is gone already
         pass
+    if sig == signal.SIGKILL:
+        with _GROUPS_LOCK:
+            _GROUPS.discard(pgid)
+
+
+def end_every_group() -> int:
+    """Kill every agent process group still alive (SIGKILL: the harness is going away and cannot
+    wait for a grace period); the number killed. Registered with :mod:`atexit`, and called by
+    ``harness fuzz --agent-cmd`` when it is itself sent SIGTERM, SIGHUP or SIGINT."""
+    with _GROUPS_LOCK:
+        groups = sorted(_GROUPS)
+    for pgid in groups:
+        _kill_group(pgid, signal.SIGKILL)
+    return len(groups)
+
+
+atexit.register(end_every_group)
 
 
 def _end_group(process: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
@@ -195,7 +226,9 @@ class ProcessAgent:
         with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             given.write(prompt.encode("utf-8"))
             given.seek(0)  # a file, not a pipe: a prompt longer than a pipe's buffer cannot block the start
-            process = subprocess.Popen(self.argv, stdin=given, stdout=out, stderr=err, env=env, start_new_session=True)
+            process = _started(
+                subprocess.Popen(self.argv, stdin=given, stdout=out, stderr=err, env=env, start_new_session=True)
+            )
             with self._lock:
                 self._running[base_url] = process
                 cancelled = base_url in self._cancelled
@@ -253,17 +286,19 @@ class _LongLived:
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str], command: str) -> None:
         self.argv, self.command = list(argv), command
-        self.process = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**env, "HARNESS_AGENT_MODE": "lines"},
-            start_new_session=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1,
+        self.process = _started(
+            subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**env, "HARNESS_AGENT_MODE": "lines"},
+                start_new_session=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
+            )
         )
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.said: list[str] = []

@@ -12,6 +12,7 @@ Imported only when a wire campaign runs (``fuzz_command`` imports it then): ``ha
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, foun
 from harness.agents._campaign_result import AgentStats, UnsteadyAgentError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, as_recorded, check_signature
 from harness.agents._first_failure import agent_traceback, nothing_tested
-from harness.agents._process_agent import AgentCommandError, ProcessAgent
+from harness.agents._process_agent import AgentCommandError, ProcessAgent, end_every_group
 from harness.agents._wire_invariants import declared_deviations, deviations_of
 from harness.cli._common import USAGE_ERROR, html_ready, progress_bar, write_html
 
@@ -59,6 +60,8 @@ def fuzz_agent(
     from rich.console import Console
 
     agent, name = _command_agent(command, mode) if command is not None else _python_agent(str(path))
+    if command is not None:
+        _end_groups_when_stopped()
     chosen = _options(agent, name, deviations, options)
     html_ready(chosen.html)
     console = Console(file=sys.stdout)  # bound now: the agent's writes during the campaign go to its runs' logs
@@ -101,6 +104,23 @@ def _command_agent(command: str, mode: str) -> tuple[Any, str]:
         click.echo(f"harness fuzz: --agent-cmd {command!r}: {exc}", err=True)
         raise SystemExit(USAGE_ERROR) from None
     return agent, agent.command
+
+
+def _end_groups_when_stopped() -> None:
+    """SIGTERM, SIGHUP or Ctrl-C to the command kills the agent's process groups first: each leads a
+    session of its own, so neither the terminal's signal nor this process's death would reach them.
+    Then the signal's own default ends the command, so its caller sees the status it expects."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        killed = end_every_group()
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"harness fuzz: stopped by {name}; killed {killed} agent process group(s)\n")
+        sys.stderr.flush()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, stop)
 
 
 def _options(agent: Any, name: str, deviations: tuple[str, ...], given: dict[str, Any]) -> WireOptions:

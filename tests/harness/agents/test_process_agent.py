@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -247,3 +248,34 @@ def test_the_command_ends_within_its_bound_and_leaves_no_process_of_a_hung_agent
     assert "left behind" not in done.stdout
     assert _all_gone(pids)
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_stopping_the_command_kills_the_agent_and_all_it_started(tmp_path: Path, stop: signal.Signals) -> None:
+    """Through the installed command: the agent leads a session of its own, out of reach of the
+    terminal's Ctrl-C and of its parent's death, so ``harness fuzz`` stopped mid-run kills its group
+    (the child it started too) before it ends by the signal it was sent."""
+    pids = tmp_path / "pids"
+    pids.touch()
+    (tmp_path / "hangs.py").write_text(textwrap.dedent(HANGS), encoding="utf-8")
+    harness = Path(sys.executable).with_name("harness")
+    running = subprocess.Popen(
+        [str(harness), "fuzz", "--agent-cmd", f"{sys.executable} hangs.py", "--time-bound", "60", "-n", "3"],
+        cwd=tmp_path,
+        env={**os.environ, "PIDS": str(pids)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        started = time.monotonic()
+        while len(pids.read_text().split()) < 2 and time.monotonic() - started < 60:
+            time.sleep(0.05)
+        assert len(pids.read_text().split()) >= 2, "the agent never started its child"
+        running.send_signal(stop)
+        _, stderr = running.communicate(timeout=30)
+    finally:
+        running.kill()
+    assert running.returncode == -stop, stderr
+    assert f"stopped by {stop.name}; killed 1 agent process group(s)" in stderr
+    assert _all_gone(pids), "the agent or the child it started outlived the command"
