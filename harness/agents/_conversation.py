@@ -15,6 +15,7 @@ an async run is cancelled, a synchronous one abandoned (its thread is a daemon).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import queue
@@ -22,7 +23,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -95,6 +96,8 @@ class Exchange:
     answered: float = 0.0
     response_id: str | None = None
     """The id the emulator gave a Responses reply (``previous_response_id`` names it)."""
+    output_items: dict[str, Any] = field(default_factory=dict)
+    """A Responses reply's output items by id: what a later request's ``item_reference`` names."""
 
     @property
     def delivered(self) -> bool:
@@ -111,9 +114,15 @@ class Exchange:
             return True
         return reply.kind != "hang_up" and not ({"malformed_chunk", "bad_checksum", "cut_mid_event"} & faults.keys())
 
-    def messages(self) -> tuple[Said, ...]:
-        """The conversation the request carried, normalized across wires."""
-        return conversation(as_recorded(self.request)).messages
+    def messages(self, items: Mapping[str, Any] | None = None) -> tuple[Said, ...]:
+        """The conversation the request carried, normalized across wires; on Responses, an
+        ``item_reference`` is read as the item of an earlier reply it names (``items``), as OpenAI
+        reads it from what it stored."""
+        request = self.request
+        if items and isinstance(request.body, Mapping) and isinstance(request.body.get("input"), list):
+            given = [_referenced(item, items) for item in request.body["input"]]
+            request = dataclasses.replace(request, body={**request.body, "input": given})
+        return conversation(as_recorded(request)).messages
 
 
 _HOSTS = {
@@ -169,6 +178,34 @@ class Run:
 
 Chooser = Callable[[int, WireRequest], "ModelTurn | None"]
 """Request number and request -> the reply (``None``: refuse it, the run is over its bound)."""
+
+
+def _referenced(item: Any, items: Mapping[str, Any]) -> Any:
+    if isinstance(item, Mapping) and item.get("type") == "item_reference" and item.get("id") in items:
+        return items[item["id"]]
+    return item
+
+
+def output_items(body: bytes) -> dict[str, Any]:
+    """The output items a Responses reply (whole, or streamed as ``response.output_item.done``
+    events) gave, by id: an item a stream cut before it was done is not there, as OpenAI would not
+    have stored it either."""
+    found: list[Any] = []
+    try:
+        whole = json.loads(body)
+    except ValueError:
+        for line in body.splitlines():
+            if line.startswith(b"data:"):
+                try:
+                    event = json.loads(line[5:])
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and event.get("type") == "response.output_item.done":
+                    found.append(event.get("item"))
+    else:
+        if isinstance(whole, dict) and isinstance(whole.get("output"), list):
+            found = whole["output"]
+    return {item["id"]: item for item in found if isinstance(item, dict) and isinstance(item.get("id"), str)}
 
 
 _RESPONSE_ID = re.compile(rb'"id":\s*"(resp_[A-Za-z0-9_-]+)"')
@@ -253,10 +290,12 @@ class WireEmulator(Emulator):
         finally:
             self._serving.live = None
         if live is not None and path.endswith("/responses") and delivery.reply.status == 200:
-            found_id = response_id(delivery.reply.body or b"".join(delivery.reply.chunks or []))
+            served = delivery.reply.body or b"".join(delivery.reply.chunks or [])
+            found_id = response_id(served)
             with self._lock:
-                if found_id and live.exchanges:
-                    live.exchanges[-1].response_id = found_id
+                if live.exchanges:
+                    live.exchanges[-1].response_id = found_id or live.exchanges[-1].response_id
+                    live.exchanges[-1].output_items = output_items(served)
         return delivery
 
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:

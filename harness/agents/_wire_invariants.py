@@ -204,11 +204,13 @@ def _json_or_none(text: str) -> Any:
 
 def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
     """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
-    history stored with that response (the request before it and the reply it got)."""
+    history stored with that response (the request before it and the reply it got), and an
+    ``item_reference`` the item of a reply delivered earlier that it names."""
     stored: dict[str, tuple[Said, ...]] = {}
+    items: dict[str, Any] = {}
     out: list[tuple[Said, ...]] = []
     for exchange in exchanges:
-        messages = exchange.messages()
+        messages = exchange.messages(items)
         body = exchange.request.body if isinstance(exchange.request.body, Mapping) else {}
         previous = body.get("previous_response_id")
         if isinstance(previous, str) and previous in stored:
@@ -216,6 +218,8 @@ def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
         out.append(messages)
         if exchange.response_id and exchange.delivered and exchange.reply is not None:
             stored[exchange.response_id] = messages + reply_messages(exchange.reply)
+        if exchange.delivered:
+            items.update(exchange.output_items)
     return out
 
 

@@ -263,6 +263,38 @@ def _responses(prompt: str, base_url: str, api_key: str, http_client: Any, stale
     raise RuntimeError("no answer after 20 rounds")
 
 
+def referencing_responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The loop on the Responses API resending its history each round, each earlier output item as
+    an ``item_reference`` to what OpenAI stored (as the AI SDK does); ``lose_call`` planted: the
+    call items are left out of the history (W2)."""
+    return _referencing(prompt, base_url, api_key, http_client, lose_call=False)
+
+
+def lossy_referencing_responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The referencing loop that references only an earlier reply's messages, not its calls (W2)."""
+    return _referencing(prompt, base_url, api_key, http_client, lose_call=True)
+
+
+def _referencing(prompt: str, base_url: str, api_key: str, http_client: Any, lose_call: bool) -> str:
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    history: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        response = client.responses.create(model="gpt-test", input=history, tools=_RESPONSES_TOOLS)
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        history += [
+            {"type": "item_reference", "id": item.id}
+            for item in response.output
+            if item.id and not (lose_call and item.type == "function_call")
+        ]
+        history += [
+            {"type": "function_call_output", "call_id": call.call_id, "output": _execute(call.name, call.arguments)}
+            for call in calls
+        ]
+    raise RuntimeError("no answer after 20 rounds")
+
+
 def responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """The loop on the Responses API, the history kept on the server (``previous_response_id``)."""
     return _responses(prompt, base_url, api_key, http_client, stale=False)

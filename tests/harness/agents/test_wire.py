@@ -187,6 +187,16 @@ def test_history_kept_on_the_server_is_judged_through_previous_response_id(tmp_p
     assert len(stale.failure.scenario.turns) <= 3
 
 
+def test_an_item_reference_is_judged_as_the_item_it_names() -> None:
+    """Responses reads ``{"type": "item_reference", "id": ...}`` as the output item it stored under
+    that id (the AI SDK resends its history so): the history is whole, and one that references
+    only the messages of a reply, not its call, has lost the call."""
+    whole = run_agent_campaign(planted.referencing_responses_agent, 30, save=False)
+    assert whole.ok, whole.failure and str(whole.failure.violation)
+    lossy = run_agent_campaign(planted.lossy_referencing_responses_agent, 30, save=False)
+    assert lossy.failure is not None and lossy.failure.violation.invariant == "W2", lossy.failure
+
+
 _CALLS = [0]
 
 
