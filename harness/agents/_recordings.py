@@ -108,7 +108,7 @@ def _run(steps: Sequence[Any]) -> Any:
 
         said: tuple[Any, ...] = ()
 
-        def messages(self) -> tuple[Any, ...]:
+        def messages(self, items: Any = None) -> tuple[Any, ...]:
             return self.said
 
     anonymous = steps[0].call.provider in WIRES_WITHOUT_IDS
