@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
 
 import openai
@@ -39,11 +40,19 @@ def fuzz(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     seconds a call, more than most campaigns here. What the command imported from the project
     (its ``agents.py``) is dropped afterwards and ``sys.path`` put back, so the next project's
     module of the same name is its own. The console script itself is run by the test that needs
-    a process of its own (test_verdicts: the command exits although a thread of the agent sleeps)."""
+    a process of its own (test_verdicts: the command exits although a thread of the agent sleeps).
+    A project that declares deviations on one of the planted loops (``slow = planted.slow_retry``)
+    sets them on this process's function: they are put back too, so no other test meets them."""
     path, modules = list(sys.path), set(sys.modules)
+    functions = [f for f in vars(planted).values() if isinstance(f, types.FunctionType)]
+    declared = [(f, vars(f).get("wire_deviations")) for f in functions]
     try:
         return run_cli("fuzz", *args, cwd=project, env=dict(os.environ, COLUMNS="200"))
     finally:
+        for function, before in declared:
+            vars(function).pop("wire_deviations", None)
+            if before is not None:
+                function.wire_deviations = before  # type: ignore[attr-defined]  # an agent's declaration
         sys.path[:] = path
         for name in set(sys.modules) - modules:
             file = getattr(sys.modules[name], "__file__", None) or "/"
