@@ -41,7 +41,7 @@ class Provider(BaseHTTPRequestHandler):
 
 def serve():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server
 
 def upload(client, kind, content):
