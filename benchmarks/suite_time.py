@@ -14,7 +14,11 @@ but a small probe plugin) over the whole suite or the given paths and prints:
 - per test directory: the number of tests, their summed durations (setup + call + teardown, as
   pytest's ``--durations`` counts them) and, with ``--separately``, the wall and CPU time of a run
   of that directory alone (its collection and start-up included);
-- the slowest ``--top`` tests (20 by default), by name.
+- the slowest ``--top`` tests (20 by default), by name: once by the CPU seconds each test spent
+  (its setup, call and teardown, in the process that ran it and the subprocesses it waited for,
+  measured there and carried to the controller on the test's report, so xdist runs count too),
+  once by wall time. The per-directory table sums both; the CPU column is the one to compare
+  on a busy machine.
 
 ``--against DIR`` measures another checkout too (e.g. ``git worktree add /tmp/before <commit>``), with
 ``DIR`` first on ``PYTHONPATH`` and as the working directory, interleaved run by run with this tree,
@@ -40,6 +44,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBE_MODULE = "_suite_time_probe"
 PROBE_OUTPUT = "SUITE_TIME_PROBE_OUTPUT"
@@ -48,13 +54,39 @@ PROBE_OUTPUT = "SUITE_TIME_PROBE_OUTPUT"
 # --- the probe: loaded into the measured pytest run with ``-p _suite_time_probe`` -----------------
 
 _durations: dict[str, float] = defaultdict(float)
+_cpu: dict[str, float] = defaultdict(float)
 _outcomes: dict[str, str] = {}
+_CPU_PROPERTY = "suite_time_cpu_seconds"
+_started: list[float] = [0.0]
+
+
+def process_cpu() -> float:
+    """User + system time of this process and of every child it has waited for (a test's
+    subprocesses, a pytester subprocess run): on a shared machine it barely moves with the load."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_runtest_logstart(nodeid: str, location: object) -> None:
+    _started[0] = process_cpu()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own, which makes the report from the item's properties
+def pytest_runtest_makereport(item: object, call: object) -> None:
+    """Where the test runs (an xdist worker or this process), put the CPU seconds its setup, call
+    and teardown took on its teardown report: the report carries them to the controller."""
+    if call.when == "teardown":  # type: ignore[attr-defined]
+        spent = process_cpu() - _started[0]
+        item.user_properties.append((_CPU_PROPERTY, spent))  # type: ignore[attr-defined]
 
 
 def pytest_runtest_logreport(report: object) -> None:
     """Sum each test's phases; under xdist the controller hears every worker's reports here."""
     nodeid: str = report.nodeid  # type: ignore[attr-defined]  # a pytest TestReport, not imported here
     _durations[nodeid] += report.duration  # type: ignore[attr-defined]
+    for name, value in getattr(report, "user_properties", ()):
+        if name == _CPU_PROPERTY and report.when == "teardown":  # type: ignore[attr-defined]
+            _cpu[nodeid] = float(value)
     outcome: str = report.outcome  # type: ignore[attr-defined]
     if report.when == "call" or outcome != "passed":  # type: ignore[attr-defined]
         _outcomes[nodeid] = outcome if _outcomes.get(nodeid, "passed") == "passed" else _outcomes[nodeid]
@@ -64,7 +96,7 @@ def pytest_sessionfinish(session: object) -> None:
     config = session.config  # type: ignore[attr-defined]
     output = os.environ.get(PROBE_OUTPUT)
     if output and not hasattr(config, "workerinput"):  # the controller (or a serial run) writes
-        Path(output).write_text(json.dumps({"durations": _durations, "outcomes": _outcomes}))
+        Path(output).write_text(json.dumps({"durations": _durations, "cpu": _cpu, "outcomes": _outcomes}))
 
 
 # --- the script -----------------------------------------------------------------------------------
@@ -78,6 +110,7 @@ class Run:
     cpu: float
     status: int
     durations: dict[str, float] = field(default_factory=dict)
+    test_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per test, where it ran
     outcomes: dict[str, str] = field(default_factory=dict)
 
 
@@ -118,7 +151,7 @@ def run_pytest(tree: Path, probe_dir: Path, paths: list[str], pytest_args: list[
         f"exit {done.returncode}{'  (' + tail[0] + ')' if tail else ''}",
         flush=True,
     )
-    return Run(wall, cpu, done.returncode, data.get("durations", {}), data.get("outcomes", {}))
+    return Run(wall, cpu, done.returncode, data.get("durations", {}), data.get("cpu", {}), data.get("outcomes", {}))
 
 
 def load() -> str:
@@ -126,29 +159,36 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
-def per_directory(run: Run) -> dict[str, tuple[int, float]]:
-    table: dict[str, list[float]] = defaultdict(list)
+def per_directory(run: Run) -> dict[str, tuple[int, float, float]]:
+    """Per test directory: its tests, their summed durations and their summed CPU seconds."""
+    table: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for nodeid, seconds in run.durations.items():
-        table[directory_of(nodeid)].append(seconds)
-    return {directory: (len(times), sum(times)) for directory, times in table.items()}
+        table[directory_of(nodeid)].append((seconds, run.test_cpu.get(nodeid, 0.0)))
+    return {folder: (len(times), sum(t for t, _ in times), sum(c for _, c in times)) for folder, times in table.items()}
 
 
 def report(trees: dict[str, Path], whole: dict[str, Run], separate: dict[str, dict[str, Run]], top: int) -> None:
     names = list(trees)
-    rows: dict[str, dict[str, tuple[int, float, Run | None]]] = {}  # row -> tree -> (tests, test s, own run)
+    rows: dict[str, dict[str, tuple[int, float, float, Run | None]]] = {}  # row -> tree -> (tests, s, CPU s, run)
     everything: dict[str, Run] = {}
     for name in names:
         merged = Run(0, 0, 0)
         if name in whole:
             merged = whole[name]
-            for directory, (count, seconds) in per_directory(merged).items():
-                rows.setdefault(directory, {})[name] = (count, seconds, None)
+            for directory, (count, seconds, cpu) in per_directory(merged).items():
+                rows.setdefault(directory, {})[name] = (count, seconds, cpu, None)
         for path, run in separate.get(name, {}).items():
             merged.durations.update(run.durations)
+            merged.test_cpu.update(run.test_cpu)
             merged.outcomes.update(run.outcomes)
             merged.wall, merged.cpu = merged.wall + run.wall, merged.cpu + run.cpu
             merged.status = merged.status or run.status
-            rows.setdefault(path, {})[name] = (len(run.durations), sum(run.durations.values()), run)
+            rows.setdefault(path, {})[name] = (
+                len(run.durations),
+                sum(run.durations.values()),
+                sum(run.test_cpu.values()),
+                run,
+            )
         everything[name] = merged
     print()
     for name, run in everything.items():
@@ -161,21 +201,26 @@ def report(trees: dict[str, Path], whole: dict[str, Run], separate: dict[str, di
     alone = bool(separate)
     header = f"{'directory' if not alone else 'path':<36}"
     for name in names:
-        header += f" | {name + ': tests':>17} {'test s':>7}" + (f" {'wall s':>7} {'CPU s':>7}" if alone else "")
+        header += f" | {name + ': tests':>17} {'test s':>7} {'test CPU':>8}"
+        header += f" {'wall s':>7} {'CPU s':>7}" if alone else ""
     print("\n" + header)
     print("-" * len(header))
     for row in sorted(rows):
         line = f"{row:<36}"
         for name in names:
-            count, seconds, own = rows[row].get(name, (0, 0.0, None))
-            line += f" | {count:>17} {seconds:>7.1f}"
+            count, seconds, cpu, own = rows[row].get(name, (0, 0.0, 0.0, None))
+            line += f" | {count:>17} {seconds:>7.1f} {cpu:>8.1f}"
             if alone:
                 line += f" {own.wall:>7.1f} {own.cpu:>7.1f}" if own else f" {'':>7} {'':>7}"
         print(line)
     for name in names:
-        print(f"\nslowest {top} tests ({name}):")
-        for nodeid, seconds in sorted(everything[name].durations.items(), key=lambda item: -item[1])[:top]:
-            print(f"  {seconds:7.2f} s  {nodeid}")
+        run = everything[name]
+        print(f"\nslowest {top} tests by CPU ({name}; CPU s, then wall s as --durations counts it):")
+        for nodeid, cpu in sorted(run.test_cpu.items(), key=lambda item: -item[1])[:top]:
+            print(f"  {cpu:7.2f} {run.durations.get(nodeid, 0.0):7.2f}  {nodeid}")
+        print(f"\nslowest {top} tests by wall ({name}; wall s, then CPU s):")
+        for nodeid, seconds in sorted(run.durations.items(), key=lambda item: -item[1])[:top]:
+            print(f"  {seconds:7.2f} {run.test_cpu.get(nodeid, 0.0):7.2f}  {nodeid}")
 
 
 def main() -> None:

@@ -145,9 +145,10 @@ def run_in_process(pytester: Any, *args: str, **env: str) -> Any:
 @contextmanager
 def loopback_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """``handler`` served on a free loopback port for the block; yields its root URL. The tests'
-    own stand-in for a provider or gateway (drift's target, a recording's upstream)."""
+    own stand-in for a provider or gateway (drift's target, a recording's upstream). It polls for
+    shutdown every 50 ms, not ``serve_forever``'s 500: leaving the block waited ~0.25 s for it."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import threading
+import types
 from pathlib import Path
 
 import openai
@@ -16,20 +18,46 @@ import pytest
 
 from harness.agents import Deviation, agent_test, replay_agent, run_agent_campaign
 from tests.harness.agents import planted
-from tests.harness.support import console_script
+from tests.harness.support import console_script, run_cli
 
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def fuzz(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def fuzz_process(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The installed ``harness fuzz`` run from a user's project directory (its modules importable
     from there, this checkout's tests importable for the planted loop)."""
     env = dict(os.environ, COLUMNS="200", PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(
         [console_script(), "fuzz", *args], cwd=project, capture_output=True, text=True, env=env, timeout=300
     )
+
+
+def fuzz(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``harness fuzz ARGS`` from a user's project directory as :func:`fuzz_process` runs it, but in
+    this process through click's ``CliRunner``: a fresh interpreter importing the SDKs cost 3 CPU
+    seconds a call, more than most campaigns here. What the command imported from the project
+    (its ``agents.py``) is dropped afterwards and ``sys.path`` put back, so the next project's
+    module of the same name is its own. The console script itself is run by the test that needs
+    a process of its own (test_verdicts: the command exits although a thread of the agent sleeps).
+    A project that declares deviations on one of the planted loops (``slow = planted.slow_retry``)
+    sets them on this process's function: they are put back too, so no other test meets them."""
+    path, modules = list(sys.path), set(sys.modules)
+    functions = [f for f in vars(planted).values() if isinstance(f, types.FunctionType)]
+    declared = [(f, vars(f).get("wire_deviations")) for f in functions]
+    try:
+        return run_cli("fuzz", *args, cwd=project, env=dict(os.environ, COLUMNS="200"))
+    finally:
+        for function, before in declared:
+            vars(function).pop("wire_deviations", None)
+            if before is not None:
+                function.wire_deviations = before  # type: ignore[attr-defined]  # an agent's declaration
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            file = getattr(sys.modules[name], "__file__", None) or "/"
+            if Path(file).is_relative_to(project):
+                del sys.modules[name]
 
 
 AGENTS = """
@@ -151,13 +179,12 @@ def test_zz_count():
 """
 
 
-def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(pytester: pytest.Pytester) -> None:
+    # the user's project imports the planted loop from this checkout, as from a package it depends
+    # on; in process, as tests/harness/pytest_plugin runs the plugin's profiles (its entry point in
+    # a fresh interpreter: test_plugin_loads_from_the_entry_point_in_a_fresh_interpreter)
     pytester.makepyfile(test_agent_on_the_wire=AGENT_TESTS)
-    # the user's project imports the planted loop from this checkout, as from a package it depends on
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--harness-profile", "harness-ci")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s", "--harness-profile", "harness-ci")
     result.assert_outcomes(passed=2, failed=1)
     # harness-ci's 50 derandomized examples, each at least one conversation of the agent (a run
     # whose draws overran Hypothesis's buffer is thrown away and another drawn)
@@ -199,7 +226,7 @@ test_wrong = agent_test(wrong)
 
 def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_never_reaches=NEVER_REACHES)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-profile", "harness-ci")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--harness-profile", "harness-ci")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [

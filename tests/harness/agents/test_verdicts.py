@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from harness.agents import INVARIANTS, run_agent_campaign
 from harness.agents._campaign_result import verdicts
 from tests.harness.agents import planted
-from tests.harness.agents.test_agent_contract import fuzz
+from tests.harness.agents.test_agent_contract import fuzz, fuzz_process
 
 AGENTS = """
 from harness.agents import Deviation
@@ -58,7 +58,7 @@ def test_an_uncancellable_executor_thread_is_left_behind_and_the_command_still_e
     # Before: the verdict was printed, then the interpreter joined the executor's thread in
     # concurrent.futures.thread._python_exit, and the command hung until killed.
     started = time.monotonic()
-    done = fuzz(project(tmp_path), "--agent", "agents:stuck", "--time-bound", "1", "--save-dir", str(tmp_path))
+    done = fuzz_process(project(tmp_path), "--agent", "agents:stuck", "--time-bound", "1", "--save-dir", str(tmp_path))
     took = time.monotonic() - started
     out = flat(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr

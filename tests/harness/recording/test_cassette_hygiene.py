@@ -180,7 +180,7 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def gzip_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 """

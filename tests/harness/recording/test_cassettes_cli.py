@@ -22,7 +22,7 @@ from harness.cli import main
 from harness.recording._conformance import default_cassette_dir
 from harness.recording._tools import to_scenario
 from harness.scenarios._scenario import Scenario
-from tests.harness.support import chat_completion, console_script, run_in_process
+from tests.harness.support import chat_completion, console_script, run_cli, run_in_process
 
 pytest_plugins = ["pytester"]
 
@@ -462,11 +462,13 @@ def test_bare_lint_reads_pytest_recordings_flat_layout_with_no_tests_folder(tmp_
     (tmp_path / "test_app.py").write_text("def test_answer(recorded):\n    pass\n", encoding="utf-8")
     write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", clean())
 
-    def bare(*args: str) -> subprocess.CompletedProcess[str]:
+    def bare(*args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+        if not process:  # in this process: the console script's own run is the first one below
+            return run_cli("cassettes", "lint", *args, cwd=tmp_path)
         command = [console_script(), "cassettes", "lint", *args]
         return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
-    done = bare()
+    done = bare(process=True)
     assert (done.returncode, done.stdout.strip()) == (0, "1 cassette, no findings"), done.stdout + done.stderr
     write(tmp_path / "cassettes" / "test_app" / "test_gone.yaml", clean())
     done = bare()
@@ -690,17 +692,16 @@ def test_lint_and_show_refuse_an_interaction_pytest_would_refuse_naming_it(
     if value is None:
         del bad[side][key]
     path = write(tmp_path / "cassettes" / "test_app" / "test_answer.yaml", bad)
-    lint = subprocess.run(
-        [console_script(), "cassettes", "lint", "--no-usage", str(tmp_path / "cassettes")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
+        if key == "headers" and side == "request":  # one case through the installed console script
+            return subprocess.run([console_script(), *args], capture_output=True, text=True, timeout=120)
+        return run_cli(*args)  # the others in this process: the same command, no interpreter to start
+
+    lint = harness("cassettes", "lint", "--no-usage", str(tmp_path / "cassettes"))
     assert lint.returncode == 1, lint.stdout + lint.stderr
     assert f"test_app/test_answer.yaml: {reason}" in lint.stdout, lint.stdout
-    show = subprocess.run(
-        [console_script(), "cassettes", "show", str(path)], capture_output=True, text=True, timeout=120
-    )
+    show = harness("cassettes", "show", str(path))
     assert show.returncode == 2 and reason in show.stderr and "Traceback" not in show.stderr, show.stderr
 
 

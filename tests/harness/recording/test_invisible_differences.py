@@ -3,7 +3,7 @@
 A prompt that differs from its recording only by a no-break space, or by a decomposed ``é``, used
 to print ``sent "Café à Paris?", recorded "Café à Paris?"``; and a recorded ``"logprobs": 1``
 replayed a request that sent ``true`` (in Python ``True == 1``). Both as a user's project meets
-them: the ``recorded`` fixture and the plain ``vcr`` marker, each in a fresh pytest process.
+them: the ``recorded`` fixture and the plain ``vcr`` marker, each in a pytest run of its own.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def project(request: pytest.FixtureRequest, pytester: pytest.Pytester) -> Iterat
 
 def _run(pytester: pytest.Pytester, asked: str, *args: str) -> pytest.RunResult:
     os.environ["ASK"] = asked
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-rN", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN", *args)
 
 
 def _mismatch(pytester: pytest.Pytester, asked: str) -> str:

@@ -27,7 +27,7 @@ import yaml
 
 from harness.recording._scrub import find_hidden_credentials, scrub_uri
 from harness.wire import CREDENTIAL_QUERY_PARAMS
-from tests.harness.support import chat_completion, console_script, loopback_server
+from tests.harness.support import chat_completion, loopback_server, run_cli
 
 pytest_plugins = ["pytester"]
 
@@ -58,9 +58,10 @@ def _cassette(path: Path, uri: str = CHAT_URI, *, headers: dict[str, list[str]] 
 
 
 def _lint(folder: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    command = [console_script(), "cassettes", "lint", "--no-usage", str(folder)]
+    """``harness cassettes lint`` in this process (click's runner, ``env`` its whole environment);
+    the console script's own run of lint is in test_cassettes_cli.py."""
     environment = {k: v for k, v in os.environ.items() if k != "MY_SERVICE_TOKEN"} | (env or {})
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment)
+    return run_cli("cassettes", "lint", "--no-usage", str(folder), env=environment)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,8 +194,8 @@ def test_drift_sends_no_recorded_credential_to_the_base_url(tmp_path: Path) -> N
     headers = {"authorization": [f"Bearer {KEY}-5"], "x-api-key": [f"{KEY}-6"], "api-key": [f"{KEY}-7"]}
     cassette = _cassette(tmp_path / "c.yaml", uri, headers=headers)
     with _listening() as (base_url, seen):
-        command = [console_script(), "cassettes", "drift", "--base-url", base_url, str(cassette)]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        # in process: the console script's own drift runs are in test_drift.py
+        result = run_cli("cassettes", "drift", "--base-url", base_url, str(cassette))
     assert result.returncode == 0, result.stdout + result.stderr
     [received] = seen
     assert KEY not in received

@@ -41,7 +41,7 @@ class Provider(BaseHTTPRequestHandler):
 
 def serve():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Provider)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server
 
 def upload(client, kind, content):
@@ -109,8 +109,9 @@ def upload_env() -> Iterator[None]:
 
 def _run(pytester: pytest.Pytester, kind: str, uploaded: str, *args: str) -> pytest.RunResult:
     os.environ["UPLOAD"], os.environ["UPLOADED"] = kind, uploaded
-    # a fresh process, as a user runs it (and as the plain marker's vcrpy patches need)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-rN", "-s", *args)
+    # in process: pytester takes the project's modules (server, test_upload) away after each run,
+    # and vcrpy's patches are undone at the end of each cassette, as test_recorded.py's vcr tests rely on
+    return pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN", "-s", *args)
 
 
 @pytest.mark.parametrize("kind", ["batch", "audio"])

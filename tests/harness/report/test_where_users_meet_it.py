@@ -1,5 +1,6 @@
-"""Where a user meets a report: the installed ``harness`` command's ``--html`` flags, run in a
-directory of their own, and pytest-html's report of a user's project (through pytester)."""
+"""Where a user meets a report: the ``harness`` command's ``--html`` flags, run in a directory of
+their own (the installed console script for ``run`` and ``cassettes show``, click's runner for the
+rest), and pytest-html's report of a user's project (through pytester, in process)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.harness.report.dom import parse
 from tests.harness.report.worlds import DEMO_CASSETTE, ROOT, SCENARIOS
-from tests.harness.support import console_script
+from tests.harness.support import console_script, run_cli
 
 pytest_plugins = ["pytester"]
 
@@ -29,14 +31,27 @@ meta:
 """
 
 
-def _harness(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([console_script(), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+def _harness(cwd: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``harness ARGS`` run in ``cwd``: with ``process``, the installed console script (the first
+    test of each command here); otherwise in this process through click's runner, which spares
+    a fresh interpreter (~3 CPU s) and leaves nothing behind: the project's modules it imported
+    (``agent``, ``planted``) are dropped and ``sys.path`` put back."""
+    if process:
+        return subprocess.run([console_script(), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    path, modules = list(sys.path), set(sys.modules)
+    try:
+        return run_cli(*args, cwd=cwd)
+    finally:
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            if Path(getattr(sys.modules[name], "__file__", None) or "/").is_relative_to(cwd):
+                del sys.modules[name]
 
 
 def test_harness_run_html_shows_each_scenario_and_the_failing_one(tmp_path: Path) -> None:
     shutil.copy(SCENARIOS / "steering-mid-batch-skip.yaml", tmp_path / "a.yaml")
     (tmp_path / "b.yaml").write_text(WRONG_EXPECTATION, encoding="utf-8")
-    done = _harness(tmp_path, "run", "a.yaml", "b.yaml", "--html", "run.html")
+    done = _harness(tmp_path, "run", "a.yaml", "b.yaml", "--html", "run.html", process=True)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "wrote run.html" in done.stderr
     document = parse((tmp_path / "run.html").read_text(encoding="utf-8"))
@@ -47,7 +62,7 @@ def test_harness_run_html_shows_each_scenario_and_the_failing_one(tmp_path: Path
 
 
 def test_harness_cassettes_show_html_draws_the_recorded_conversation(tmp_path: Path) -> None:
-    done = _harness(tmp_path, "cassettes", "show", str(DEMO_CASSETTE), "--html", "cassette.html")
+    done = _harness(tmp_path, "cassettes", "show", str(DEMO_CASSETTE), "--html", "cassette.html", process=True)
     assert done.returncode == 0, done.stderr
     assert "interaction(s)" in done.stdout  # the text timeline is still printed
     timeline = parse((tmp_path / "cassette.html").read_text(encoding="utf-8")).find("harness-timeline")
@@ -167,7 +182,7 @@ def _extras(report: Path) -> dict[str, list[str]]:
 def test_pytest_html_carries_each_tests_timeline_failures_opened(pytester: pytest.Pytester) -> None:
     pytest.importorskip("pytest_html", reason="pytest-html (the dev extra) is not installed")
     pytester.makepyfile(test_agent=FAILING_TEST)
-    result = pytester.runpytest_subprocess("--html=report.html", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--html=report.html", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3, failed=1)
     extras = _extras(pytester.path / "report.html")
     assert "hello" in parse(extras["test_agent.py::test_without_the_fixtures"][0]).find("harness-timeline").text()
@@ -184,7 +199,7 @@ def test_pytest_html_carries_each_tests_timeline_failures_opened(pytester: pytes
 
 def test_without_html_the_plugin_adds_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_agent=FAILING_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:html")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:html")
     result.assert_outcomes(passed=3, failed=1)
     assert "harness trace" in result.stdout.str()
 
