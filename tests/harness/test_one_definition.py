@@ -33,13 +33,14 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 """``(module, spelling)`` -> why that module spells a piece ``harness.wire`` owns."""
 
-PRIVATE_IMPORT_BUDGET = 38
+PRIVATE_IMPORT_BUDGET = 35
 """Imports of another package's private module (87 before ``harness.wire``; every import of a name
 a facade exports now goes through that facade). What is left reaches names no facade offers (the
 campaign's hygiene, the regressions' directory, trace internals the plugin drives). Lower it as
 facades take the rest; never raise it. Raised once, by one, with its reason: ``harness.proxy``
 replays a stored reply split at its events with ``harness.recording._vcr.reply_parts``, the
-splitter the recorded transport uses (a second copy would drift from it)."""
+splitter the recorded transport uses (a second copy would drift from it). Then lowered to 35, the
+count after issue 28's splits (the wire campaign's command imports its pieces once, at the top)."""
 
 
 def _name(path: Path) -> str:
