@@ -39,10 +39,13 @@ const tools = {
   }),
 };
 
-// On Responses the SDK sends its earlier text back as `item_reference` by default (the server keeps
-// it, `store: true`); the campaign's judge does not resolve such references yet, so it would read
-// that text as lost (W2): `store: false` sends every item whole, as the judge can read it.
-const providerOptions = provider === "openai-responses" ? { openai: { store: false } } : undefined;
+// On Responses the SDK sends its earlier output back as `item_reference`s by default (the server
+// keeps it, `store: true`); the campaign's judge reads each as the item it names, as OpenAI does.
+// HARNESS_AI_SDK_STORE=false sends every item whole instead.
+const providerOptions =
+  provider === "openai-responses" && process.env.HARNESS_AI_SDK_STORE === "false"
+    ? { openai: { store: false } }
+    : undefined;
 
 main(async (prompt) => {
   const options = { model: model(), tools, prompt, providerOptions, stopWhen: stepCountIs(10) };
