@@ -30,7 +30,9 @@ class ExchangeLike(Protocol):
     def reply(self) -> Any: ...  # a scenario ModelTurn, or None: refused beyond the request bound
     @property
     def delivered(self) -> bool: ...
-    def messages(self) -> Sequence[Any]: ...  # Said: .role .text .calls .call_id .tool_name .is_error
+    @property
+    def output_items(self) -> Mapping[str, Any]: ...  # a Responses reply's items, what item_reference names
+    def messages(self, items: Mapping[str, Any] | None = None) -> Sequence[Any]: ...  # Said: .role .text ...
 
 
 class ViolationLike(Protocol):
@@ -214,8 +216,11 @@ def wire_timeline(
     lane.entries.append(Entry("user", f"{key}-prompt", label="prompt", text=run.prompt))
     by_number: dict[int, Entry] = {}
     menu: tuple[tuple[str, ...], int] | None = None
+    items: dict[str, Any] = {}  # what a later Responses request's item_reference names, read as the judge reads it
     for exchange in run.exchanges:
-        entry = _request(exchange, key, tools_of)
+        entry = _request(exchange, key, tools_of, items)
+        if exchange.delivered:
+            items.update(exchange.output_items)
         names = tuple(o.name for o in entry.tools)
         if menu is not None and menu[0] == names:
             entry.tools_same_as = menu[1]
@@ -294,12 +299,12 @@ def _message(said: Any) -> MessageShown:
     )
 
 
-def _request(exchange: ExchangeLike, key: str, tools_of: ToolsOf | None) -> Entry:
+def _request(exchange: ExchangeLike, key: str, tools_of: ToolsOf | None, items: Mapping[str, Any]) -> Entry:
     request = exchange.request
     entry = Entry("model", f"{key}-w{exchange.number}", number=exchange.number)
     entry.options = {"wire": _wire(request)}
     try:
-        entry.messages = [_message(m) for m in exchange.messages()]
+        entry.messages = [_message(m) for m in exchange.messages(items)]
     except Exception as exc:  # a request its wire's reader cannot read is shown, saying so
         entry.options["messages"] = f"could not be read: {exc}"
     entry.history = len(entry.messages)

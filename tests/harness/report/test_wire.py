@@ -207,3 +207,20 @@ def _fragment(timeline: object) -> str:
     from harness.report._env import render
 
     return render("fragment.html.j2", timelines=[timeline], failed=True)
+
+
+def test_a_history_sent_as_item_references_is_shown_as_the_items_they_name() -> None:
+    """The page reads a Responses request as W2 does: the call an ``item_reference`` names is shown
+    in the history the next request carried, not left out."""
+    from harness.agents import replay_agent
+    from harness.report import wire_timeline
+    from harness.scenarios import Call, ModelTurn, Scenario
+
+    turns = (ModelTurn(calls=(Call("add", {"a": 2, "b": 3}, id="call_1"),)), ModelTurn(text="Done."))
+    scenario = Scenario(name="references", prompts=("2 + 3?",), turns=turns)
+    run, judgement = replay_agent(planted.referencing_responses_agent, scenario)
+    assert not judgement.violations, judgement.violations
+    timeline = wire_timeline(run, title="references", tools_of=tools_of)
+    second = [e for e in timeline.lanes[0].entries if e.kind == "model"][1]
+    assert [m.role for m in second.messages] == ["user", "assistant", "tool"], second.messages
+    assert [c.name for c in second.messages[1].calls] == ["add"]
