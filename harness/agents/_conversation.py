@@ -317,11 +317,9 @@ class WireEmulator(Emulator):
     def transport(self) -> EmulatorTransport:
         return _InProcess(self)
 
-    def stop(self) -> None:
-        """Stop serving without waiting for the server's thread (a daemon) to notice: uvicorn looks
-        every 0.1 s, which a campaign, a replay and every regression of ``agent_test`` would wait."""
-        self._thread = None
-        super().stop()
+    STOP_WAIT = 0.0
+    """Stop serving without waiting for the server's thread (a daemon) to notice: uvicorn looks
+    every 0.1 s, which a campaign, a replay and every regression of ``agent_test`` would wait."""
 
 
 class _InProcess(EmulatorTransport):

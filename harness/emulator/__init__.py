@@ -3,11 +3,13 @@
 ``Emulator(script)`` (``_server``) serves scripted turns and faults (``_faults``) through the
 provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in process or on a port;
 ``Emulator.from_file(path)`` serves a scenario file's turns (``_scenario_file``), and every request
-received is journaled (``_journal``). docs/emulator.md is the user's page.
+received is journaled (``_journal``); ``_loopback`` is how it listens (shared with ``harness.proxy``).
+docs/emulator.md is the user's page.
 """
 
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Fault, ending, fault
+from harness.emulator._loopback import LoopbackServer
 from harness.emulator._scenario_file import script_of
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
 
@@ -17,6 +19,7 @@ __all__ = [
     "EmulatorTransport",
     "Fault",
     "IdSource",
+    "LoopbackServer",
     "WireReply",
     "WireRequest",
     "ending",

@@ -24,7 +24,6 @@ import inspect
 import json
 import re
 import signal
-import socket
 import sys
 import threading
 import time
@@ -40,6 +39,7 @@ import httpx2
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Delivery, Fault, apply
 from harness.emulator._journal import JournalFile, record
+from harness.emulator._loopback import LoopbackServer
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
 from harness.script import Turn, as_turn
 from harness.wire import Route, is_credential_header
@@ -124,8 +124,7 @@ class Emulator:
         self._run, self._received = 1, 0
         self._journal_file = JournalFile(journal) if journal is not None else None
         """``journal=FILE``: every request also written to FILE as a JSON line, flushed as it is answered."""
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._loopback: LoopbackServer | None = None
         self._undeclare: Callable[[], None] = lambda: None
 
     @classmethod
@@ -400,52 +399,36 @@ class Emulator:
             ]
         )
 
+    STOP_WAIT = 10.0
+    """Seconds ``stop`` waits for the server's thread to end (uvicorn looks every 0.1 s)."""
+
     @property
     def base_url(self) -> str:
-        if self._server is None:
+        if self._loopback is None:
             raise RuntimeError("the emulator is not serving: use `with Emulator(...) as emu:` or emu.start()")
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def serving(self) -> bool:
+        return self._loopback is not None and self._loopback.alive
+
     def start(self) -> str:
         """Serve on ``host:port`` (port 0: a free one) in a background thread; returns the base URL."""
-        import uvicorn
-
-        if self._server is not None:
+        if self._loopback is not None:
             return self.base_url
-        # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP,
-        # and without it a reply written in two parts (headers, then body) waits for the client's
-        # delayed ACK: 40 ms on every kept-alive request (Nagle). Set on the listener too, which
-        # the accepted connections inherit.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app(), log_level="critical", access_log=False, lifespan="off")
-        server = uvicorn.Server(config)
-        self._server = server
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="emulator")
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the emulator's server did not start")
-            time.sleep(0.01)
+        loopback = LoopbackServer(self.app(), self.host, self.port, name="emulator")
+        self.port = loopback.start()
+        self._loopback = loopback
         # the guard lets requests to a loopback URL through only when it is declared a double
         self._undeclare = register_fake_base_url(self.base_url)
         return self.base_url
 
     def stop(self) -> None:
-        """Stop serving (waiting for the server thread) and close the journal file."""
-        server, thread = self._server, self._thread
-        if server is None:
-            self.close_journal()
-            return
-        self._undeclare()
-        server.should_exit = True
-        if thread is not None:
-            thread.join(timeout=10)
-        self._server = self._thread = None
+        """Stop serving (waiting for the server thread, ``STOP_WAIT``) and close the journal file."""
+        loopback, self._loopback = self._loopback, None
+        if loopback is not None:
+            self._undeclare()
+            loopback.stop(timeout=self.STOP_WAIT)
         self.close_journal()
 
     def __enter__(self) -> Emulator:
@@ -654,7 +637,7 @@ def serve(
         with emulator:
             print(emulator.base_url, flush=True)
             print(client_settings(emulator.base_url), file=sys.stderr, flush=True)
-            while emulator._thread is not None and emulator._thread.is_alive():
+            while emulator.serving:
                 time.sleep(0.2)
     except KeyboardInterrupt:
         pass

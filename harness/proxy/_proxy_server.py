@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from harness.emulator import LoopbackServer
 from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outcome, split_selection
 from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
 from harness.proxy._sigv4 import SigningError
@@ -79,8 +77,7 @@ class Proxy:
         self._modules = _envelopes()
         self._in_step: dict[Path, list[tuple[str, Destination, str, str, dict[str, str], bytes]]] = {}
         """Per cassette, what ``new_episodes`` replayed since a scripted upstream last heard from it."""
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._loopback: LoopbackServer | None = None
         self._undeclare: Any = lambda: None
 
     def open_default(self) -> None:
@@ -215,56 +212,38 @@ class Proxy:
     # -- serving --------------------------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        if self._server is None:
+        if self._loopback is None:
             raise RuntimeError("the proxy is not serving: use `with Proxy(...) as proxy:` or proxy.start()")
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> str:
         """Serve on ``host:port`` (port 0: a free one) in a background thread; returns the base URL."""
-        import uvicorn
-
         from openprogram.providers import register_fake_base_url
 
-        if self._server is not None:
+        if self._loopback is not None:
             return self.base_url
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the emulator: no delayed-ACK waits
+        # requests in flight get a few seconds to finish when it stops
+        loopback = LoopbackServer(self.app(), self.host, self.port, name="proxy", graceful=5)
         try:
-            sock.bind((self.host, self.port))
+            self.port = loopback.start()
         except OSError as exc:
-            sock.close()
             raise ProxyError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app(), log_level="critical", access_log=False, lifespan="off", timeout_graceful_shutdown=5
-        )
-        server = uvicorn.Server(config)
-        self._server = server
-        self._thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="proxy")
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise ProxyError("the proxy's server did not start")
-            time.sleep(0.01)
+        except RuntimeError as exc:
+            raise ProxyError(str(exc)) from None
+        self._loopback = loopback
         self._undeclare = register_fake_base_url(self.base_url)  # a double, as the emulator: the guard lets it by
         return self.base_url
 
     @property
     def serving(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._loopback is not None and self._loopback.alive
 
     def stop(self) -> None:
         """Stop serving, letting requests in flight finish (a few seconds at most)."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self._undeclare()
-        server.should_exit = True
-        if thread is not None:
-            thread.join(timeout=15)
-        self._server = self._thread = None
+        loopback, self._loopback = self._loopback, None
+        if loopback is not None:
+            self._undeclare()
+            loopback.stop(timeout=15)
 
     def finish(self) -> Outcome:
         """Stop, then save every cassette that changed and say what went unmatched or unused."""
