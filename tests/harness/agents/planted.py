@@ -152,16 +152,33 @@ def _complete(
             continue
         choice = chunk.choices[0]
         text += choice.delta.content or ""
-        for delta in choice.delta.tool_calls or []:
-            slot = calls.setdefault(
-                delta.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-            )
-            slot["id"] = delta.id or slot["id"]
-            if delta.function is not None:
-                slot["function"]["name"] += delta.function.name or ""
-                slot["function"]["arguments"] += delta.function.arguments or ""
+        add_call_deltas(calls, choice)
         finish = choice.finish_reason or finish
     return text, [calls[i] for i in sorted(calls)], finish
+
+
+def add_call_deltas(calls: dict[int, dict[str, Any]], choice: Any) -> None:
+    """A streamed chunk's tool-call deltas joined into ``calls`` by index, as the SDK's own helpers do."""
+    for delta in choice.delta.tool_calls or []:
+        slot = calls.setdefault(delta.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+        slot["id"] = delta.id or slot["id"]
+        if delta.function is not None:
+            slot["function"]["name"] += delta.function.name or ""
+            slot["function"]["arguments"] += delta.function.arguments or ""
+
+
+def _answer_or_results(messages: list[dict[str, Any]], completion: Any) -> str | None:
+    """A reply without calls is the answer; otherwise its calls are run and the reply and their
+    results appended to ``messages`` for the next request (``None``)."""
+    message = completion.choices[0].message
+    calls = [c for c in message.tool_calls or [] if c.type == "function"]
+    if not calls:
+        return str(message.content or "")
+    messages.append(message.model_dump(exclude_none=True))
+    for call in calls:
+        result = _execute(call.function.name, call.function.arguments)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return None
 
 
 agent = make()
@@ -190,14 +207,9 @@ async def async_agent(prompt: str, *, base_url: str, api_key: str, http_client: 
                 if exc.status_code not in (429, 500, 503) or attempt == 2:
                     raise
                 await asyncio.sleep(float(exc.response.headers.get("retry-after") or 1))
-        message = completion.choices[0].message
-        calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        if not calls:
-            return message.content or ""
-        messages.append(message.model_dump(exclude_none=True))
-        for call in calls:
-            result = _execute(call.function.name, call.function.arguments)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        answer = _answer_or_results(messages, completion)
+        if answer is not None:
+            return answer
     raise RuntimeError("no answer after 20 rounds")
 
 
@@ -365,14 +377,9 @@ def slow_retry(prompt: str, *, base_url: str, api_key: str) -> str:
         except openai.RateLimitError:
             time.sleep(3)
             continue
-        message = completion.choices[0].message
-        calls = [c for c in message.tool_calls or [] if c.type == "function"]
-        if not calls:
-            return message.content or ""
-        messages.append(message.model_dump(exclude_none=True))
-        for call in calls:
-            result = _execute(call.function.name, call.function.arguments)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        answer = _answer_or_results(messages, completion)
+        if answer is not None:
+            return answer
     raise RuntimeError("no answer after 20 rounds")
 
 
@@ -391,14 +398,9 @@ def executor_agent(prompt: str, *, base_url: str, api_key: str) -> str:
             except openai.RateLimitError:
                 time.sleep(120)  # a blocking back-off: not even the thread's own loop can cancel it
                 continue
-            message = completion.choices[0].message
-            calls = [c for c in message.tool_calls or [] if c.type == "function"]
-            if not calls:
-                return message.content or ""
-            messages.append(message.model_dump(exclude_none=True))
-            for call in calls:
-                result = _execute(call.function.name, call.function.arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            answer = _answer_or_results(messages, completion)
+            if answer is not None:
+                return answer
         raise RuntimeError("no answer after 20 rounds")
 
     pool = ThreadPoolExecutor(max_workers=1)

@@ -21,7 +21,7 @@ from typing import Any
 import openai
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import TOOLS, _execute
+from tests.harness.agents.planted import TOOLS, _execute, add_call_deltas
 
 
 class CutStream(Exception):
@@ -50,14 +50,7 @@ def _loop(
                     continue
                 choice = chunk.choices[0]
                 text += choice.delta.content or ""
-                for delta in choice.delta.tool_calls or []:
-                    slot = calls.setdefault(
-                        delta.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                    )
-                    slot["id"] = delta.id or slot["id"]
-                    if delta.function is not None:
-                        slot["function"]["name"] += delta.function.name or ""
-                        slot["function"]["arguments"] += delta.function.arguments or ""
+                add_call_deltas(calls, choice)
                 finish = choice.finish_reason or finish
         except (openai.APIStatusError, openai.APIResponseValidationError):
             raise
