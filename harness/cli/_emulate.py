@@ -36,8 +36,22 @@ class _Refused(click.ClickException):
     default=None,
     help="Also write every request received to this file, one JSON line each, flushed as it is answered.",
 )
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Answer web pages of this origin (http://localhost:3000); repeatable. Others are refused.",
+)
+@click.option("--allow-remote", is_flag=True, help="Let a --host beyond loopback serve (to whoever reaches it).")
 def emulate_command(
-    script: Path, host: str, port: int, after_last: Literal["error", "repeat"] | None, journal: Path | None
+    script: Path,
+    host: str,
+    port: int,
+    after_last: Literal["error", "repeat"] | None,
+    journal: Path | None,
+    allow_origins: tuple[str, ...],
+    allow_remote: bool,
 ) -> None:
     """Serve the turns of a scenario file on every provider's real paths until stopped.
 
@@ -45,11 +59,15 @@ def emulate_command(
     clients BASE/v1; Anthropic, google-genai (http_options.base_url) and boto3 (endpoint_url)
     BASE; LiteLLM's gemini/ models BASE/v1beta. Each request gets the next turn.
     GET BASE/_emulator/requests shows the requests received; POST BASE/_emulator/reset starts
-    the script over. Stops on Ctrl-C or SIGTERM.
+    the script over. Stops on Ctrl-C or SIGTERM. Only requests addressed to it are answered: a
+    Host other than 127.0.0.1, localhost or [::1] with its port, or a web page's request (Origin,
+    Sec-Fetch-*) not named by --allow-origin, gets a 403.
     """
-    from harness.emulator import Emulator, serve
+    from harness.cli._proxy import front_door
+    from harness.emulator import Emulator, is_loopback, remote_warning, serve
     from harness.scenarios import ScenarioError
 
+    door = front_door("emulate", host, allow_origins, allow_remote)
     try:
         emulator = Emulator.from_file(script, host=host, port=port, after_last=after_last, journal=journal)
     except ScenarioError as exc:
@@ -65,6 +83,9 @@ def emulate_command(
             f"the emulator needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
             'install it with pip install -e ".[emulator]" from the checkout'
         ) from None
+    emulator.door = door
+    if allow_remote and not is_loopback(host):
+        click.echo(remote_warning(host, port, "emulate"), err=True)
     try:
         serve(emulator)
     except OSError as exc:

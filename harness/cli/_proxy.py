@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -55,6 +56,34 @@ def client_settings(base_url: str) -> str:
     return "\n".join(lines)
 
 
+def front_door(command: str, host: str, origins: tuple[str, ...], allow_remote: bool) -> Any:
+    """The ``FrontDoor`` of ``--allow-origin`` and ``--allow-remote``; a ``--host`` beyond loopback
+    without ``--allow-remote`` is refused (it would replay, record and forward for anyone)."""
+    from harness.emulator import FrontDoor, is_loopback
+
+    if not is_loopback(host) and not allow_remote:
+        raise _Refused(
+            f"--host {host} listens beyond this machine: whoever reaches it would be served"
+            f"{' and forwarded with its keys and credentials' if command == 'proxy' else ''}; add --allow-remote"
+            " to mean it (docs/record-replay.md, threat model), or listen on 127.0.0.1"
+        )
+    try:
+        return FrontDoor.of(origins, allow_remote=allow_remote)
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
+
+
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def _size(value: str) -> int:
+    """``--max-body``: bytes, or a number with K, M or G (binary: KiB, MiB, GiB; a trailing B or iB allowed)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(?:i?b)?\s*", value.lower())
+    if match is None or int(match.group(1)) == 0:
+        raise _Refused(f"--max-body {value!r} is not a size: say a number of bytes, or one with K, M or G (32M)")
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
 def _upstream(value: str | None) -> str | None:
     if value is None:
         return None
@@ -87,6 +116,24 @@ def _upstream(value: str | None) -> str | None:
 @click.option("--max-age", default=None, help="How old a cassette may get ('30d', '12h'), as the fixture's max_age.")
 @click.option("--max-age-action", type=click.Choice(["warn", "fail", "rerecord"]), default=None, help="Past --max-age.")
 @click.option("--allow-unused", is_flag=True, help="Recorded interactions no request used do not fail the run.")
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Answer web pages of this origin (http://localhost:3000); repeatable. Others are refused.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Let a --host beyond loopback serve (replays and forwards to whoever reaches it).",
+)
+@click.option(
+    "--max-body",
+    default=None,
+    metavar="SIZE",
+    help="The largest request body taken, in bytes or with K, M, G (KiB...); larger is a 413. [default: 100M]",
+)
 def proxy_command(
     cassette: Path,
     record_mode: str,
@@ -96,6 +143,9 @@ def proxy_command(
     max_age: str | None,
     max_age_action: str | None,
     allow_unused: bool,
+    allow_origins: tuple[str, ...],
+    allow_remote: bool,
+    max_body: str | None,
 ) -> None:
     """Record and replay any process's model calls: every provider's wire on one loopback port.
 
@@ -115,27 +165,47 @@ def proxy_command(
             f"the proxy needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
             'install it with pip install -e ".[emulator]" from the checkout'
         ) from None
+    from harness.emulator import is_loopback, remote_warning
     from harness.proxy import Proxy, ProxyError
     from harness.recording import RecordingError
 
-    config: dict[str, Any] = {"allow_unused": allow_unused}
-    if max_age is not None:
-        config["max_age"] = max_age
-    if max_age_action is not None:
-        config["max_age_action"] = max_age_action
+    options = _proxy_options(host, allow_origins, allow_remote, max_body, allow_unused, max_age, max_age_action)
     if cassette.exists() and not cassette.is_dir() and cassette.suffix.lower() not in (".yaml", ".yml"):
         raise _Refused(f"--cassette {cassette}: a cassette file ends in .yaml or .yml (or name a directory)")
     try:
-        proxy = Proxy(cassette, mode=record_mode, upstream=_upstream(upstream), host=host, port=port, config=config)
+        proxy = Proxy(cassette, mode=record_mode, upstream=_upstream(upstream), host=host, port=port, **options)
         proxy.open_default()
         proxy.start()
     except (ProxyError, RecordingError) as exc:
         raise _Refused(str(exc).splitlines()[0]) from None
     for note in proxy.cassettes.notes:
         click.echo(f"harness proxy: {note}", err=True)
+    if allow_remote and not is_loopback(host):
+        click.echo(remote_warning(host, proxy.port, "proxy"), err=True)
     status = _serve(proxy, len(proxy.cassettes.notes))
     if status:
         sys.exit(status)
+
+
+def _proxy_options(
+    host: str,
+    allow_origins: tuple[str, ...],
+    allow_remote: bool,
+    max_body: str | None,
+    allow_unused: bool,
+    max_age: str | None,
+    max_age_action: str | None,
+) -> dict[str, Any]:
+    """``Proxy``'s keywords from the command's options (whom it answers, the body limit, the fixture's config)."""
+    config: dict[str, Any] = {"allow_unused": allow_unused}
+    if max_age is not None:
+        config["max_age"] = max_age
+    if max_age_action is not None:
+        config["max_age_action"] = max_age_action
+    options = {"config": config, "door": front_door("proxy", host, allow_origins, allow_remote)}
+    if max_body is not None:
+        options["max_body"] = _size(max_body)
+    return options
 
 
 def _serve(proxy: Any, shown: int) -> int:

@@ -3,13 +3,14 @@
 ``Emulator(script)`` (``_server``) serves scripted turns and faults (``_faults``) through the
 provider renderers (``_openai``, ``_anthropic``, ``_gemini``, ``_bedrock``), in process or on a port;
 ``Emulator.from_file(path)`` serves a scenario file's turns (``_scenario_file``), and every request
-received is journaled (``_journal``); ``_loopback`` is how it listens (shared with ``harness.proxy``).
+received is journaled (``_journal``); ``_loopback`` is how it listens and whom it answers (shared
+with ``harness.proxy``).
 docs/emulator.md is the user's page.
 """
 
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Fault, ending, fault
-from harness.emulator._loopback import LoopbackServer
+from harness.emulator._loopback import FrontDoor, LoopbackServer, is_loopback, remote_warning
 from harness.emulator._scenario_file import script_of
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
 
@@ -18,12 +19,15 @@ __all__ = [
     "Emulator",
     "EmulatorTransport",
     "Fault",
+    "FrontDoor",
     "IdSource",
     "LoopbackServer",
     "WireReply",
     "WireRequest",
     "ending",
     "fault",
+    "is_loopback",
+    "remote_warning",
     "script_of",
     "serve",
 ]

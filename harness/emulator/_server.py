@@ -39,7 +39,7 @@ import httpx2
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Delivery, Fault, apply
 from harness.emulator._journal import JournalFile, record
-from harness.emulator._loopback import LoopbackServer
+from harness.emulator._loopback import FrontDoor, LoopbackServer
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
 from harness.script import Turn, as_turn
 from harness.wire import Route, is_credential_header
@@ -126,6 +126,8 @@ class Emulator:
         """``journal=FILE``: every request also written to FILE as a JSON line, flushed as it is answered."""
         self._loopback: LoopbackServer | None = None
         self._undeclare: Callable[[], None] = lambda: None
+        self.door = FrontDoor()
+        """Whom the port answers (``harness emulate --allow-origin``, ``--allow-remote``)."""
 
     @classmethod
     def from_file(cls, path: str | Path, *, after_last: AfterLast | None = None, **kwargs: Any) -> Emulator:
@@ -416,7 +418,7 @@ class Emulator:
         """Serve on ``host:port`` (port 0: a free one) in a background thread; returns the base URL."""
         if self._loopback is not None:
             return self.base_url
-        loopback = LoopbackServer(self.app(), self.host, self.port, name="emulator")
+        loopback = LoopbackServer(self.app(), self.host, self.port, name="emulator", door=self.door)
         self.port = loopback.start()
         self._loopback = loopback
         # the guard lets requests to a loopback URL through only when it is declared a double

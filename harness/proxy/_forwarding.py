@@ -20,7 +20,7 @@ import httpx2
 
 from harness.proxy._cassette_select import CASSETTE_HEADER
 from harness.proxy._sigv4 import resign, signed_by_sigv4
-from harness.wire import Destination
+from harness.wire import Destination, check_values
 
 PROVIDER_ORIGINS: Final[Mapping[str, str]] = {
     "openai": "https://api.openai.com",
@@ -55,7 +55,11 @@ def aws_region(destination: Destination, environ: Mapping[str, str]) -> str:
 
 
 def provider_origin(destination: Destination, environ: Mapping[str, str]) -> str:
-    """The provider's own scheme and host for a request read from its path."""
+    """The provider's own scheme and host for a request read from its path.
+
+    Only a region or location that has the shape of one names a host (``harness.wire.check_values``
+    raises ``RouteError`` for any other): a value of the request never chooses where it goes."""
+    check_values(destination)
     if destination.provider == "bedrock":
         return f"https://bedrock-runtime.{aws_region(destination, environ)}.amazonaws.com"
     if destination.provider == "gemini" and destination.vertex:

@@ -20,13 +20,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from harness.emulator import LoopbackServer
+from harness.emulator import FrontDoor, LoopbackServer
 from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outcome, split_selection
 from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
+from harness.proxy._intake import MAX_BODY, ClientLeft, IntakeError, body_of, checked_path
 from harness.proxy._sigv4 import SigningError
 from harness.recording import CassetteError, CassetteMismatchError, RecordingError
 from harness.recording._vcr import reply_parts  # the one private import: a stored reply split at its events
-from harness.wire import ROUTES, Destination, Route, route_by_path
+from harness.wire import ROUTES, Destination, Route, RouteError, check_values, route_by_path
 
 NO_MATCH: Final = "harness proxy: no recorded interaction matches"
 """How the message of a request the cassette cannot answer starts (DESIGN section 6)."""
@@ -53,7 +54,9 @@ class Proxy:
     ``open_recording`` options the command passes on (``max_age``, ``max_age_action``,
     ``allow_unused``); ``environ`` (default ``os.environ``) feeds the credential scan and the
     Bedrock signature; ``origins`` stands a server in for a provider's own host, per provider (a
-    test's loopback AWS: requests to it are treated as to the provider, Bedrock's signed again).
+    test's loopback AWS: requests to it are treated as to the provider, Bedrock's signed again);
+    ``max_body`` the largest request body taken (``--max-body``); ``door`` whom the port answers
+    (``--allow-origin``, ``--allow-remote``; docs/record-replay.md, "Threat model").
     """
 
     def __init__(
@@ -67,8 +70,11 @@ class Proxy:
         config: Mapping[str, Any] | None = None,
         environ: Mapping[str, str] | None = None,
         origins: Mapping[str, str] | None = None,
+        max_body: int = MAX_BODY,
+        door: FrontDoor | None = None,
     ) -> None:
         environ = dict(os.environ if environ is None else environ)
+        self.max_body, self.door = max_body, door or FrontDoor()
         self.cassettes = Cassettes(Path(cassette), mode, dict(config or {}), environ)
         self.forwarder = Forwarder(upstream, environ, origins)
         self.environ = environ
@@ -123,7 +129,13 @@ class Proxy:
         destination = route_by_path(path.partition("?")[0], headers)
         if method != "POST" or destination is None or destination.base_url:
             return _not_found(method, path)
-        body = await request.body()
+        try:
+            body, headers = await self._taken(request, destination, path, headers)
+        except IntakeError as exc:
+            return self._refusal(destination, exc.status, str(exc))
+        except ClientLeft:
+            self.served -= 1  # nobody to answer: not a request answered, nor one the harness failed
+            return _neutral_response("harness proxy: the client went away before its body was whole", 400)
         try:
             cassette = self.cassettes.path_for(name)
         except CassetteChoiceError as exc:
@@ -134,6 +146,18 @@ class Proxy:
             status, message = answered
             return self._refusal(destination, status, message)
         return _replay(answered)
+
+    async def _taken(
+        self, request: Any, destination: Destination, path: str, headers: list[tuple[str, str]]
+    ) -> tuple[bytes, list[tuple[str, str]]]:
+        """The body and headers to match, store and forward: the request's values and body checked
+        (``_intake``: a path and region that name nothing else, a bounded, decoded JSON body)."""
+        checked_path(path)
+        try:
+            check_values(destination)
+        except RouteError as exc:
+            raise IntakeError(400, f"harness proxy: {exc}; nothing was sent") from None
+        return await body_of(request, headers, self.max_body)
 
     async def _played(
         self,
@@ -223,7 +247,7 @@ class Proxy:
         if self._loopback is not None:
             return self.base_url
         # requests in flight get a few seconds to finish when it stops
-        loopback = LoopbackServer(self.app(), self.host, self.port, name="proxy", graceful=5)
+        loopback = LoopbackServer(self.app(), self.host, self.port, name="proxy", graceful=5, door=self.door)
         try:
             self.port = loopback.start()
         except OSError as exc:
@@ -276,6 +300,12 @@ def _provider_of(raw_path: str) -> str | None:
 
 def _neutral(message: str) -> bytes:
     return json.dumps({"error": {"type": "harness_proxy_error", "message": message}}).encode()
+
+
+def _neutral_response(message: str, status: int) -> Any:
+    from starlette.responses import Response
+
+    return Response(_neutral(message), status_code=status, media_type="application/json")
 
 
 def _not_found(method: str, path: str) -> Any:

@@ -6,6 +6,9 @@ first value, or the last header, or the whole text, disagreed on ``gzip, identit
 headers. Here every reader gets the same answer: the codings in the order they were applied,
 ``identity`` left out, and the outer one (the one a client undoes first) last.
 
+A request body is read through :func:`decoded` (gzip and deflate, bounded: a small compressed
+body must not become gigabytes), so a compressed request is matched and stored as the JSON it is.
+
 Compression is also known by its bytes: a gzip stream starts with :data:`GZIP_MAGIC`, whatever
 the headers say (recorders that keep the compressed bytes and drop the header exist).
 """
@@ -76,3 +79,66 @@ def gunzipped(stored: bytes) -> bytes:
         return gzip.decompress(stored)
     except (OSError, EOFError, zlib.error):
         return stored
+
+
+DECODABLE: Final = frozenset({"gzip", "x-gzip", "deflate"})
+"""Codings a request body is read through (the standard library's; br and zstd need packages the
+harness does not depend on)."""
+
+
+class BodyDecodingError(ValueError):
+    """A body its Content-Encoding does not describe, or in a coding not read; the text says which."""
+
+
+class BodyTooLargeError(BodyDecodingError):
+    """A body that decodes to more than the limit it was read under."""
+
+
+def without_codings(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``headers`` without Content-Encoding: those of a body once :func:`decoded` has undone it."""
+    return [(name, value) for name, value in headers if name.lower() != "content-encoding"]
+
+
+def decoded(body: bytes, codings: Iterable[str], limit: int) -> bytes:
+    """``body`` with ``codings`` (as :func:`content_codings` lists them) undone, outer one first.
+
+    Read at most ``limit`` bytes out of each: a small compressed request must not become gigabytes
+    in memory (:class:`BodyTooLargeError`). A coding that is not read, or bytes that are not what
+    it says, is a :class:`BodyDecodingError` naming the coding.
+    """
+    for coding in reversed(tuple(codings)):
+        if coding not in DECODABLE:
+            raise BodyDecodingError(
+                f"Content-Encoding {coding} is not read here (gzip and deflate are); send the body"
+                " uncompressed or gzip-compressed"
+            )
+        body = _inflated(body, coding, limit)
+    return body
+
+
+def _inflated(body: bytes, coding: str, limit: int) -> bytes:
+    """One coding undone, every gzip member of it, stopping past ``limit`` bytes of output."""
+    if coding == "deflate" and not (
+        len(body) >= 2 and (body[0] & 0x0F) == 8 and int.from_bytes(body[:2], "big") % 31 == 0
+    ):
+        wbits = -zlib.MAX_WBITS  # raw deflate, without zlib's header: what some clients send as deflate
+    else:
+        wbits = zlib.MAX_WBITS | (16 if coding in ("gzip", "x-gzip") else 0)
+    parts: list[bytes] = []
+    size, rest = 0, body
+    try:
+        while True:
+            inflater = zlib.decompressobj(wbits)
+            part = inflater.decompress(rest, limit - size + 1)
+            size += len(part)
+            if size > limit:
+                raise BodyTooLargeError(f"the {coding} body decodes to more than {limit} bytes")
+            parts.append(part)
+            if not inflater.eof:
+                raise BodyDecodingError(f"the {coding} body is cut short (Content-Encoding: {coding})")
+            rest = inflater.unused_data
+            if not rest or wbits != zlib.MAX_WBITS | 16:
+                break  # gzip alone may carry several members, one after another
+    except zlib.error as exc:
+        raise BodyDecodingError(f"the body is not {coding} as its Content-Encoding says: {exc}") from None
+    return b"".join(parts)

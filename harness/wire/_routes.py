@@ -137,6 +137,43 @@ def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Des
     return replace(found, base_url=f"{parts.scheme}://{netloc}{found.base_url or ''}")
 
 
+VALUE_PATTERNS: Final[dict[str, re.Pattern[str]]] = {
+    # AWS: us-east-1, eu-central-2, us-gov-west-1, ap-southeast-5, cn-north-1, us-isob-east-1
+    "aws region": re.compile(r"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}"),
+    # Google Cloud: global, the multi-regions us and eu, regions such as us-central1, europe-west4,
+    # northamerica-northeast1
+    "google location": re.compile(r"global|us|eu|[a-z]+(?:-[a-z]+)+[0-9]{1,2}"),
+    # a project id or number, or an older domain-scoped id (example.com:id): it names no host, only
+    # a path segment, so any such characters
+    "google project": re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}"),
+}
+"""What a value taken from a request may be, by kind: each becomes part of the provider URL a
+request is forwarded to (a region or location names the host), so a value of any other shape
+(``127.0.0.1:8000#``) is refused rather than sent anywhere."""
+
+_VALUE_KINDS: Final = {
+    # (vertex, Destination field) -> kind; a route of another helper's plugs in here
+    (True, "region"): "google location",
+    (True, "project"): "google project",
+    (False, "region"): "aws region",
+}
+
+
+def check_values(destination: Destination) -> None:
+    """Raise :class:`RouteError` naming the first value the request gave (a region, a Vertex
+    location or project) that is not of its kind (:data:`VALUE_PATTERNS`)."""
+    for (vertex, field), kind in _VALUE_KINDS.items():
+        value = getattr(destination, field)
+        if vertex is destination.vertex and value is not None and not VALUE_PATTERNS[kind].fullmatch(value):
+            raise RouteError(f"{value[:80]!r} is not a {kind} (say one such as {_EXAMPLES[kind]})")
+
+
+_EXAMPLES: Final = {
+    "aws region": "us-east-1",
+    "google location": "us-central1 or global",
+    "google project": "my-project",
+}
+
 _SIGV4_SCOPE = re.compile(r"Credential=[^/,\s]*/\d{8}/([a-z0-9-]+)/bedrock/aws4_request")
 
 

@@ -97,7 +97,9 @@ class CassetteTransport(httpx2.AsyncBaseTransport):
         if real is None:  # a connection pool belongs to one event loop
             real = self._real[loop] = httpx2.AsyncHTTPTransport()
         url = _upstream_url(str(request.url), self.upstream)
-        forwarded = httpx2.Request(request.method, url, headers=request.headers, content=body)
+        # Host is the upstream's (from the URL), not the provider's: a server checks it is addressed
+        sent = [(name, value) for name, value in request.headers.multi_items() if name.lower() != "host"]
+        forwarded = httpx2.Request(request.method, url, headers=sent, content=body)
         try:
             response = await real.handle_async_request(forwarded)
         except Exception as exc:
