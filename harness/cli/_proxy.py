@@ -73,6 +73,14 @@ def front_door(command: str, host: str, origins: tuple[str, ...], allow_remote: 
         raise _Refused(str(exc)) from None
 
 
+def _say_what_remote_exposes(host: str, port: int, allow_remote: bool) -> None:
+    """Before serving beyond loopback (``--allow-remote``): what that exposes, on stderr."""
+    from harness.emulator import is_loopback, remote_warning
+
+    if allow_remote and not is_loopback(host):
+        click.echo(remote_warning(host, port, "proxy"), err=True)
+
+
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -165,7 +173,6 @@ def proxy_command(
             f"the proxy needs the 'emulator' extra (starlette, uvicorn): {exc.name or exc} is missing; "
             'install it with pip install -e ".[emulator]" from the checkout'
         ) from None
-    from harness.emulator import is_loopback, remote_warning
     from harness.proxy import Proxy, ProxyError
     from harness.recording import RecordingError
 
@@ -180,8 +187,7 @@ def proxy_command(
         raise _Refused(str(exc).splitlines()[0]) from None
     for note in proxy.cassettes.notes:
         click.echo(f"harness proxy: {note}", err=True)
-    if allow_remote and not is_loopback(host):
-        click.echo(remote_warning(host, proxy.port, "proxy"), err=True)
+    _say_what_remote_exposes(host, proxy.port, allow_remote)
     status = _serve(proxy, len(proxy.cassettes.notes))
     if status:
         sys.exit(status)

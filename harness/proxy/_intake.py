@@ -117,14 +117,14 @@ def _no_constant(name: str) -> Any:
 
 
 def _deeper_than(document: Any, limit: int) -> bool:
-    """Whether ``document`` nests past ``limit`` containers (walked without recursion)."""
-    stack = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        for child in children:
-            if isinstance(child, dict | list):
-                if depth + 1 > limit:
-                    return True
-                stack.append((child, depth + 1))
+    """Whether ``document`` nests past ``limit`` containers: walked a level at a time, containers only."""
+    level, depth = [document], 1
+    while level:
+        below: list[Any] = []
+        for value in level:
+            children = value.values() if type(value) is dict else value if type(value) is list else ()
+            below += [child for child in children if type(child) is dict or type(child) is list]
+        if below and depth >= limit:
+            return True
+        level, depth = below, depth + 1
     return False
