@@ -2,7 +2,8 @@
 
 The fixture records and replays inside a Python test's own process; an agent in TypeScript or
 Go, a CLI run as a subprocess or a service in another process reaches a model over HTTP, so the
-proxy meets it there: one loopback port serving every provider's wire (``_proxy_server``),
+proxy meets it there: one loopback port serving every provider's wire (``_proxy_server``) to
+requests addressed to it, each body bounded, decoded and known to be JSON first (``_intake``),
 answering from vcrpy cassettes chosen per request (``_cassette_select``), and forwarding what a
 cassette lacks to the provider or an upstream when the record mode allows (``_forwarding``,
 Bedrock signed again by ``_sigv4``). Matching, scrubbing, the pre-write scan, streams replayed

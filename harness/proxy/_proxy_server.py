@@ -1,6 +1,8 @@
 """The proxy: every provider's wire on one loopback port, answered from vcrpy cassettes.
 
-A request comes in on a provider's path (``harness.wire.route_by_path``, the one route table),
+A request addressed to the proxy (the listener's front door, ``harness.emulator.FrontDoor``)
+comes in on a provider's path (``harness.wire.route_by_path``, the one route table), is taken
+in whole and checked (``_intake``: bounded, decoded, JSON; a region that names no other host),
 names its cassette (``_cassette_select``) and is handed, as the URI the provider's own host would
 have seen (``_forwarding.recorded_uri``), to that cassette's ``harness.recording`` Recording:
 the ``recorded`` fixture's matching, cut-stream check, scrubbing and persister. A recorded reply
