@@ -61,7 +61,7 @@ def emulate_command(
     GET BASE/_emulator/requests shows the requests received; POST BASE/_emulator/reset starts
     the script over. Stops on Ctrl-C or SIGTERM. Only requests addressed to it are answered: a
     Host other than 127.0.0.1, localhost or [::1] with its port, or a web page's request (Origin,
-    Sec-Fetch-*) not named by --allow-origin, gets a 403.
+    Sec-Fetch-Site) not named by --allow-origin, gets a 403.
     """
     from harness.cli._proxy import front_door
     from harness.emulator import Emulator, is_loopback, remote_warning, serve

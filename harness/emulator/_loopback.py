@@ -48,7 +48,7 @@ class FrontDoor:
 
     A page in a browser can reach 127.0.0.1 two ways: by a name it points at 127.0.0.1 (DNS
     rebinding: the ``Host`` header is that name) and by a cross-origin request (``Origin``,
-    ``Sec-Fetch-*``). Either would have the server replay recorded content, record, or forward
+    ``Sec-Fetch-Site``). Either would have the server replay recorded content, record, or forward
     with the keys and credentials of its environment. ``allow_remote``: a listener beyond
     loopback also answers a ``Host`` that is an IP address or its own ``--host``.
     """
@@ -98,9 +98,9 @@ class _Guard:
             elif header == b"origin":
                 origin = value
             elif header == b"sec-fetch-site":
-                fetched = fetched or value != b"none"  # none: typed in the address bar, no page asked
-            elif header == b"sec-fetch-mode":
-                fetched = True
+                # none: typed in the address bar, no page asked. Sec-Fetch-Mode alone is no browser's
+                # (a browser sends both): Node's own fetch sends "Sec-Fetch-Mode: cors" on every request
+                fetched = value != b"none"
         refused = self._refused(scope, host, origin, fetched)
         if refused is not None:
             await _refuse(scope, send, refused, self.name)

@@ -163,7 +163,7 @@ def test_a_gzip_body_is_stored_and_matched_as_the_json_it_is(tmp_path: Path, env
 
 
 def test_the_emulator_answers_only_requests_addressed_to_it_and_pages_it_was_told_of() -> None:
-    emulator = Emulator("Hi.")
+    emulator = Emulator("Hi.", "Hi again.")
     emulator.door = FrontDoor.of(["http://localhost:3000/"])
     with emulator:
         port, body = emulator.port, json.dumps(CHAT).encode()
@@ -178,9 +178,12 @@ def test_the_emulator_answers_only_requests_addressed_to_it_and_pages_it_was_tol
         assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == page["origin"]
         answered = httpx2.post(emulator.base_url + "/v1/chat/completions", json=CHAT, headers=page)
         assert answered.status_code == 200 and answered.headers["access-control-allow-origin"] == page["origin"]
+        # Node's own fetch sends Sec-Fetch-Mode on every request, and no Sec-Fetch-Site: no browser
+        node = httpx2.post(emulator.base_url + "/v1/chat/completions", json=CHAT, headers={"sec-fetch-mode": "cors"})
+        assert node.status_code == 200
         # a browser's own navigation (typed in the address bar) is no page's request
         typed = httpx2.get(emulator.base_url + "/_emulator/requests", headers={"sec-fetch-site": "none"})
-        assert typed.status_code == 200 and len(typed.json()) == 1
+        assert typed.status_code == 200 and len(typed.json()) == 2
 
 
 def test_allow_remote_answers_an_address_but_never_a_name() -> None:
