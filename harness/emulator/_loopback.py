@@ -32,9 +32,10 @@ def remote_warning(host: str, port: int, name: str) -> str:
     """What listening beyond loopback exposes, said before it does (``--allow-remote``)."""
     return (
         f"harness {name}: listening on {host}:{port}, beyond this machine: whoever reaches it gets the replies it"
-        " serves (recorded content)"
+        " serves"
         + (
-            ", and what it forwards goes out with the keys sent and is signed with this machine's AWS credentials"
+            " (recorded content), and has requests forwarded with the keys it sends and Bedrock's signed with"
+            " this machine's AWS credentials"
             if name == "proxy"
             else ""
         )

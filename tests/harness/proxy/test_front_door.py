@@ -206,6 +206,9 @@ def test_listening_beyond_loopback_or_a_bad_origin_is_refused_in_one_line(comman
     assert remote.returncode == 2 and "--allow-remote" in remote.stderr and remote.stderr.count("\n") == 1
     origin = run_cli(command, *first, "--allow-origin", "localhost:3000/app", "--port", "0")
     assert origin.returncode == 2 and "is not an origin" in origin.stderr
+    if command == "proxy":
+        size = run_cli(command, *first, "--max-body", "a lot", "--port", "0")
+        assert size.returncode == 2 and "--max-body 'a lot' is not a size" in size.stderr
 
 
 @pytest.mark.parametrize(
