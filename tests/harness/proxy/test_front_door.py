@@ -162,28 +162,34 @@ def test_a_gzip_body_is_stored_and_matched_as_the_json_it_is(tmp_path: Path, env
     assert again.status_code == 200 and proxy.finish().problems == []
 
 
-def test_the_emulator_answers_only_requests_addressed_to_it_and_pages_it_was_told_of() -> None:
-    emulator = Emulator("Hi.", "Hi again.")
-    emulator.door = FrontDoor.of(["http://localhost:3000/"])
-    with emulator:
-        port, body = emulator.port, json.dumps(CHAT).encode()
+def test_harness_emulate_answers_only_requests_addressed_to_it_and_journals_no_other(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text("turns:\n  - Hi.\n  - Hi again.\n", encoding="utf-8")
+    journal, page = tmp_path / "journal.jsonl", {"origin": "http://localhost:3000"}
+    command = [console_script(), "emulate", "--script", str(tmp_path / "s.yaml"), "--port", "0"]
+    command += ["--journal", str(journal), "--allow-origin", "http://localhost:3000/"]
+    process = subprocess.Popen(command, env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        base = process.stdout.readline().strip()
+        port, body = int(base.rpartition(":")[2]), json.dumps(CHAT).encode()
         chat = f"POST /v1/chat/completions HTTP/1.1\nContent-Length: {len(body)}"
         assert _raw(port, f"{chat}\nHost: evil.example:{port}", body)[0] == 403
         assert _raw(port, f"{chat}\nHost: 127.0.0.1:{port}\nOrigin: null", body)[0] == 403
-        assert emulator.requests == []  # nothing journaled, no turn taken
-        page = {"origin": "http://localhost:3000"}
-        preflight = httpx2.options(
-            emulator.base_url + "/v1/chat/completions", headers={**page, "access-control-request-method": "POST"}
-        )
+        asked = {**page, "access-control-request-method": "POST"}
+        preflight = httpx2.options(base + "/v1/chat/completions", headers=asked)
         assert preflight.status_code == 204 and preflight.headers["access-control-allow-origin"] == page["origin"]
-        answered = httpx2.post(emulator.base_url + "/v1/chat/completions", json=CHAT, headers=page)
+        answered = httpx2.post(base + "/v1/chat/completions", json=CHAT, headers=page)
         assert answered.status_code == 200 and answered.headers["access-control-allow-origin"] == page["origin"]
         # Node's own fetch sends Sec-Fetch-Mode on every request, and no Sec-Fetch-Site: no browser
-        node = httpx2.post(emulator.base_url + "/v1/chat/completions", json=CHAT, headers={"sec-fetch-mode": "cors"})
-        assert node.status_code == 200
+        assert httpx2.post(base + "/v1/chat/completions", json=CHAT, headers={"sec-fetch-mode": "cors"}).is_success
         # a browser's own navigation (typed in the address bar) is no page's request
-        typed = httpx2.get(emulator.base_url + "/_emulator/requests", headers={"sec-fetch-site": "none"})
+        typed = httpx2.get(base + "/_emulator/requests", headers={"sec-fetch-site": "none"})
         assert typed.status_code == 200 and len(typed.json()) == 2
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert len(journal.read_text(encoding="utf-8").splitlines()) == 2  # the refused ones never reached it
 
 
 def test_allow_remote_answers_an_address_but_never_a_name() -> None:
