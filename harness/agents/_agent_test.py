@@ -86,8 +86,7 @@ def agent_test(
                 raise WireViolationError(judgement, run, Scenario.from_yaml(path), said)
         plan.campaign()
 
-    label = getattr(agent, "__name__", None) or "agent"
-    test.__name__ = f"test_wire_{label}"
+    test.__name__ = f"test_wire_{getattr(agent, '__name__', None) or 'agent'}"
     test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
     return test
 

@@ -81,9 +81,8 @@ def run_agent_campaign(
     violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
     saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent). ``hostile``
     also draws the ``invalid`` tier (replies no conforming provider sends, DESIGN 6).
-    ``on_example`` is called after each conversation, exploring or shrinking (``stats.phase``);
-    ``started``: a ``time.perf_counter()`` reading of when the command started, so the start-up
-    the summary gives includes the agent's imports (default: now).
+    ``on_example``: called per conversation, exploring or shrinking (``stats.phase``); ``started``:
+    ``time.perf_counter()`` when the command started, so start-up counts the agent's imports.
 
     Hypothesis finds and shrinks; once it has re-raised the minimal example, whole replies are
     removed where they can be (:func:`fewer_replies`) and the scenario is saved: nothing is saved

@@ -324,7 +324,7 @@ def inconclusive(stats: AgentStats) -> list[str]:
         raised = sum(r.count for r in stats.raised.values())
         reasons.append(
             f"only {stats.reached} of {stats.conversations} conversation(s) reached a judged reply (fewer than "
-            f"half); {raised} run(s) raised: see each distinct exception below"
+            f"half); {raised} run(s) raised (each distinct exception is shown with its traceback)"
         )
     return reasons
 
