@@ -317,8 +317,8 @@ def _print_wire_summary(console: Any, result: Any, chosen: WireOptions) -> None:
 
     stats = result.stats
     console.print(
-        f"{stats.conversations} conversations ({stats.reached} reached a judged reply), {stats.requests} requests, "
-        f"{'in process' if result.in_process else 'on loopback'}, seed {result.seed}",
+        f"{stats.conversations} conversations, {stats.requests} requests, {stats.reached} conversation(s) reached a "
+        f"judged reply, {'in process' if result.in_process else 'on loopback'}, seed {result.seed}",
         markup=False,
         highlight=False,
     )
