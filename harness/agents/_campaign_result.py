@@ -172,7 +172,12 @@ class AgentStats:
         from harness.agents._first_failure import agent_traceback
 
         said = str(raised).strip().splitlines()
-        name = getattr(raised, "summary", None) or type(raised).__name__ + (f": {said[0][:200]}" if said else "")
+        name = type(raised).__name__ + (f": {said[0][:200]}" if said else "")
+        summary = getattr(raised, "summary", None)  # an agent run as a command: its exit, less the conversation
+        if isinstance(summary, str):
+            name = re.sub(
+                r" during conversation \d+$", "", re.sub(r"^conversation \d+ answered with an error: ", "", summary)
+            )
         self.raised[key] = Raised(str(name), self.conversations + 1, agent_traceback(raised))
 
     @property

@@ -281,6 +281,7 @@ class WireEmulator(Emulator):
 
     def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
         found = _CONVERSATION.match(path)
+        self._serving.refusal = None
         with self._lock:
             if found is None:  # a client that ignores the base URL's path: judged where it arrives
                 self.unnamed += 1
@@ -293,6 +294,10 @@ class WireEmulator(Emulator):
                     self.late += 1
                 elif live is None:
                     self.stale.append((named, self._opened))
+                    self._serving.refusal = (
+                        f"harness: this request came under the base URL of conversation {named}, which has ended, "
+                        f"while conversation {self._opened} runs: state kept from an earlier conversation?"
+                    )
             if live is not None and getattr(self._serving, "in_process", False):
                 live.came_in_process += 1
         self._serving.live = live
@@ -312,7 +317,11 @@ class WireEmulator(Emulator):
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
         live: _Live | None = getattr(self._serving, "live", None)
         if live is None:
-            return fault.status(400, "harness: this request belongs to no running conversation")
+            refusal = (
+                getattr(self._serving, "refusal", None) or "harness: this request belongs to no running conversation"
+            )
+            self._serving.refusal = None
+            return fault.status(400, refusal)
         answer: queue.Queue[Turn | Fault] = queue.Queue(maxsize=1)
         with self._lock:
             if live.over:

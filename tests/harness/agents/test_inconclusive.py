@@ -224,3 +224,27 @@ def test_a_missing_optional_piece_is_one_line_naming_the_extra(monkeypatch: pyte
     assert missing_piece(missing) == (
         'google.genai is not installed: it comes with the "gemini" extra (pip install -e ".[gemini]")'
     )
+
+
+STOPPED = """
+from harness.agents import agent_test
+from tests.harness.agents import planted
+
+test_stopped = agent_test(planted.agent)
+"""
+
+
+def test_ctrl_c_during_an_agent_test_ends_pytest_with_130(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: pytest's own 2 for an interrupted session, where harness fuzz says 130.
+    from harness.agents import _agent_test
+
+    def interrupted(self: object) -> None:  # Ctrl-C arrives on the campaign's thread
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_agent_test._Plan, "_campaign", interrupted)
+    pytester.makepyfile(test_stopped=STOPPED)
+    result = pytester.runpytest()
+    assert result.ret == 130, result.stdout.str()
+    result.stdout.fnmatch_lines(["*interrupted (harness fuzz exits 130 on it)*"])
