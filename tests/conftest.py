@@ -18,6 +18,7 @@ import sysconfig
 from collections.abc import Callable
 
 import _pytest.pytester
+import pytest
 
 _LIBRARY_DIRS = tuple(
     sorted({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib", "purelib", "platlib")})
@@ -48,3 +49,12 @@ if _Snapshot is not None:
 
     # pytester looks the class up by this module-level name each time it takes a snapshot
     _pytest.pytester.SysModulesSnapshot = _KeepInstalledLibraries  # type: ignore[misc]
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, its runs under pytest-asyncio's loop scope set as this project's pyproject sets it:
+    a user's project without an ini otherwise warns that ``asyncio_default_fixture_loop_scope`` is
+    unset, once per run (pytester clears ``PYTEST_ADDOPTS`` when it starts, so it is set after)."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+    return pytester

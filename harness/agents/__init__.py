@@ -11,7 +11,8 @@ plugin and ``harness --help`` pay nothing for it.
 ``agent_test`` (``_agent_test``) its pytest form; ``replay_agent`` (``_wire_regressions``) serves a
 saved scenario; ``judge`` and ``Deviation`` (``_wire_invariants``) are the invariants; ``replies``
 (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run, under a base URL of its
-own; ``ProcessAgent`` (``_process_agent``) an agent in any language, run as a process;
+own; ``ProcessAgent`` (``_process_agent``) an agent in any language, run as a process, and
+``serve_lines`` the long-lived mode's loop for a Python agent, in one call;
 ``AgentCampaignResult`` and ``Verdict`` (``_campaign_result``) what a campaign found and can say,
 the same on the console and the HTML page. ``_agent_output`` keeps what the agent prints per
 conversation, ``_first_failure`` shows what a run raised (the agent's frames, the hints that fit).
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
         WireViolationError,
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
-    from harness.agents._process_agent import ProcessAgent
+    from harness.agents._process_agent import ProcessAgent, serve_lines
     from harness.agents._recordings import judge_recording
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
     from harness.agents._wire_invariants import INVARIANTS, Deviation, Judgement, Violation, judge
@@ -54,6 +55,7 @@ _EXPORTS = {
     "run_agent_campaign": "._campaign",
     "scenario_of": "._wire_regressions",
     "ProcessAgent": "._process_agent",
+    "serve_lines": "._process_agent",
     "Agent": "._conversation",
     "Exchange": "._conversation",
     "Run": "._conversation",
@@ -101,6 +103,7 @@ __all__ = [
     "replies",
     "run_agent_campaign",
     "scenario_of",
+    "serve_lines",
     "tier_of",
 ]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

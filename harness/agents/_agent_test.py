@@ -4,6 +4,11 @@
 Hypothesis profile (``harness-ci`` in CI: the same examples every time);
 ``agent_test(cmd=["node", "agent.mjs"])`` is the same for an agent in any language, run as a
 process (``_process_agent``).
+
+A failure says what ``harness fuzz`` would have exited with (1 violation, 3 inconclusive) and saves
+the shrunk scenario under the regression directory, where the next run replays it first; its
+traceback is the agent's, never this module's source (``__tracebackhide__``). Ctrl-C ends pytest
+with 130, as it ends ``harness fuzz``.
 """
 
 from __future__ import annotations
@@ -17,12 +22,20 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.agents._campaign import DEFAULT_MAX_REPLIES, checker, tally
-from harness.agents._campaign_result import AgentStats, WireViolationError
+from harness.agents._campaign import DEFAULT_MAX_REPLIES, checker, fewer_replies, tally
+from harness.agents._campaign_result import (
+    EXIT_MEANINGS,
+    INCONCLUSIVE,
+    INTERRUPTED,
+    VIOLATION,
+    AgentStats,
+    WireViolationError,
+    inconclusive,
+)
 from harness.agents._conversation import DEFAULT_PROMPT, DEFAULT_TIME_BOUND, agent_name, check_signature, serving
-from harness.agents._first_failure import nothing_tested
+from harness.agents._first_failure import agent_traceback, nothing_tested
 from harness.agents._wire_invariants import INVARIANTS, Deviation, declared_deviations, deviations_of
-from harness.agents._wire_regressions import load_wire_regressions, replay_agent
+from harness.agents._wire_regressions import load_wire_regressions, replay_agent, save_wire_regression
 from harness.scenarios import Scenario
 
 
@@ -60,19 +73,20 @@ def agent_test(
     if agent is not None:  # a declaration no judgement could use is refused at once (a list, of Deviation)
         declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
-    plan = _Plan(agent, str(name), text, declared, max_replies, time_bound, hostile)
+    plan = _Plan(agent, str(name), text, declared, max_replies, time_bound, hostile, regressions)
 
     def test() -> None:
+        __tracebackhide__ = True  # the failure's text is the agent's story, not this function's source
         if unusable is not None or agent is None:
             raise TypeError(unusable)
         for path in load_wire_regressions(regressions, plan.name):
             run, judgement = replay_agent(agent, path, deviations=declared)
             if judgement.violations:
-                raise WireViolationError(judgement, run, Scenario.from_yaml(path))
+                said = f"\n\n{_exit_said(VIOLATION)}: the saved regression {path} still fails{_raised(run)}"
+                raise WireViolationError(judgement, run, Scenario.from_yaml(path), said)
         plan.campaign()
 
-    label = getattr(agent, "__name__", None) or "agent"
-    test.__name__ = f"test_wire_{label}"
+    test.__name__ = f"test_wire_{getattr(agent, '__name__', None) or 'agent'}"
     test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
     return test
 
@@ -98,8 +112,19 @@ class _Plan:
     max_replies: int
     time_bound: float
     hostile: bool
+    regressions: str | os.PathLike[str] | None = None
 
     def campaign(self) -> None:
+        __tracebackhide__ = True
+        try:
+            self._campaign()
+        except KeyboardInterrupt:  # Ctrl-C: pytest ends with 130, as harness fuzz does, not 2
+            import pytest
+
+            pytest.exit(f"{self.name}: {_exit_said(INTERRUPTED)}", returncode=INTERRUPTED)
+
+    def _campaign(self) -> None:
+        __tracebackhide__ = True
         assert self.agent is not None  # an unusable agent raised before its campaign
         stats = AgentStats()
         with serving(self.agent) as served:
@@ -125,10 +150,37 @@ class _Plan:
                 campaign()
             except WireViolationError as exc:
                 tally(stats, served)
-                notes = "".join(f"\n{note}" for note in stats.notes())
-                raise WireViolationError(exc.judgement, exc.run, exc.scenario, notes) from None
+                raise self._failed(exc, served, stats) from None
             tally(stats, served)
         if stats.left_behind:  # said once the agent's output is no longer captured: pytest shows it
             warnings.warn(f"{self.name}: {stats.notes()[-1]}", RuntimeWarning, stacklevel=3)
-        if not stats.requests:  # a campaign of runs that all failed before their first request tested nothing
-            raise AssertionError(f"{self.name}: " + nothing_tested(stats))
+        reasons = inconclusive(stats)
+        if reasons:  # green means tested: too little reached the emulator to say "held"
+            said = [f"{self.name}: {_exit_said(INCONCLUSIVE)}", *(f"- {reason}" for reason in reasons)]
+            said += ["", nothing_tested(stats)] if not stats.requests else []
+            for raised in list(stats.raised.values())[:5] if stats.requests else []:
+                said += ["", raised.headline, raised.traceback]
+            raise AssertionError("\n".join(said))
+
+    def _failed(self, found: WireViolationError, served: Any, stats: AgentStats) -> WireViolationError:
+        """The failure, with whole replies removed where they can be, saved where the next run
+        replays it first, saying what harness fuzz would exit with."""
+        assert self.agent is not None  # a campaign ran it
+        failure = fewer_replies(self.agent, served, found, self.deviations, self.time_bound, name=self.name)
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+        path = save_wire_regression(failure, self.regressions, f"pytest {test}" if test else "agent_test")
+        notes = "".join(f"\n{note}" for note in stats.notes())
+        notes += (
+            f"\n\n{_exit_said(VIOLATION)}; saved as {path}, replayed first by this test from now on "
+            f"(serve it by hand: harness emulate --script {path}){_raised(failure.run)}"
+        )
+        return WireViolationError(failure.judgement, failure.run, failure.scenario, notes)
+
+
+def _exit_said(code: int) -> str:
+    return f"{EXIT_MEANINGS[code]} (harness fuzz exits {code} on it)"
+
+
+def _raised(run: Any) -> str:
+    """The run's traceback, the agent's frames only: what pytest would otherwise show of ours."""
+    return f"\n\nthe run raised:\n{agent_traceback(run.raised)}" if run.raised is not None else ""

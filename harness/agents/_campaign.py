@@ -75,11 +75,14 @@ def run_agent_campaign(
     on_example: Callable[[AgentStats], None] | None = None,
     name: str | None = None,
     hostile: bool = False,
+    started: float | None = None,
 ) -> AgentCampaignResult:
     """Run ``examples`` conversations, each served its planned replies; shrink the first
     violation to a scenario and save it (``save=False``: only report it). ``name`` is how the
     saved scenario names the agent (``MODULE:CALLABLE``; default: found from the agent). ``hostile``
     also draws the ``invalid`` tier (replies no conforming provider sends, DESIGN 6).
+    ``on_example``: called per conversation, exploring or shrinking (``stats.phase``); ``started``:
+    ``time.perf_counter()`` when the command started, so start-up counts the agent's imports.
 
     Hypothesis finds and shrinks; once it has re-raised the minimal example, whole replies are
     removed where they can be (:func:`fewer_replies`) and the scenario is saved: nothing is saved
@@ -89,13 +92,17 @@ def run_agent_campaign(
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     failure: WireFailure | None = None
+    began = time.perf_counter() if started is None else started
     with serving(agent) as served:
         check = checker(agent, name, served, text, declared, max_replies, time_bound, hostile)
         exploring = _Exploration(check, on_example)
+        exploring.stats.startup_seconds = exploring.started - began
         exploring.explore(examples, chosen, name)
         stats = exploring.stats
         if exploring.failing:  # Hypothesis ran the minimal example last; then whole replies go, where they can
-            failure = fewer_replies(agent, served, exploring.failing[-1], declared, time_bound, name=name)
+            shrunk = exploring.failing[-1]
+            failure = fewer_replies(agent, served, shrunk, declared, time_bound, name=name, progress=exploring.shrunk)
+            stats.shrinking_seconds = time.perf_counter() - exploring.started - stats.seconds
         tally(stats, served)
     result = AgentCampaignResult(name, stats, chosen, served.in_process and not stats.bypassed)
     if failure is not None:
@@ -124,6 +131,13 @@ class _Exploration:
         if self.on_example is not None:
             self.on_example(self.stats)
 
+    def shrunk(self) -> None:
+        """One more run spent shrinking: the progress says so (the count of what was explored stays)."""
+        self.stats.phase = "shrinking"
+        self.stats.shrink_runs += 1
+        if self.on_example is not None:
+            self.on_example(self.stats)
+
     def example(self, data: Any) -> None:
         if self.attempts >= SHRINK_RUNS:  # enough: every later candidate passes unrun
             return
@@ -134,10 +148,14 @@ class _Exploration:
         except WireViolationError as exc:
             if not self.failing:  # the failing run was explored too (the first one, even)
                 self.count(exc.run, exc.judgement)
+            else:
+                self.shrunk()
             self.failing.append(exc)
             raise
         if not self.failing:  # count what was explored, not the shrinker's retries
             self.count(run, judgement)
+        else:
+            self.shrunk()
 
     def explore(self, examples: int, seed: int, name: str) -> None:
         test = campaign_settings(examples, (Phase.generate, Phase.shrink))(
@@ -163,6 +181,7 @@ class _Exploration:
 def tally(stats: AgentStats, served: Serving) -> None:
     """What the wire saw beside the judged runs: late requests, unnamed ones, runs left behind."""
     stats.late = served.emulator.late
+    stats.stale = list(served.emulator.stale)
     stats.unnamed = served.emulator.unnamed
     stats.left_behind = served.left_behind.count()
     stats.bypassed = served.bypassed
@@ -201,6 +220,7 @@ def fewer_replies(
     time_bound: float,
     budget: int = 40,
     name: str | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> WireFailure:
     """The failure with every reply it does not need removed, one reply at a time.
 
@@ -228,6 +248,8 @@ def fewer_replies(
                 request_bound=found.run.request_bound,
                 time_bound=time_bound,
             )
+            if progress is not None:
+                progress()
             judgement = judge(run, deviations)
             same = [v for v in judgement.violations if v.invariant == invariant]
             if same:

@@ -10,6 +10,8 @@ campaign stopped before reaching (it stops at its first violation) is "not reach
 
 from __future__ import annotations
 
+import re
+import traceback
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +24,16 @@ from harness.emulator import WireRequest
 from harness.scenarios import Scenario
 
 RETRIED_STATUSES = (429, 503)
+HELD, VIOLATION, USAGE, INCONCLUSIVE, INTERRUPTED = 0, 1, 2, 3, 130
+"""The exit codes of every wire campaign (``harness fuzz --agent`` and ``--agent-cmd``; ``agent_test``'s
+failure names its own): the same meaning wherever a campaign ends."""
+EXIT_MEANINGS = {
+    HELD: "held",
+    VIOLATION: "violation",
+    USAGE: "usage error",
+    INCONCLUSIVE: "inconclusive",
+    INTERRUPTED: "interrupted",
+}
 
 
 def exercised(run: Run) -> set[str]:
@@ -118,11 +130,29 @@ class AgentStats:
     """Abandoned runs still running when the verdict was given."""
     bypassed: int = 0
     """Conversations in process whose requests came over loopback: the agent ignored its ``http_client``."""
+    reached: int = 0
+    """Conversations that reached a judged reply (a request of theirs was served one): what was tested."""
+    stale: list[tuple[int, int]] = field(default_factory=list)
+    """(named, running) per request that came under the base URL of a conversation already ended
+    while another one ran: state the agent keeps across conversations (``WireEmulator.stale``)."""
+    raised: dict[str, Raised] = field(default_factory=dict)
+    """Every distinct exception the runs raised, by where it was raised (:func:`raised_key`)."""
+    startup_seconds: float = 0.0
+    """Wall time before the first conversation: the command's start, the agent's imports, the emulator."""
+    shrinking_seconds: float = 0.0
+    """Wall time spent shrinking a failure (Hypothesis's shrinker, then whole replies removed)."""
+    phase: str = "exploring"
+    """What the campaign is doing now (``exploring``, ``shrinking``): what its progress shows."""
+    shrink_runs: int = 0
+    """Runs of the agent spent shrinking so far."""
 
     def add(self, run: Run, judgement: Judgement) -> None:
         if not run.exchanges and run.raised is not None and self.first_error is None:
             self.first_error = f"{type(run.raised).__name__}: {run.raised}"
             self.first_raised = run
+        if run.raised is not None:
+            self.add_raised(run.raised)
+        self.reached += any(exchange.reply is not None for exchange in run.exchanges)
         self.exercised.update(exercised(run))
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
@@ -133,10 +163,32 @@ class AgentStats:
             self.wires[wire_of(run.exchanges[0].request)] += 1
         self.declared.update(v.invariant for v, _ in judgement.declared)
 
+    def add_raised(self, raised: BaseException) -> None:
+        """Count what a run raised; the first of each distinct exception keeps its traceback."""
+        key = raised_key(raised)
+        if key in self.raised:
+            self.raised[key].count += 1
+            return
+        from harness.agents._first_failure import agent_traceback
+
+        said = str(raised).strip().splitlines()
+        name = type(raised).__name__ + (f": {said[0][:200]}" if said else "")
+        summary = getattr(raised, "summary", None)  # an agent run as a command: its exit, less the conversation
+        if isinstance(summary, str):
+            name = re.sub(
+                r" during conversation \d+$", "", re.sub(r"^conversation \d+ answered with an error: ", "", summary)
+            )
+        self.raised[key] = Raised(str(name), self.conversations + 1, agent_traceback(raised))
+
     @property
     def harness_seconds(self) -> float:
         """Everything else: drawing, judging, Hypothesis itself (shrinking excluded)."""
         return max(0.0, self.seconds - self.agent_seconds)
+
+    @property
+    def wall_seconds(self) -> float:
+        """Wall-clock time of the whole campaign: start-up, exploring and shrinking."""
+        return self.startup_seconds + self.seconds + self.shrinking_seconds
 
     def rows(self) -> list[tuple[str, int]]:
         rows = [(f"runs that {ending}", count) for ending, count in sorted(self.endings.items())]
@@ -144,6 +196,8 @@ class AgentStats:
         rows += [(f"runs on {wire}", count) for wire, count in sorted(self.wires.items())]
         if self.late:
             rows.append(("requests from runs the campaign had abandoned (refused, not judged)", self.late))
+        if self.stale:
+            rows.append(("requests under an ended conversation's base URL (refused, not judged)", len(self.stale)))
         if self.left_behind:
             rows.append(("abandoned runs still running at the verdict", self.left_behind))
         return rows
@@ -170,6 +224,35 @@ class AgentStats:
                 "that takes only an httpx client?): its own client was served on loopback instead"
             )
         return said
+
+
+@dataclass
+class Raised:
+    """One distinct exception of a campaign's runs: how often, first where, and its traceback
+    trimmed to the agent's frames (an agent run as a process: its exit and its stderr)."""
+
+    name: str
+    first: int
+    """The conversation (from 1) that raised it first."""
+    traceback: str
+    count: int = 1
+
+    @property
+    def headline(self) -> str:
+        times = f"{self.count} run{'s' if self.count != 1 else ''}"
+        return f"{self.name}: raised in {times} (first in conversation {self.first})"
+
+
+def raised_key(raised: BaseException) -> str:
+    """What tells two exceptions apart: the type and the line that raised it (a process agent's:
+    its exit and its stderr's last line), not the message, whose ids and numbers vary per run."""
+    told = getattr(raised, "wire_told", None)
+    if isinstance(told, str):
+        last = [line for line in told.splitlines() if line.strip()][-1:]
+        return re.sub(r"\d+", "N", f"{getattr(raised, 'summary', '')} {' '.join(last)}")
+    frames = traceback.extract_tb(raised.__traceback__)
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(raised).__module__}.{type(raised).__qualname__} {where}"
 
 
 def wire_of(request: WireRequest) -> str:
@@ -199,13 +282,56 @@ class AgentCampaignResult:
 
     @property
     def ok(self) -> bool:
-        """No violation, and the agent reached the emulator at all (a campaign of runs that all
-        failed before their first request tested nothing)."""
-        return self.failure is None and self.stats.requests > 0
+        """No violation, and the campaign tested what it claims: green means tested."""
+        return self.failure is None and not self.inconclusive
+
+    @property
+    def inconclusive(self) -> list[str]:
+        """Why the campaign cannot say "held" (empty: it can): fewer than half its conversations
+        reached a judged reply, or a request came under an ended conversation's base URL (DESIGN 6,
+        "Green means tested"). A violation is a verdict whatever else happened."""
+        if self.failure is not None:
+            return []
+        return inconclusive(self.stats)
+
+    @property
+    def exit_code(self) -> int:
+        """0 held, 1 violation, 3 inconclusive (2 usage and 130 interrupted are the command's)."""
+        return VIOLATION if self.failure is not None else INCONCLUSIVE if self.inconclusive else HELD
+
+    @property
+    def headline(self) -> str:
+        """The verdict in a word or two, the console's and the page's."""
+        if self.failure is not None:
+            return "VIOLATION"
+        if not self.stats.requests:
+            return "INCONCLUSIVE: NOTHING TESTED"
+        return "INCONCLUSIVE" if self.inconclusive else "no violation"
 
     def verdicts(self, invariants: Mapping[str, str] = INVARIANTS) -> list[Verdict]:
         """Per invariant, what the campaign can honestly say (the console's table and the HTML's)."""
         return verdicts(self, invariants)
+
+
+def inconclusive(stats: AgentStats) -> list[str]:
+    """Why ``stats`` cannot support a green verdict, each reason with what to do about it."""
+    reasons = []
+    if stats.stale:
+        named, running = stats.stale[0]
+        reasons.append(
+            f"{len(stats.stale)} request(s) came under the base URL of a conversation that had already ended (the "
+            f"first: conversation {named}'s, while conversation {running} ran): the agent shares state across "
+            "conversations, such as a model client cached without its base URL. Build the client in each "
+            "conversation from the base_url it is given (or key the cache by base_url): each conversation must "
+            "reach the emulator under its own base URL to be judged"
+        )
+    if stats.reached * 2 < stats.conversations or not stats.conversations:
+        raised = sum(r.count for r in stats.raised.values())
+        reasons.append(
+            f"only {stats.reached} of {stats.conversations} conversation(s) reached a judged reply (fewer than "
+            f"half); {raised} run(s) raised (each distinct exception is shown with its traceback)"
+        )
+    return reasons
 
 
 class UnsteadyAgentError(RuntimeError):

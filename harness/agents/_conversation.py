@@ -250,6 +250,11 @@ class WireEmulator(Emulator):
         """Requests that named a conversation already over (a run the campaign had abandoned)."""
         self.unnamed = 0
         """Requests whose path named no conversation (a client that drops its base URL's path)."""
+        self.abandoned: set[int] = set()
+        """Conversations whose run was abandoned at its bound: a request naming one later is late."""
+        self.stale: list[tuple[int, int]] = []
+        """(named, running): requests that named a conversation whose run had ended, not abandoned,
+        while another one ran: state the agent shares across conversations (a cached client)."""
 
     answers_off_loop = True
     """Its answers block until the campaign's thread has chosen: the loopback server must not wait
@@ -265,23 +270,34 @@ class WireEmulator(Emulator):
             self.ids = IdSource()
         return live
 
-    def close(self, live: _Live) -> None:
-        """The conversation is over: a request that names it from now on is late, refused, counted."""
+    def close(self, live: _Live, abandoned: bool = False) -> None:
+        """The conversation is over: a request that names it from now on is refused and counted, as
+        late (its run was ``abandoned``) or as state shared across conversations (it had ended)."""
         with self._lock:
             live.over = True
+            if abandoned:
+                self.abandoned.add(live.number)
             self._conversations.pop(live.number, None)
 
     def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
         found = _CONVERSATION.match(path)
+        self._serving.refusal = None
         with self._lock:
             if found is None:  # a client that ignores the base URL's path: judged where it arrives
                 self.unnamed += 1
                 live = next(iter(self._conversations.values()), None)
             else:
                 path = path[found.end() :] or "/"
-                live = self._conversations.get(int(found.group(1)))
-                if live is None:
+                named = int(found.group(1))
+                live = self._conversations.get(named)
+                if live is None and named in self.abandoned:
                     self.late += 1
+                elif live is None:
+                    self.stale.append((named, self._opened))
+                    self._serving.refusal = (
+                        f"harness: this request came under the base URL of conversation {named}, which has ended, "
+                        f"while conversation {self._opened} runs: state kept from an earlier conversation?"
+                    )
             if live is not None and getattr(self._serving, "in_process", False):
                 live.came_in_process += 1
         self._serving.live = live
@@ -301,7 +317,11 @@ class WireEmulator(Emulator):
     def entry(self, number: int, request: WireRequest) -> Turn | Fault | None:
         live: _Live | None = getattr(self._serving, "live", None)
         if live is None:
-            return fault.status(400, "harness: this request belongs to no running conversation")
+            refusal = (
+                getattr(self._serving, "refusal", None) or "harness: this request belongs to no running conversation"
+            )
+            self._serving.refusal = None
+            return fault.status(400, refusal)
         answer: queue.Queue[Turn | Fault] = queue.Queue(maxsize=1)
         with self._lock:
             if live.over:
@@ -395,7 +415,7 @@ def converse(
             with emulator._lock:
                 run.exchanges = list(live.exchanges)
                 run.in_process = live.came_in_process
-            emulator.close(live)  # a request the run still sends (a leftover task) is refused at once, counted
+            emulator.close(live, abandoned=not ended)  # a request the run still sends is refused at once, counted
             ended = _refuse_pending(inbox, wait=0.0 if ended else 2.0) or ended
             if not ended and left_behind is not None:
                 left_behind.add(alive)

@@ -8,17 +8,24 @@ kills the group, and with it whatever the agent started: a process agent is neve
 Two modes. ``process`` (the default): one process per conversation, argv split as a shell would
 and run without one, in the current directory, with the contract's environment added (each
 provider's base URL for this conversation, placeholder keys, ``HARNESS_PROMPT``) and the prompt on
-stdin, which is then closed; exit 0 and its stdout, stripped, is the answer; a non-zero exit is a
-raise, its stderr kept for the report. ``lines``: one process for the whole campaign, so start-up
-(node's 50-300 ms) is paid once; it reads a JSON line per conversation on stdin, ``{"conversation":
-n, "prompt": ..., "env": {...}}``, and answers with one on stdout, ``{"conversation": n, "answer":
-...}`` or ``{"conversation": n, "error": ...}``. A run that outlives its bound there kills the
-group, and the next conversation starts a fresh process.
+stdin, which is then closed; exit 0 and the answer is the content of the file its
+``HARNESS_ANSWER_FILE`` names when it wrote one (a framework that logs to stdout cannot make a log
+line the answer), else its stdout, stripped; a non-zero exit is a raise, its stderr kept for the
+report. ``lines``: one process for the whole campaign, so start-up (node's 50-300 ms, a Python
+framework's seconds of imports) is paid once; it reads a JSON line per conversation on stdin,
+``{"conversation": n, "prompt": ..., "env": {...}}`` (``env`` holds that conversation's base URLs
+and its own ``HARNESS_ANSWER_FILE``), and answers with one on stdout, ``{"conversation": n,
+"answer": ...}`` or ``{"conversation": n, "error": ...}``; when it wrote the conversation's answer
+file before its line, the file is the answer. A run that outlives its bound there kills the group,
+and the next conversation starts a fresh process. :func:`serve_lines` is that loop, for a Python
+agent, in one call.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import inspect
 import json
 import os
 import queue
@@ -30,16 +37,21 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO
 
 MODES = ("process", "lines")
 KILL_GRACE = 0.5
 """Seconds a cancelled group has between SIGTERM and SIGKILL."""
 PLACEHOLDER_KEY = "sk-emulated"
-_PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+_PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY")
+"""Gemini's placeholder is ``GOOGLE_API_KEY`` alone: the official SDKs (google-genai, @google/genai)
+read it first and warn on every client when ``GEMINI_API_KEY`` is set as well."""
+ANSWER_FILE = "HARNESS_ANSWER_FILE"
 _NOT_INHERITED = (
+    "GEMINI_API_KEY",
+    ANSWER_FILE,
     "HARNESS_BASE_URL",
     "OPENAI_BASE_URL",
     "ANTHROPIC_BASE_URL",
@@ -222,7 +234,21 @@ class ProcessAgent:
         return {**inherited, **_placeholder_env(), **self.env}
 
     def _run_process(self, prompt: str, base_url: str) -> str:
-        env = {**self._environment(), **conversation_env(base_url, prompt)}
+        with tempfile.TemporaryDirectory(prefix="harness-answer-") as folder:
+            answer = Path(folder) / "answer.txt"
+            env = {**self._environment(), **conversation_env(base_url, prompt), ANSWER_FILE: str(answer)}
+            code, stdout, stderr = self._wait_for(prompt, base_url, env)
+            written = _answer_written(answer)
+        if code != 0:  # its stderr goes with the error, shown once
+            raise AgentProcessError(_exit_summary(self.command, code), stderr)
+        if written is not None:  # the answer is the file's: what it printed is output, kept in its log
+            stderr = stdout + stderr
+        if stderr:
+            sys.stderr.write(stderr)  # the run's own thread: kept in its log, shown with a failure
+        return written if written is not None else stdout.strip()
+
+    def _wait_for(self, prompt: str, base_url: str, env: Mapping[str, str]) -> tuple[int | None, str, str]:
+        """Run the process to its end (or its cancelling): its exit code, stdout and stderr."""
         with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             given.write(prompt.encode("utf-8"))
             given.seek(0)  # a file, not a pipe: a prompt longer than a pipe's buffer cannot block the start
@@ -240,12 +266,7 @@ class ProcessAgent:
                 with self._lock:
                     self._running.pop(base_url, None)
                 _kill_group(process.pid, signal.SIGKILL)  # what the run started and left running goes with it
-            stdout, stderr = (_read(f) for f in (out, err))
-        if code != 0:  # its stderr goes with the error, shown once
-            raise AgentProcessError(_exit_summary(self.command, code), stderr)
-        if stderr:
-            sys.stderr.write(stderr)  # the run's own thread: kept in its log, shown with a failure
-        return stdout.strip()
+            return code, _read(out), _read(err)
 
     def _serve_line(self, prompt: str, base_url: str) -> str:
         with self._lock:
@@ -280,6 +301,14 @@ def _read(file: IO[bytes]) -> str:
     return file.read().decode("utf-8", errors="replace")
 
 
+def _answer_written(path: Path) -> str | None:
+    """The answer the agent wrote to its ``HARNESS_ANSWER_FILE``, stripped as stdout is (``None``: it wrote none)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+
+
 class _LongLived:
     """The ``lines`` mode's process: a conversation a line, answered in order; what it writes
     beside its answers (stdout lines that are not one, stderr) is kept for the conversation running."""
@@ -301,6 +330,8 @@ class _LongLived:
             )
         )
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.folder = tempfile.TemporaryDirectory(prefix="harness-answers-")
+        """Where each conversation's ``HARNESS_ANSWER_FILE`` is (removed with the process)."""
         self.said: list[str] = []
         self.errors: list[str] = []
         self.wrote_at = time.monotonic()
@@ -339,7 +370,9 @@ class _LongLived:
 
     def converse(self, prompt: str, base_url: str) -> str:
         number = _conversation_number(base_url)
-        line = json.dumps({"conversation": number, "prompt": prompt, "env": conversation_env(base_url, prompt)})
+        answer_file = Path(self.folder.name) / f"answer-{number}.txt"
+        env = {**conversation_env(base_url, prompt), ANSWER_FILE: str(answer_file)}
+        line = json.dumps({"conversation": number, "prompt": prompt, "env": env})
         try:
             assert self.process.stdin is not None  # opened as a pipe above
             self.process.stdin.write(line + "\n")
@@ -360,7 +393,12 @@ class _LongLived:
             )
         if "error" in answer:
             raise AgentProcessError(f"conversation {number} answered with an error: {answer['error']}", errors)
-        return str(answer.get("answer", ""))
+        written = _answer_written(answer_file)
+        answer_file.unlink(missing_ok=True)
+        if written is not None:
+            return written
+        given = answer.get("answer")
+        return "" if given is None else str(given)
 
     def _quiet_stderr(self, quiet: float = 0.05, at_most: float = 0.5) -> None:
         """Wait until stderr has been quiet for ``quiet`` seconds (``at_most`` in all)."""
@@ -387,6 +425,7 @@ class _LongLived:
                 self.process.stdin.close()
         except OSError:  # a pipe the dead process left half-written
             pass
+        self.folder.cleanup()
 
 
 def _answer_line(line: str) -> dict[str, Any] | None:
@@ -405,3 +444,53 @@ def _answer_line(line: str) -> dict[str, Any] | None:
 def _conversation_number(base_url: str) -> int:
     tail = base_url.rstrip("/").rsplit("/", 1)[-1]
     return int(tail) if tail.isdigit() else 0
+
+
+def serve_lines(agent: Callable[..., Any], *, given: TextIO | None = None, answers: TextIO | None = None) -> None:
+    """Serve ``agent(prompt, *, base_url, api_key)`` (or a coroutine function) over the ``lines``
+    protocol: the whole long-lived mode of a Python agent in one call. End the agent's module with::
+
+        if __name__ == "__main__":
+            serve_lines(agent)
+
+    and run ``harness fuzz --agent-cmd "python -m my_agent" --agent-cmd-mode lines``: the framework
+    is imported once per campaign, not once per conversation. Each conversation's environment (its
+    base URLs) is set in ``os.environ`` while it runs, for SDKs that read it; ``base_url`` is its
+    root, as ``--agent`` gives it. What the agent prints goes to stderr, so no print or stdout
+    logger can be taken for an answer; a run that raised answers with an error and its traceback
+    (the agent's frames) goes to stderr, which the campaign shows. Build the model client inside
+    the agent, from the ``base_url`` it is given: a client cached across conversations keeps
+    talking to the first one's URL, and the campaign says so (inconclusive, exit 3).
+    ``given``/``answers``: the streams to read and write (default: stdin and stdout)."""
+    from harness.agents._first_failure import agent_traceback
+
+    source = given or sys.stdin
+    out = answers or sys.stdout
+    loop = asyncio.new_event_loop()  # one for every conversation: clients bound to a loop stay usable
+    try:
+        for line in source:
+            if not line.strip():
+                continue
+            asked = json.loads(line)
+            said: dict[str, Any] = {"conversation": asked.get("conversation")}
+            env = {str(k): str(v) for k, v in (asked.get("env") or {}).items()}
+            os.environ.update(env)
+            printed, sys.stdout = sys.stdout, sys.stderr  # the agent's prints are output, never an answer
+            try:
+                value = agent(
+                    asked.get("prompt", ""), base_url=env.get("HARNESS_BASE_URL", ""), api_key=PLACEHOLDER_KEY
+                )
+                if inspect.isawaitable(value):
+                    value = loop.run_until_complete(value)
+                said["answer"] = value if isinstance(value, str) else str(value)
+            except Exception as exc:  # the run raised: an error line, its traceback on stderr
+                sys.stderr.write(agent_traceback(exc) + "\n")
+                said["error"] = f"{type(exc).__name__}: {exc}"
+            finally:
+                sys.stdout = printed
+            out.write(json.dumps(said) + "\n")
+            out.flush()
+    except KeyboardInterrupt:  # stopped with the campaign
+        pass
+    finally:
+        loop.close()

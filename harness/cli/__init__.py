@@ -68,10 +68,49 @@ class _LazyGroup(click.Group):
             raise
         except BrokenPipeError:  # the reader went away (`harness run ... | head`): click exits quietly
             raise
+        except KeyboardInterrupt:  # Ctrl-C: 130 as a shell says it (click's own Abort would exit 1, a violation)
+            click.echo("harness: interrupted", err=True)
+            raise SystemExit(INTERRUPTED) from None
+        except ImportError as exc:  # an optional piece not installed: the extra that brings it, in one line
+            raise _MissingPiece(missing_piece(exc)) from None
         except Exception as exc:  # a bug of ours: one line that says so, never a traceback
             raise click.ClickException(
                 f"internal error: {type(exc).__name__}: {exc} (this is a bug in the harness; please report it)"
             ) from None
+
+
+INTERRUPTED = 130
+"""Exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it."""
+
+_EXTRAS = {
+    "google": "gemini",
+    "boto3": "bedrock",
+    "botocore": "bedrock",
+    "jinja2": "report",
+    "markupsafe": "report",
+    "redis": "distributed",
+    "hypofuzz": "fuzzing",
+}
+_BASE = {"starlette", "uvicorn", "openai", "anthropic", "httpx2", "rich", "click", "pydantic", "yaml", "vcr"}
+
+
+class _MissingPiece(click.ClickException):
+    """A module the command needs is not installed: the user's to fix, so a usage error (exit 2)."""
+
+    exit_code = 2
+
+
+def missing_piece(exc: ImportError) -> str:
+    """One line naming what is missing and the install that brings it: never "a bug in the harness"."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return " ".join(str(exc).split())  # the optional backends' and the report's own errors name their extra
+    top = exc.name.split(".")[0]
+    if top in _EXTRAS:
+        extra = _EXTRAS[top]
+        return f'{exc.name} is not installed: it comes with the "{extra}" extra (pip install -e ".[{extra}]")'
+    if top in _BASE:
+        return f"{exc.name} is not installed, though openprogram needs it: reinstall it (pip install -e .)"
+    return f"{exc.name} is not installed (No module named {exc.name!r}): install it where harness runs"
 
 
 @click.group(cls=_LazyGroup)

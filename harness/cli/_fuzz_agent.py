@@ -1,5 +1,9 @@
 """``harness fuzz --agent MODULE:CALLABLE`` and ``--agent-cmd "CMD ARGS"``: the wire campaign
-against any agent, its summary, its verdict and its page (exit 1 on a violation).
+against any agent, its progress, its summary, its verdict and its page.
+
+Exit codes, the same for both (DESIGN 6, "Green means tested"): 0 held, 1 violation, 2 usage,
+3 inconclusive (too few conversations reached a judged reply, state shared across conversations,
+an agent that does not do the same thing twice), 130 interrupted (Ctrl-C).
 
 The agent is checked before any run (a callable no run could call, a command that cannot start,
 a declaration no judgement could use: a usage error, exit 2), so a campaign never runs a hundred
@@ -14,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +27,17 @@ import click
 
 from harness.agents._agent_output import shown
 from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, found_by, run_agent_campaign
-from harness.agents._campaign_result import AgentStats, UnsteadyAgentError
+from harness.agents._campaign_result import INCONCLUSIVE, INTERRUPTED, AgentStats, UnsteadyAgentError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, as_recorded, check_signature
 from harness.agents._first_failure import agent_traceback, nothing_tested
 from harness.agents._process_agent import AgentCommandError, ProcessAgent, end_every_group
 from harness.agents._wire_invariants import declared_deviations, deviations_of
-from harness.cli._common import USAGE_ERROR, html_ready, progress_bar, write_html
+from harness.cli._common import USAGE_ERROR, html_ready, write_html
+
+PLAIN_EVERY = 10.0
+"""Seconds between two plain progress lines (not a terminal: CI, a pipe), besides each tenth done."""
+SHOWN_EXCEPTIONS = 10
+"""Distinct exceptions shown with their traceback; past them, counted."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,8 @@ class WireOptions:
     save_dir: Path | None
     html: Path | None
     deviations: tuple[Any, ...]
+    started: float
+    """``time.perf_counter()`` when the command started: the summary's start-up counts from it."""
 
 
 def fuzz_agent(
@@ -72,7 +84,10 @@ def fuzz_agent(
         markup=False,
         highlight=False,
     )
-    result = _campaign(console, agent, name, chosen)
+    try:
+        result = _campaign(console, agent, name, chosen)
+    except KeyboardInterrupt:  # Ctrl-C: 130, as a shell says it, never 1 (a violation)
+        _interrupted()
     code = _print_wire_verdict(console, result, agent, chosen)
     if result.stats.left_behind:  # their threads would keep the interpreter alive: leave them, exit now
         sys.stdout.flush()
@@ -80,6 +95,17 @@ def fuzz_agent(
         os._exit(code)
     if code:
         raise SystemExit(code)
+
+
+def _interrupted() -> None:
+    """End the interrupted campaign at once with 130: what the agent started is killed, and no
+    thread it left running (an executor's, which the interpreter would join) can hold the exit."""
+    killed = end_every_group()
+    said = f"; killed {killed} agent process group(s)" if killed else ""
+    sys.stderr.write(f"harness fuzz: interrupted (exit {INTERRUPTED}){said}\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(INTERRUPTED)
 
 
 def _python_agent(path: str) -> tuple[Any, str]:
@@ -109,13 +135,16 @@ def _command_agent(command: str, mode: str) -> tuple[Any, str]:
 def _end_groups_when_stopped() -> None:
     """SIGTERM, SIGHUP or Ctrl-C to the command kills the agent's process groups first: each leads a
     session of its own, so neither the terminal's signal nor this process's death would reach them.
-    Then the signal's own default ends the command, so its caller sees the status it expects."""
+    Then SIGTERM's and SIGHUP's own default ends the command, so its caller sees the status it
+    expects; Ctrl-C (SIGINT) ends it as interrupted, exit 130, as a shell reports it."""
 
     def stop(signum: int, _frame: Any) -> None:
         killed = end_every_group()
         name = signal.Signals(signum).name
         sys.stderr.write(f"harness fuzz: stopped by {name}; killed {killed} agent process group(s)\n")
         sys.stderr.flush()
+        if signum == signal.SIGINT:  # Ctrl-C: the campaign ends as interrupted, exit 130 (not 1, a violation)
+            raise KeyboardInterrupt
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
@@ -137,6 +166,7 @@ def _options(agent: Any, name: str, deviations: tuple[str, ...], given: dict[str
         save_dir=given["save_dir"],
         html=given["html"],
         deviations=declared,
+        started=given.get("started") or time.perf_counter(),
     )
 
 
@@ -159,13 +189,8 @@ def parse_deviation(text: str) -> Any:
 
 
 def _campaign(console: Any, agent: Any, name: str, chosen: WireOptions) -> Any:
-
-    with progress_bar(console) as progress:
-        task = progress.add_task("conversing", total=chosen.examples)
-
-        def advance(stats: AgentStats) -> None:
-            progress.update(task, completed=min(stats.conversations, chosen.examples))
-
+    """Run the campaign with its progress shown: a live bar on a terminal, plain lines otherwise."""
+    with _Progress(console, chosen.examples) as progress:
         try:
             return run_agent_campaign(
                 agent,
@@ -175,17 +200,93 @@ def _campaign(console: Any, agent: Any, name: str, chosen: WireOptions) -> Any:
                 max_replies=chosen.max_turns,
                 time_bound=chosen.time_bound,
                 save_dir=chosen.save_dir,
-                on_example=advance,
+                on_example=progress.update,
                 name=name,
                 hostile=chosen.hostile,
+                started=chosen.started,
             )
         except UnsteadyAgentError as exc:
-            console.print(f"[bold red]UNSTEADY AGENT[/] {exc}", highlight=False)
-            raise SystemExit(1) from None
+            progress.close()
+            console.print(f"[bold yellow]INCONCLUSIVE: UNSTEADY AGENT[/] (exit {INCONCLUSIVE})", highlight=False)
+            console.print(str(exc), markup=False, highlight=False)
+            raise SystemExit(INCONCLUSIVE) from None
+
+
+def pace(conversations: int, seconds: float) -> str:
+    """``2.5/s`` or ``4.7 s each``: never a rate rounded to ``0/s``."""
+    if not conversations or seconds <= 0:
+        return "no conversation done yet"
+    rate = conversations / seconds
+    return f"{rate:.1f} conversations/s" if rate >= 1 else f"{seconds / conversations:.1f} s per conversation"
+
+
+class _Progress:
+    """Conversations done of the total, the phase (exploring, shrinking) and the pace, while the
+    campaign runs: rich's live bar on a terminal; on anything else (CI, a pipe) a plain line on
+    stderr at each tenth done, every :data:`PLAIN_EVERY` seconds and at each change of phase, so a
+    slow campaign is never silent for minutes and a log keeps what it said."""
+
+    def __init__(self, console: Any, total: int) -> None:
+        self.console, self.total = console, total
+        self.live = console.is_terminal
+        self.started = time.perf_counter()
+        self.said_at, self.said_done, self.said_phase = self.started, 0, "exploring"
+        self.stream = sys.stderr  # bound now: the agent's writes during the campaign go to its runs' logs
+        self.bar: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.live:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[pace]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("exploring", total=self.total, pace="")
+        else:
+            self._say(f"exploring: 0/{self.total} conversations")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def update(self, stats: AgentStats) -> None:
+        done = min(stats.conversations, self.total)
+        said = pace(stats.conversations, stats.seconds)
+        if stats.phase == "shrinking":
+            said = f"shrinking a failure: {stats.shrink_runs} run(s)"
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, description=stats.phase, pace=said)
+            return
+        now = time.perf_counter()
+        tenth = max(1, self.total // 10)
+        if (
+            stats.phase != self.said_phase
+            or done // tenth > self.said_done // tenth
+            or now - self.said_at >= PLAIN_EVERY
+        ):
+            self.said_at, self.said_done, self.said_phase = now, done, stats.phase
+            self._say(f"{stats.phase}: {done}/{self.total} conversations, {said}")
+
+    def _say(self, text: str) -> None:
+        elapsed = time.perf_counter() - self.started
+        self.stream.write(f"harness fuzz: {text} ({elapsed:.0f}s)\n")
+        self.stream.flush()
 
 
 def _print_wire_verdict(console: Any, result: Any, agent: Any, chosen: WireOptions) -> int:
-    """The campaign's summary and verdict; returns the exit code."""
+    """The campaign's summary and verdict; returns the exit code (the result's: 0, 1 or 3)."""
 
     stats = result.stats
     _print_wire_summary(console, result, chosen)
@@ -194,32 +295,34 @@ def _print_wire_verdict(console: Any, result: Any, agent: Any, chosen: WireOptio
             result.agent, result.seed, chosen.examples, chosen.max_turns, chosen.hostile, chosen.time_bound, agent=agent
         )
         _write_wire_report(chosen.html, result, command, chosen.deviations)
-    if result.failure is None and not stats.requests:
-        console.print("[bold red]NOTHING TESTED[/]", highlight=False)
-        console.print(nothing_tested(stats), markup=False, highlight=False)
-        return 1
-    if result.failure is None:
+    if result.failure is not None:
+        _print_failure(console, result.failure)
+    elif result.inconclusive:
+        console.print(f"\n[bold yellow]{result.headline}[/] (exit {result.exit_code})", highlight=False)
+        for reason in result.inconclusive:
+            console.print(f"- {reason}", markup=False, highlight=False)
+        if not stats.requests:
+            console.print("\n" + nothing_tested(stats), markup=False, highlight=False)
+    else:
         console.print("[bold green]no violation[/]")
-        return 0
-    _print_failure(console, result.failure)
-    return 1
+    return int(result.exit_code)
 
 
 def _print_wire_summary(console: Any, result: Any, chosen: WireOptions) -> None:
-    """What the campaign exercised, the invariants' table, the declarations and the notes."""
+    """What the campaign exercised, the invariants' table, the declarations, the notes and the
+    exceptions the runs raised."""
     from rich.table import Table
 
     from harness.agents import INVARIANTS
 
     stats = result.stats
-    rate = stats.conversations / stats.seconds if stats.seconds else 0.0
     console.print(
-        f"{stats.conversations} conversations, {stats.requests} requests, {stats.seconds:.1f}s ({rate:.0f}/s; "
-        f"the agent {stats.agent_seconds:.1f}s, the harness {stats.harness_seconds:.1f}s), "
-        f"{'in process' if result.in_process else 'on loopback'}, seed {result.seed}",
+        f"{stats.conversations} conversations, {stats.requests} requests, {stats.reached} conversation(s) reached a "
+        f"judged reply, {'in process' if result.in_process else 'on loopback'}, seed {result.seed}",
         markup=False,
         highlight=False,
     )
+    console.print(wall_time(stats), markup=False, highlight=False)
     if stats.rows():  # none when no conversation ran: no empty table
         table = Table(title="exercised (over all conversations)")
         table.add_column("what")
@@ -244,6 +347,32 @@ def _print_wire_summary(console: Any, result: Any, chosen: WireOptions) -> None:
         )
     for note in stats.notes():
         console.print(f"note: {note}", markup=False, highlight=False)
+    if stats.raised and (stats.requests or len(stats.raised) > 1):  # else the verdict shows the one there is
+        console.print(f"\n{raised_heading(stats)}", style="bold", highlight=False)
+        for shown_raised in list(stats.raised.values())[:SHOWN_EXCEPTIONS]:
+            console.print(f"\n{shown_raised.headline}", style="bold", markup=False, highlight=False)
+            console.print(shown_raised.traceback, markup=False, highlight=False)
+
+
+def raised_heading(stats: AgentStats) -> str:
+    """How many runs raised, and how many distinct exceptions (the console's and the page's heading)."""
+    runs = sum(r.count for r in stats.raised.values())
+    more = len(stats.raised) - SHOWN_EXCEPTIONS
+    return (
+        f"the runs raised {len(stats.raised)} distinct exception(s), in {runs} run(s); each with the agent's frames"
+        + (f" (the first {SHOWN_EXCEPTIONS} shown, {more} more)" if more > 0 else "")
+        + ":"
+    )
+
+
+def wall_time(stats: AgentStats) -> str:
+    """Wall-clock time, start-up, exploring and shrinking apart, with the exploring pace."""
+    shrinking = f", shrinking {stats.shrinking_seconds:.1f}s ({stats.shrink_runs} runs)" if stats.shrink_runs else ""
+    return (
+        f"wall time {stats.wall_seconds:.1f}s: start-up {stats.startup_seconds:.1f}s, exploring {stats.seconds:.1f}s "
+        f"({pace(stats.conversations, stats.seconds)}; the agent {stats.agent_seconds:.1f}s, the harness "
+        f"{stats.harness_seconds:.1f}s){shrinking}"
+    )
 
 
 def _print_failure(console: Any, failure: Any) -> None:
@@ -317,5 +446,6 @@ def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -
             nothing_tested=nothing_tested(stats) if failure is None and not stats.requests else "",
             output=shown(run.log) if run is not None and run.log else "",
             raised=agent_traceback(run.raised) if failure is not None and run.raised is not None else "",
+            raised_heading=raised_heading(stats) if stats.raised else "",
         ),
     )

@@ -3,12 +3,23 @@ campaign against any agent (``--agent``, ``--agent-cmd``) is ``_fuzz_agent``'s."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
 from harness.cli._common import HTML_HELP, html_ready, progress_bar, write_html
+
+_STARTED = [time.perf_counter()]
+"""When the command started (this module is imported with ``harness`` itself): a wire campaign's
+start-up, which its summary gives apart, counts from here, the agent's own imports included. Used
+once: a second command in the same process (click's test runner) starts when it is invoked."""
+
+
+def command_started() -> float:
+    return _STARTED.pop() if _STARTED else time.perf_counter()
+
 
 # -- harness fuzz ----------------------------------------------------------------------------------
 
@@ -124,13 +135,15 @@ def fuzz_command(
     model), each scenario runs twice to catch a tool that is not deterministic, and a table says
     what each tool did. With --agent (a Python callable) or --agent-cmd (a command, in any
     language), an agent of any framework is served generated replies on the wire it speaks and
-    judged by the wire invariants W1-W6. Exits 1 on a violation or a nondeterministic tool.
+    judged by the wire invariants W1-W6. Exits 1 on a violation or a nondeterministic tool; a wire
+    campaign exits 0 held, 1 violation, 2 usage, 3 inconclusive (too little was tested to say "held"),
+    130 interrupted.
     """
     given = click.get_current_context().get_parameter_source
     if agent_path is not None or agent_cmd is not None:
         _refuse_with_an_agent(agent_path, agent_cmd, tools_module, given)
         wire: dict[str, Any] = {"examples": examples, "seed": seed, "save_dir": save_dir, "max_turns": max_turns}
-        wire.update(html=html, hostile=hostile, time_bound=time_bound)
+        wire.update(html=html, hostile=hostile, time_bound=time_bound, started=command_started())
         from harness.cli._fuzz_agent import fuzz_agent
 
         fuzz_agent(agent_path, agent_cmd, agent_cmd_mode, deviations, wire)

@@ -73,6 +73,9 @@ class WireCampaignLike(Protocol):
         ...
 
 
+SHOWN_EXCEPTIONS = 10
+"""Distinct exceptions shown with their traceback, as the console shows them (its heading counts the rest)."""
+
 ToolsOf = Callable[[Any], Sequence[Any]]
 """A request -> the tools it offered (``.name``, ``.description``, ``.parameters``): reading a
 wire's menu is the recording package's work, which the caller has and this package must not import."""
@@ -108,6 +111,15 @@ class _WireCampaign:
     deviations: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     nothing_tested: str = ""
+    inconclusive: list[str] = field(default_factory=list)
+    """Why the campaign could not say "held" (exit 3), each reason with its fix: the console's."""
+    exceptions: list[tuple[str, str]] = field(default_factory=list)
+    """Each distinct exception the runs raised: its headline and its traceback (the agent's frames)."""
+    raised_heading: str = ""
+    exit_code: int = 0
+    wall_seconds: float = 0.0
+    startup_seconds: float = 0.0
+    shrinking_seconds: float = 0.0
     output: str = ""
     """What the agent printed, logged and warned in the failing (or first) conversation."""
     raised: str = ""
@@ -129,6 +141,7 @@ def wire_campaign_report(
     nothing_tested: str = "",
     output: str = "",
     raised: str = "",
+    raised_heading: str = "",
 ) -> str:
     """The campaign (what it exercised, the invariants' verdicts, the time split) and, on a
     violation, the shrunk conversation as a timeline with the violation on its request.
@@ -137,9 +150,11 @@ def wire_campaign_report(
     agent declared; ``tools_of``: how to read a request's menu (the tools are left out without it).
     The verdicts are the result's own (``result.verdicts``), the ones the console prints.
     ``nothing_tested``: why no run reached the emulator (the first run's traceback and hints);
-    ``output``: the agent's output in the conversation shown; ``raised``: its traceback."""
+    ``output``: the agent's output in the conversation shown; ``raised``: its traceback;
+    ``raised_heading``: the console's heading over the distinct exceptions the runs raised."""
     failure = result.failure
     campaign = _campaign(result, command, invariants, deviations, output, raised)
+    campaign.raised_heading = raised_heading
     if failure is None and result.stats.requests == 0:
         campaign.nothing_tested = (
             nothing_tested or f"no run sent a request to the emulator ({result.stats.first_error})"
@@ -162,7 +177,9 @@ def _campaign(
     """The page's summary of a campaign: what it exercised, the verdicts, the time split."""
     stats = result.stats
     verdicts = [_Verdict(v.invariant, v.statement, v.verdict, int(v.declared)) for v in result.verdicts(invariants)]
-    headline = "no violation" if result.ok else "VIOLATION" if result.failure is not None else "NOTHING TESTED"
+    headline = getattr(result, "headline", None) or (
+        "no violation" if result.ok else "VIOLATION" if result.failure is not None else "NOTHING TESTED"
+    )
     return _WireCampaign(
         agent=result.agent,
         seed=result.seed,
@@ -181,6 +198,12 @@ def _campaign(
         notes=list(getattr(stats, "notes", list)()),
         output=output,
         raised=raised,
+        inconclusive=list(getattr(result, "inconclusive", ())),
+        exceptions=[(r.headline, r.traceback) for r in list(getattr(stats, "raised", {}).values())[:SHOWN_EXCEPTIONS]],
+        exit_code=int(getattr(result, "exit_code", 0 if result.ok else 1)),
+        wall_seconds=float(getattr(stats, "wall_seconds", stats.seconds)),
+        startup_seconds=float(getattr(stats, "startup_seconds", 0.0)),
+        shrinking_seconds=float(getattr(stats, "shrinking_seconds", 0.0)),
     )
 
 

@@ -486,3 +486,50 @@ async def async_httpx_only(prompt: str, *, base_url: str, api_key: str, http_cli
     if not _is_httpx(http_client, "AsyncClient"):
         http_client = None
     return await async_agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+
+_CACHED: dict[str, openai.OpenAI] = {}
+"""Issue 35's framework: model clients cached across conversations, keyed by the model alone."""
+
+
+def cached_client(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The clean loop (not streamed) on a client cached by model name, not by base URL: run
+    long-lived (``serve_lines``), every conversation after the first sends its requests to the
+    first one's URL. The campaign must say inconclusive, naming the shared state, not green."""
+    client = _CACHED.setdefault("gpt-test", openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(20):
+        completion = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
+        answer = _answer_or_results(messages, completion)
+        if answer is not None:
+            return answer
+    raise RuntimeError("no answer after 20 rounds")
+
+
+def _read_settings(number: int) -> dict[str, Any]:
+    raise ValueError(f"settings of conversation {number}: no model configured")
+
+
+def _profile(number: int) -> str:
+    profiles: dict[str, str] = {}
+    return profiles[f"profile-{number % 2}"]
+
+
+def raises_mostly(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """The clean loop in one conversation of three; the others raise before their first request,
+    in one of two places (a ``ValueError`` reading settings, a ``KeyError`` looking a profile up),
+    as a framework misconfigured for most inputs does. Too little is tested to say "held"."""
+    number = int(base_url.rstrip("/").rsplit("/", 1)[-1])
+    if number % 3 == 2:
+        _read_settings(number)
+    if number % 3 == 0:
+        _profile(number)
+    return agent(prompt, base_url=base_url, api_key=api_key, http_client=http_client)
+
+
+if __name__ == "__main__":  # python -m tests.harness.agents.planted NAME: the long-lived mode's loop
+    import sys
+
+    from harness.agents import serve_lines
+
+    serve_lines(globals()[sys.argv[1]])

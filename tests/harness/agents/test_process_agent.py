@@ -32,7 +32,6 @@ CONTRACT = (
     "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
@@ -65,7 +64,8 @@ def test_a_process_is_given_the_contract_and_its_stdout_is_the_answer(
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-the-users-own")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "the user's session")
-    keys = [*CONTRACT, "AWS_SESSION_TOKEN"]
+    monkeypatch.setenv("GEMINI_API_KEY", "the user's gemini key")
+    keys = [*CONTRACT, "AWS_SESSION_TOKEN", "GEMINI_API_KEY", "HARNESS_ANSWER_FILE"]
     agent = ProcessAgent(argv, env={"SEEN": str(seen), "KEYS": json.dumps(keys)})
     answer = agent("What is 2 + 3?", base_url="http://127.0.0.1:9/conversation/4", api_key="unused")
     assert answer == "the answer"  # stripped
@@ -76,6 +76,9 @@ def test_a_process_is_given_the_contract_and_its_stdout_is_the_answer(
     assert said["env"]["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"] == root and said["env"]["AWS_REGION"] == "us-east-1"
     assert all(said["env"][k] for k in CONTRACT), said["env"]  # placeholder keys: set, never the user's
     assert said["env"]["OPENAI_API_KEY"] != "sk-the-users-own" and said["env"]["AWS_SESSION_TOKEN"] is None
+    # GOOGLE_API_KEY alone: google-genai and @google/genai warn on every client when both are set
+    assert said["env"]["GEMINI_API_KEY"] is None
+    assert said["env"]["HARNESS_ANSWER_FILE"] and not Path(said["env"]["HARNESS_ANSWER_FILE"]).exists()
     assert said["env"]["HARNESS_PROMPT"] == said["stdin"] == "What is 2 + 3?"
     assert Path(said["cwd"]) == tmp_path and said["leads_its_group"]
 
@@ -254,7 +257,8 @@ def test_the_command_ends_within_its_bound_and_leaves_no_process_of_a_hung_agent
 def test_stopping_the_command_kills_the_agent_and_all_it_started(tmp_path: Path, stop: signal.Signals) -> None:
     """Through the installed command: the agent leads a session of its own, out of reach of the
     terminal's Ctrl-C and of its parent's death, so ``harness fuzz`` stopped mid-run kills its group
-    (the child it started too) before it ends by the signal it was sent."""
+    (the child it started too) before it ends by the signal it was sent, or, for Ctrl-C (SIGINT),
+    with 130, the status a shell gives an interrupted command (issue 35: it was 1, a violation)."""
     pids = tmp_path / "pids"
     pids.touch()
     (tmp_path / "hangs.py").write_text(textwrap.dedent(HANGS), encoding="utf-8")
@@ -276,6 +280,7 @@ def test_stopping_the_command_kills_the_agent_and_all_it_started(tmp_path: Path,
         _, stderr = running.communicate(timeout=30)
     finally:
         running.kill()
-    assert running.returncode == -stop, stderr
+    assert running.returncode == (130 if stop == signal.SIGINT else -stop), stderr
     assert f"stopped by {stop.name}; killed 1 agent process group(s)" in stderr
+    assert ("harness fuzz: interrupted (exit 130)" in stderr) == (stop == signal.SIGINT), stderr
     assert _all_gone(pids), "the agent or the child it started outlived the command"

@@ -109,7 +109,7 @@ def test_a_campaign_that_reached_nothing_says_so() -> None:
 
     result = run_agent_campaign(offline, 3, save=False)
     document = parse(_page(result))
-    assert document.find("summary", tag="p").text().startswith("NOTHING TESTED")
+    assert document.find("summary", tag="p").text().startswith("INCONCLUSIVE: NOTHING TESTED")
     assert "ConnectionError" in document.find(id="nothing-tested").text()
     rows = document.find(id="invariants").find_all(tag="tr")[1:]
     assert {r.attrs["data-verdict"] for r in rows} == {"not exercised"}  # 0 requests: nothing held
