@@ -143,6 +143,8 @@ def _serve(proxy: Any, shown: int) -> int:
     previous = None
     if threading.current_thread() is threading.main_thread():  # SIGTERM (kill, docker stop) ends it as Ctrl-C does
         previous = signal.signal(signal.SIGTERM, _interrupt)
+        if hasattr(signal, "SIGXFSZ"):  # a file size limit is one cassette's error (EFBIG), not the end of the run
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         click.echo(proxy.base_url)
         sys.stdout.flush()
