@@ -116,6 +116,8 @@ class Cassettes:
     _locks: dict[Path, asyncio.Lock] = field(default_factory=dict)
     _canonical: dict[Path, Path] = field(default_factory=dict)
     """The file each cassette really is (symbolic links followed) -> the path first asked for it."""
+    _named: dict[str | None, Path] = field(default_factory=dict)
+    """Each name (``None``: the default) -> its cassette, resolved once per run."""
 
     @property
     def directory(self) -> Path:
@@ -128,6 +130,9 @@ class Cassettes:
         subdirectory could otherwise write anywhere); ``--cassette FILE`` itself may be a link,
         written through. Two names of one file are one cassette, so neither's interactions are lost.
         """
+        known = self._named.get(name)
+        if known is not None:
+            return known
         if name is not None:
             chosen = cassette_file(name, self.directory)
             inside = self.directory.resolve()
@@ -143,7 +148,8 @@ class Cassettes:
             )
         else:
             chosen = self.target
-        return self._canonical.setdefault(chosen.resolve(), chosen)
+        found = self._named[name] = self._canonical.setdefault(chosen.resolve(), chosen)
+        return found
 
     def lock(self, path: Path) -> asyncio.Lock:
         """One request at a time on ``path``: for an upstream kept in step with its script."""

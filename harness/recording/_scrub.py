@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import harness.wire as wire
+from harness.wire import is_credential_header, is_credential_query  # bound once: asked per header of every request
 
 PLACEHOLDER_ACCOUNT: Final = "000000000000"
 """What an AWS account id in an ARN is replaced with: the shape of an account id, owned by nobody."""
@@ -427,7 +428,7 @@ def key_shaped(text: str) -> list[str]:
 def is_secret_header(name: str, value: str) -> bool:
     """Whether a header carries a credential: by the wire's names, a gateway's, a scheme or the value's shape."""
     return (
-        wire.is_credential_header(name)
+        is_credential_header(name)
         or bool(_KEYISH_NAME.search(name))
         or bool(_SCHEMED.match(value))
         or bool(_KEY_SHAPE.search(value))
@@ -457,9 +458,7 @@ def request_secrets(headers: Iterable[tuple[str, str]], uri: str, body: bytes | 
             found.extend(decoded.partition(":")[::2] if ":" in decoded else ())
         found.extend(key_shaped(value))
     parts = urlsplit(uri)
-    found.extend(
-        value for name, value in parse_qsl(parts.query, keep_blank_values=True) if wire.is_credential_query(name)
-    )
+    found.extend(value for name, value in parse_qsl(parts.query, keep_blank_values=True) if is_credential_query(name))
     if parts.username or parts.password:
         found.extend(unquote(part) for part in (parts.username, parts.password) if part)
     text = body.decode("utf-8", "replace") if isinstance(body, bytes | bytearray) else (body or "")

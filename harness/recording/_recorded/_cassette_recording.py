@@ -96,8 +96,9 @@ class Recording:
         """
         self.requests_seen += 1
         cassette = self.cassette
-        if cassette.can_play_response_for(vcr_request):
-            return self._whole(vcr_request, cassette.play_response(vcr_request))
+        played = vcr_compat.play(cassette, vcr_request)
+        if played is not None:
+            return self._whole(vcr_request, played)
         if cassette.write_protected:
             number = self.requests_seen
             if explain:

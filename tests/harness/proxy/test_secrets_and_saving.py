@@ -347,3 +347,29 @@ def test_the_diff_of_an_unmatched_request_runs_off_the_loop_and_is_bounded(tmp_p
     status, body, _, _, _ = got["huge"]
     assert status == 400 and len(body) < 200_000
     assert "first difference" in json.loads(body)["error"]["message"]
+
+
+def test_a_client_that_goes_away_mid_request_is_said_as_such_not_as_a_bug(tmp_path: Path) -> None:
+    import asyncio
+
+    proxy = Proxy(tmp_path / "c.yaml", mode="none")
+    sent: list[Any] = []
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": CHAT_PATH,
+        "raw_path": CHAT_PATH.encode(),
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    asyncio.run(proxy.app()(scope, receive, send))
+    assert sent[0]["status"] == 499 and not proxy.in_flight
+    said = "the client went away before its request was read; nothing was answered"
+    assert proxy.cassettes.refused == [f"POST /v1/chat/completions: harness proxy: {said}"]
