@@ -60,7 +60,10 @@ def _upstream(value: str | None) -> str | None:
         return None
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _Refused(f"--upstream {value!r} is not an http(s) URL (say http://127.0.0.1:8765 for harness emulate)")
+        from harness.wire import scrub_url
+
+        shown = scrub_url(value)  # a gateway's key in its userinfo or query is never printed
+        raise _Refused(f"--upstream {shown!r} is not an http(s) URL (say http://127.0.0.1:8765 for harness emulate)")
     return value
 
 

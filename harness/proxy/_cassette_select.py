@@ -177,6 +177,7 @@ class Cassettes:
         checks_use = self.mode in ("none", "once", "new_episodes") and not self.config.get("allow_unused")
         for path, recording in self.opened.items():
             if recording.dirty:
+                recording.add_secrets(self.secrets)  # a key one client sent is refused in every cassette of the run
                 problem = _saved(path, recording, CredentialLeakError)
                 if problem is None:
                     outcome.written.append(f"{path} ({len(recording.cassette.data)} interaction(s))")

@@ -373,3 +373,13 @@ def test_a_client_that_goes_away_mid_request_is_said_as_such_not_as_a_bug(tmp_pa
     assert sent[0]["status"] == 499 and not proxy.in_flight
     said = "the client went away before its request was read; nothing was answered"
     assert proxy.cassettes.refused == [f"POST /v1/chat/completions: harness proxy: {said}"]
+
+
+def test_an_upstream_refused_at_start_is_named_without_its_key(tmp_path: Path) -> None:
+    from tests.harness.support import run_cli
+
+    done = run_cli(
+        "proxy", "--cassette", tmp_path / "c.yaml", "--upstream", f"ftp://u:{CLIENT_KEY}@gw/?key={GEMINI_KEY}"
+    )
+    assert done.returncode == 2 and "--upstream 'ftp://gw/' is not an http(s) URL" in done.stderr
+    assert CLIENT_KEY not in done.stderr + done.stdout and GEMINI_KEY not in done.stderr + done.stdout
