@@ -15,8 +15,9 @@ directory it is refused, naming the two ways.
 
 Each cassette is opened with ``harness.recording.open_recording`` on its first request (the
 ``recorded`` fixture's: same modes, persister, matchers, ``max_age``), and at the end each one
-that changed is saved (scrubbed, scanned, atomically) and each is checked for interactions no
-request used.
+that changed is saved on its own (scrubbed, scanned, atomically; one that fails is named and the
+others still written) and each is checked for interactions no request used. A name resolves
+inside ``DIR`` after symbolic links are followed, and two names of one file are one cassette.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ so a streaming client sees a stream; a request the cassette lacks is forwarded
 (``_forwarding``) when the record mode allows, and recorded. What cannot be answered is said in
 the provider's own error envelope (the emulator's renderers), its message starting
 ``harness proxy:``; a path no provider serves is a 404 in a neutral one and is never forwarded.
+
+Requests are served concurrently. Every credential a request carries becomes a secret of its
+cassette (refused by the pre-write scan, redacted from every message: ``harness.recording``'s
+``request_secrets``), a stream the upstream cut reaches the client cut and is not recorded, and a
+request a stop cuts short is named (docs/record-replay.md, "Threat model").
 """
 
 from __future__ import annotations
