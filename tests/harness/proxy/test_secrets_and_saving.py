@@ -134,11 +134,23 @@ def _chat(content: str) -> dict[str, Any]:
     return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}]}
 
 
+def _file_size_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+
 @contextmanager
 def _proxy_process(cwd: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     command = [console_script(), "proxy", *args, "--port", "0"]
     process = subprocess.Popen(
-        command, cwd=cwd, env=_environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=cwd,
+        env=_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_file_size_limit,  # a cassette over 64 KiB fails with EFBIG, as under `ulimit -f`
     )
     try:
         assert process.stdout is not None
@@ -178,6 +190,7 @@ def test_through_the_command_no_client_key_reaches_disk_or_the_output_and_every_
         ask("alias", _chat("two"))
         ask("blocked/inner", _chat("hi"))
         ask("after_blocked", _chat("hi"))
+        ask("too_large", _chat("x" * 70_000))
         held = threading.Thread(
             target=ask, args=("held", _chat("hold")), kwargs={"x-test": "hold", "authorization": f"Bearer {SLOW_KEY}"}
         )
@@ -210,6 +223,7 @@ def test_through_the_command_no_client_key_reaches_disk_or_the_output_and_every_
     assert written["cassettes/real.yaml"].count("- request:") == 2 and (library / "alias.yaml").is_symlink()
     # a cassette that cannot be written is named with its reason; the next one is still written
     assert "blocked/inner.yaml: not written: " in err and "cassettes/after_blocked.yaml" in written
+    assert "too_large.yaml: not written: File too large" in err and "cassettes/too_large.yaml" not in written
     # the request in flight at the stop: named, and its client told in the provider's envelope
     assert "POST /cassette/held/v1/chat/completions: still unanswered when the proxy stopped" in err
     status, body, _ = replies["held"]
