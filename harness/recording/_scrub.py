@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import harness.wire as wire
-from harness.wire import is_credential_header, is_credential_query  # bound once: asked per header of every request
+from harness.wire import (  # bound once: the facade looks a name up anew on each access, per header
+    header_values,
+    is_credential_header,
+    is_credential_query,
+    outer_coding,
+    scrub_url,
+)
 
 PLACEHOLDER_ACCOUNT: Final = "000000000000"
 """What an AWS account id in an ARN is replaced with: the shape of an account id, owned by nobody."""
@@ -86,7 +92,7 @@ def scrub_arns(text: str) -> str:
 def scrub_uri(uri: str) -> str:
     """``uri`` without userinfo or credential query parameters (``harness.wire``'s vocabulary) and
     with ARN account ids zeroed; the rest as it was."""
-    return scrub_arns(wire.scrub_url(uri))
+    return scrub_arns(scrub_url(uri))
 
 
 def scrub_arns_in(body: Any, content_type: str | None = None) -> Any:
@@ -141,7 +147,7 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
     headers = response["headers"] = wire.scrub_headers(response.get("headers") or {})
     body = response.get("body")
     if isinstance(body, dict) and "string" in body:
-        kind = next(iter(wire.header_values(headers, "content-type")), None)
+        kind = next(iter(header_values(headers, "content-type")), None)
         body["string"] = scrub_arns_in(body["string"], kind)
     return honest_encoding(response)
 
@@ -158,7 +164,7 @@ def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(headers, dict):
         return response
     names = [name for name in headers if str(name).lower() == "content-encoding"]
-    value = wire.outer_coding(headers)
+    value = outer_coding(headers)
     body = _stored_bytes((response.get("body") or {}).get("string"))
     if value in ("gzip", "x-gzip"):
         encoded = body.startswith(wire.GZIP_MAGIC)
@@ -476,7 +482,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if len(secret) >= MIN_SECRET_LENGTH:
             for form in wire.value_forms(secret):
                 text = text.replace(form, REDACTED)
-    return _URL.sub(lambda match: wire.scrub_url(match.group(0)), text)
+    return _URL.sub(lambda match: scrub_url(match.group(0)), text)
 
 
 _URL = re.compile(r"https?://[^\s'\"<>()]+")
