@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import http.client
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -264,8 +265,8 @@ def test_each_cassette_is_saved_on_its_own_and_a_failure_is_named_not_called_a_b
         path = cassettes.path_for(f"c{number}")
         recording = cassettes.recording(path)
         recording.cassette.dirty = True
-        recording.save = _raising(OSError(code, __import__("os").strerror(code), str(path)))
-        outcome_of[number] = __import__("os").strerror(code)
+        recording.save = _raising(OSError(code, os.strerror(code), str(path)))
+        outcome_of[number] = os.strerror(code)
     kept = cassettes.recording(cassettes.path_for("kept"))
     kept.cassette.dirty = True
     outcome = cassettes.finish()
