@@ -97,7 +97,10 @@ def _upstream(value: str | None) -> str | None:
         return None
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _Refused(f"--upstream {value!r} is not an http(s) URL (say http://127.0.0.1:8765 for harness emulate)")
+        from harness.wire import scrub_url
+
+        shown = scrub_url(value)  # a gateway's key in its userinfo or query is never printed
+        raise _Refused(f"--upstream {shown!r} is not an http(s) URL (say http://127.0.0.1:8765 for harness emulate)")
     return value
 
 
@@ -219,6 +222,8 @@ def _serve(proxy: Any, shown: int) -> int:
     previous = None
     if threading.current_thread() is threading.main_thread():  # SIGTERM (kill, docker stop) ends it as Ctrl-C does
         previous = signal.signal(signal.SIGTERM, _interrupt)
+        if hasattr(signal, "SIGXFSZ"):  # a file size limit is one cassette's error (EFBIG), not the end of the run
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         click.echo(proxy.base_url)
         sys.stdout.flush()
