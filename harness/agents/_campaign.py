@@ -45,7 +45,7 @@ from harness.agents._conversation import (
     scripted,
     serving,
 )
-from harness.agents._plans import Menus, PlannedReplies
+from harness.agents._plans import FirstPhase, Menus, PlannedReplies
 from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
 from harness.campaigns._loop_campaign import DEFAULT_SEED, campaign_settings
@@ -90,9 +90,12 @@ def run_agent_campaign(
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     failure: WireFailure | None = None
     with serving(agent) as served:
-        check = checker(agent, name, served, text, declared, max_replies, time_bound, hostile)
+        menus = Menus()
+        check = checker(agent, name, served, text, declared, max_replies, time_bound, hostile, menus)
         exploring = _Exploration(check, on_example)
-        exploring.explore(examples, chosen, name)
+        first = FirstPhase(menus, hostile)
+        exploring.explore(examples, chosen, name, first)
+        exploring.stats.offered = first.offered()
         stats = exploring.stats
         if exploring.failing:  # Hypothesis ran the minimal example last; then whole replies go, where they can
             failure = fewer_replies(agent, served, exploring.failing[-1], declared, time_bound, name=name)
@@ -139,7 +142,15 @@ class _Exploration:
         if not self.failing:  # count what was explored, not the shrinker's retries
             self.count(run, judgement)
 
-    def explore(self, examples: int, seed: int, name: str) -> None:
+    def explore(self, examples: int, seed: int, name: str, first: FirstPhase | None = None) -> None:
+        """Each kind once (``first``), then the drawn conversations, the rest of the budget."""
+        for _ in first.run(examples) if first is not None else ():
+            self._explore(1, seed, name)
+            if self.failing:
+                return
+        self._explore(examples - (first.served if first is not None else 0), seed, name)
+
+    def _explore(self, examples: int, seed: int, name: str) -> None:
         test = campaign_settings(examples, (Phase.generate, Phase.shrink))(
             hypothesis_seed(seed)(given(st.data())(self.example))
         )
@@ -248,8 +259,9 @@ def checker(
     max_replies: int,
     time_bound: float,
     hostile: bool = False,
+    menus: Menus | None = None,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
-    menus = Menus()
+    menus = menus if menus is not None else Menus()
 
     def check(data: Any) -> tuple[Run, Judgement]:
         run = served.converse(
