@@ -75,7 +75,7 @@ def verdicts(result: AgentCampaignResult, invariants: Mapping[str, str]) -> list
     failure = result.failure
     broken = failure.violation.invariant if failure is not None else None
     # one cause, one finding: every invariant the failing reply broke is violated
-    also = set(failure.violation.invariants) if failure is not None else set()
+    also = {other.invariant for other in getattr(failure.violation, "also", ())} if failure is not None else set()
     rows = []
     for name, statement in invariants.items():
         chances = int(stats.exercised.get(name, 0))

@@ -243,7 +243,7 @@ def test_the_exercised_table_tells_arguments_that_fail_the_schema_from_valid_cal
     # Before: every call naming a listed tool was counted as a "valid call", whatever its arguments.
     done = fuzz(tmp_path, "--agent", "tests.harness.agents.planted:agent", "--examples", "40")
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = dict(re.findall(r"replies: ([a-z -]+?)\s*│\s*(\d+)", done.stdout))
+    rows = dict(re.findall(r"replies \(\w+\): ([a-z -]+?)\s*│\s*(\d+)", done.stdout))
     assert int(rows.get("invalid arguments", 0)) > 0, done.stdout
     assert int(rows.get("valid call", 0)) > 0, done.stdout
 
