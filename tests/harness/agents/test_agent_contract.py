@@ -350,12 +350,15 @@ def test_a_deviation_for_invalid_arguments_covers_what_follows_a_call_failing_it
         "turns:\n  - calls: [{name: add, args: {a: two, b: 3}, id: call_1}]\n  - Done.\n"
     )
     why = "a call its schema refuses is dropped, and the model asked again"
-    declared = [Deviation(w, why, kinds=("invalid arguments",)) for w in ("W1", "W2")]
+    # the one reply breaks W1 (no result) and W2 (its call gone from the history): one finding,
+    # which one deviation declared for that reply covers (before: one deviation per invariant)
+    declared = [Deviation("W1", why, kinds=("invalid arguments",))]
     run, judgement = replay_agent(forgets_calls, scenario, deviations=declared)
     assert run.returned == "Done." and judgement.ok, [str(v) for v in judgement.violations]
-    assert {v.invariant for v, _ in judgement.declared} == {"W1", "W2"}
-    # the same agent after a call that fits the schema is not covered
+    assert [v.invariants for v, _ in judgement.declared] == [("W1", "W2")]
+    # the same agent after a call that fits the schema is not covered: still one finding
     scenario.write_text(scenario.read_text().replace("a: two", "a: 2"))
     _, valid = replay_agent(forgets_calls, scenario, deviations=declared)
-    assert {v.invariant for v in valid.violations} == {"W1", "W2"}
-    assert all(v.kinds == ("valid call",) for v in valid.violations)
+    (finding,) = valid.violations
+    assert finding.invariants == ("W1", "W2") and "the same reply also broke W2 at request 2" in str(finding)
+    assert all(v.kinds == ("valid call",) for v in (finding, *finding.also))
