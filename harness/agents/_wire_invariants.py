@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents._conversation import Exchange, Run, as_recorded
+from harness.agents._conversation import Exchange, Run, as_recorded, carried, reply_messages, request_histories
 from harness.agents._replies import KINDS, TIERS, kind_of, retry_after, status_of, strict_tools, strictly, tier_of
 from harness.recording import Call, Said
 from harness.scenarios import ModelTurn
@@ -151,7 +151,7 @@ def declared_deviations(declared: object) -> tuple[Deviation, ...]:
 def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
     """Every invariant over one run; violations a deviation covers are set apart as declared."""
     deviations = declared_deviations(deviations)
-    histories = _histories(run.exchanges)
+    histories = request_histories(run.exchanges)
     kinds = _Kinds(run)
     found = [
         dataclasses.replace(v, tier=tier_for(v.kinds))
@@ -206,69 +206,6 @@ def tier_for(kinds: Iterable[str]) -> str:
 
 
 # -- reading the requests --------------------------------------------------------------------------
-
-
-def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
-    """A served reply as the assistant message the next request should repeat."""
-    if not reply.text and not reply.calls:
-        return ()
-    calls = []
-    for call in reply.calls:
-        if call.raw is None:
-            calls.append(Call(call.id or "", call.name, dict(call.args)))
-            continue
-        try:
-            parsed = json.loads(call.raw)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            calls.append(Call(call.id or "", call.name, parsed))
-        else:
-            calls.append(Call(call.id or "", call.name, {}, call.raw))
-    return (Said("assistant", reply.text or "", tuple(calls)),)
-
-
-def carried(exchange: Exchange) -> ModelTurn | None:
-    """The reply as its wire carried it. Gemini's ``functionCall.args`` can only be a JSON object:
-    the emulator answers a call whose argument text is not one as Gemini does, with the finish
-    reason ``MALFORMED_FUNCTION_CALL`` and no call from there on, so no result is owed for it."""
-    reply = exchange.reply
-    if reply is None or exchange.request.route.provider != "gemini":
-        return reply
-    calls = []
-    for call in reply.calls:
-        if call.raw is not None and not isinstance(_json_or_none(call.raw), dict):
-            break
-        calls.append(call)
-    return reply if len(calls) == len(reply.calls) else dataclasses.replace(reply, calls=tuple(calls))
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
-    """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
-    history stored with that response (the request before it and the reply it got), and an
-    ``item_reference`` the item of a reply delivered earlier that it names."""
-    stored: dict[str, tuple[Said, ...]] = {}
-    items: dict[str, Any] = {}
-    out: list[tuple[Said, ...]] = []
-    for exchange in exchanges:
-        messages = exchange.messages(items)
-        body = exchange.request.body if isinstance(exchange.request.body, Mapping) else {}
-        previous = body.get("previous_response_id")
-        if isinstance(previous, str) and previous in stored:
-            messages = stored[previous] + messages
-        out.append(messages)
-        if exchange.response_id and exchange.delivered and exchange.reply is not None:
-            stored[exchange.response_id] = messages + reply_messages(exchange.reply)
-        if exchange.delivered:
-            items.update(exchange.output_items)
-    return out
 
 
 class _Kinds:
