@@ -368,7 +368,13 @@ class _History:
             return (
                 f"message {position + 1} ({source}'s), {_show(said)}, was dropped: request {previous} and its reply "
                 f"had {len(self.expected)} message(s), this request carries {carried}"
-                + (f" ({carried - len(self.actual)} of them empty)" if carried > len(self.actual) else "")
+                # the normalized history leaves an empty message out and joins an assistant's text and
+                # calls sent apart: the count is the wire's, the difference said
+                + (
+                    f" ({carried - len(self.actual)} of them empty, or an assistant's calls sent apart from its text)"
+                    if carried > len(self.actual)
+                    else ""
+                )
             )
         calls = self.calls(position)
         if calls:

@@ -10,6 +10,8 @@ own, and one that retries a failing reply until its own step limit.
 - ``retries_failures``: streams; a reply that fails (a stream cut inside an event, an error) is
   asked for again, up to 12 times: served the same failing reply forever it never ends (W3 names
   the repeated reply); served one cut and then a whole answer, it returns that answer.
+- ``blanks_answers``: asks twice, sending the first answer back as an empty assistant message: W2
+  counts that message as the wire carries it.
 """
 
 from __future__ import annotations
@@ -78,3 +80,13 @@ def retries_failures(prompt: str, *, base_url: str, api_key: str, http_client: A
             result = _execute(call["function"]["name"], call["function"]["arguments"])
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     raise RuntimeError("no answer after 12 steps")
+
+
+def blanks_answers(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+    """After a text answer it asks again, sending that answer back as an empty assistant message."""
+    client = _client(base_url, api_key, http_client)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    for _ in range(2):
+        message = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS).choices[0].message
+        messages.append({"role": "assistant", "content": ""})  # the defect: the text is not kept
+    return message.content or ""

@@ -91,3 +91,13 @@ def test_w3_names_the_reply_served_again_on_every_request() -> None:
         planted_served.retries_failures, Scenario(prompts=("hi",), turns=(cut, ModelTurn(text="Done.")))
     )
     assert judgement.ok and run.returned == "Done." and len(run.exchanges) == 2
+
+
+def test_w2_counts_the_messages_the_wire_carries_an_empty_one_too() -> None:
+    answers = Scenario(prompts=("hi",), turns=(ModelTurn(text="Not yet."), ModelTurn(text="Done.")))
+    _, judgement = replay_agent(planted_served.blanks_answers, answers)
+    (finding,) = judgement.violations
+    assert finding.message == (
+        "message 2 (reply 1's), assistant 'Not yet.', was dropped: request 1 and its reply had 2 message(s), this "
+        "request carries 2 (1 of them empty, or an assistant's calls sent apart from its text)"
+    ), finding.message
