@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 from click.testing import CliRunner
 
-from harness.agents import kinds_for, replay_agent, tier_of
+from harness.agents import kinds_for, replay_agent, run_agent_campaign, tier_of
 from harness.agents._replies import STRICT_KINDS
 from harness.cli import main
 from harness.scenarios._scenario import Scenario
@@ -39,6 +39,9 @@ def test_a_campaign_serves_every_kind_of_its_tiers_and_a_strict_tool_only_valid_
     counts = served(done.output)
     assert set(counts) == set(kinds_for()) and all(counts.values()), done.output
     assert re.search(r"replies of the provider tier\s*│\s*\d+", done.output)
+    # the same seed, the same campaign: the first phase included
+    again = run_agent_campaign(planted_served.strict_agent, 40, save=False).stats
+    assert {kind: again.kinds[kind] for kind in counts} == counts
     assert planted_served.ADD_ARGUMENTS  # add was called, and each time with what its schema accepts
     assert all(
         jsonschema.Draft202012Validator(planted_served.ADD_SCHEMA).is_valid(json.loads(text))
