@@ -240,7 +240,7 @@ def fewer_replies(
                 time_bound=time_bound,
             )
             judgement = judge(run, deviations)
-            same = [v for v in judgement.violations if v.invariant == invariant]
+            same = [v for v in judgement.violations if invariant in v.invariants]  # one finding per cause
             if same:
                 turns = candidate
                 scenario = scenario_of(run, name, Judgement((same[0],), ()))
