@@ -394,6 +394,12 @@ class _History:
             and now.text.strip() == (said.text + following.text).strip()
         ):
             return f"messages {position + 1} and {position + 2} ({source}'s) were merged into one: {_show(now)}"
+        if self._same(dataclasses.replace(now, text=said.text), said):  # only the text differs
+            if not now.text.strip():
+                return f"message {position + 1} ({source}'s), {_show(said)}, came back without its text"
+            return (
+                f"message {position + 1} ({source}'s), {_show(said)}, came back with its text changed: now {_show(now)}"
+            )
         return f"message {position + 1} was {_show(said)} ({source}), now {_show(now)}"
 
     def _same(self, a: Said, b: Said) -> bool:

@@ -17,7 +17,7 @@ from harness.agents._replies import STRICT_KINDS
 from harness.cli import main
 from harness.scenarios._scenario import Scenario
 from harness.scenarios._scenario_parts import Call, ModelTurn
-from tests.harness.agents import planted_served
+from tests.harness.agents import planted, planted_served
 
 STRICT = "tests.harness.agents.planted_served:strict_agent"
 
@@ -103,4 +103,20 @@ def test_w2_counts_the_messages_the_wire_carries_an_empty_one_too() -> None:
     assert finding.message == (
         "message 2 (reply 1's), assistant 'Not yet.', was dropped: request 1 and its reply had 2 message(s), this "
         "request carries 2 (1 of them empty, or an assistant's calls sent apart from its text)"
+    ), finding.message
+
+
+def test_w2_says_a_message_came_back_without_its_text_not_as_an_empty_string() -> None:
+    """``content: null`` next to the calls (the text dropped) was said as ``now assistant ''``."""
+    said = Scenario(
+        prompts=("hi",),
+        turns=(
+            ModelTurn(text="Let me check.", calls=(Call("add", {"a": 2, "b": 3}, id="call_1"),)),
+            ModelTurn(text="Done."),
+        ),
+    )
+    _, judgement = replay_agent(planted.rewrite_history, said)
+    (finding,) = judgement.violations
+    assert finding.message == (
+        "message 2 (reply 1's), assistant 'Let me check.' calling add#call_1, came back without its text"
     ), finding.message
