@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -105,8 +105,7 @@ class FirstPhase:
     menus: Menus
     hostile: bool
     served: int = 0
-    kinds: list[str] = field(default_factory=list)
-    """The kinds served so far, in order."""
+    """Conversations the phase has run (what the drawn ones have left of the budget)."""
 
     def offered(self) -> tuple[str, ...]:
         """The kinds the campaign could serve: its tiers', less those the menu rules out."""
@@ -124,7 +123,6 @@ class FirstPhase:
                     continue
                 self.menus.forced = kind
                 yield kind
-                self.kinds.append(kind)
                 self.served += 1
         finally:
             self.menus.forced = None
