@@ -260,15 +260,18 @@ def unnumbered(
     if found is None or found[0] != tools:
         if len(_BUILT) > 64:
             _BUILT.clear()
-        found = _BUILT[key] = (tools, _reply(_Menu.of(tools, hostile), None, _Wire.of(provider, hostile), kind))
+        # a reply of a given kind sends arguments that fail a schema to a tool that is not strict:
+        # to a strict one they are a kind of their own
+        menu = _Menu.of(tools, hostile and kind is None)
+        found = _BUILT[key] = (tools, _reply(menu, None, _Wire.of(provider, hostile), kind))
     return found[1]
 
 
 def servable(tools: Sequence[Tool], hostile: bool = False) -> tuple[str, ...]:
     """The kinds a campaign's tiers allow that a reply to this menu can be: calls need a tool,
-    arguments a strict tool rules out need a strict tool, and arguments that break a schema one that
-    is not strict (unless hostile) and whose schema they can break."""
-    loose = [t for t in tools if hostile or not t.strict]
+    arguments a strict tool rules out need a strict tool, and arguments that break a schema a tool
+    that is not strict and whose schema they can break."""
+    loose = [t for t in tools if not t.strict]
     possible = set(kinds_for(hostile))
     if not tools:
         possible -= {"valid call", "several calls", "text and a call", "duplicate ids", *STRICT_KINDS}
