@@ -42,10 +42,10 @@ from harness.emulator._journal import JournalFile, record
 from harness.emulator._loopback import LoopbackServer
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
 from harness.script import Turn, as_turn
-from harness.wire import Route, is_credential_header
+from harness.wire import Route, is_credential_header, path_pattern
 from openprogram.providers import register_fake_base_url, register_in_process_transport
 
-PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
+PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock", "ollama")
 """The provider modules under ``harness.emulator``, imported when present."""
 
 ScriptEntry = Any  # Turn | ScriptedCall | str | Fault
@@ -67,17 +67,6 @@ def load_providers(names: Iterable[str] = PROVIDER_MODULES) -> dict[str, ModuleT
             if exc.name != qualified:
                 raise
     return modules
-
-
-def _pattern(path: str) -> re.Pattern[str]:
-    """A starlette-style path (``/model/{model}/converse``, ``{rest:path}``) as an anchored regex."""
-    out, position = [], 0
-    for match in re.finditer(r"\{(\w+)(?::(\w+))?\}", path):
-        out.append(re.escape(path[position : match.start()]))
-        out.append(f"(?P<{match.group(1)}>{'.+?' if match.group(2) == 'path' else '[^/]+?'})")
-        position = match.end()
-    out.append(re.escape(path[position:]))
-    return re.compile("^" + "".join(out) + "$")
 
 
 @dataclass(frozen=True)
@@ -115,7 +104,7 @@ class Emulator:
         self.host, self.port = host, port
         self.modules = load_providers(providers)
         self._handlers = [
-            _Handler(route, _pattern(route.path), module)
+            _Handler(route, path_pattern(route.path), module)
             for module in self.modules.values()
             for route in getattr(module, "ROUTES", ())
         ]
