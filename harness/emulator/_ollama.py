@@ -30,8 +30,6 @@ ROUTES: Final[tuple[wire.Route, ...]] = wire.routes_of("ollama")
 CREATED_AT: Final = "2026-06-01T00:00:00.000000Z"
 """The fixed ``created_at``: replies are deterministic."""
 
-NDJSON: Final = "application/x-ndjson"
-
 _PIECE: Final = 12
 
 
@@ -99,7 +97,7 @@ def render(turn: Turn, request: WireRequest, ids: IdSource) -> WireReply:
             _line({**head, "message": {"role": "assistant", "content": "", "tool_calls": calls}, "done": False})
         )
     lines.append(_line({**head, "message": {"role": "assistant", "content": ""}, **_closing(turn, request)}))
-    return WireReply(200, {"content-type": NDJSON}, chunks=lines)
+    return WireReply(200, {"content-type": wire.NDJSON}, chunks=lines)
 
 
 def error_reply(status: int, message: str, request: WireRequest) -> WireReply:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,10 @@ ENDPOINTS: Final[frozenset[tuple[str, str]]] = SERVED_ENDPOINTS - WITHOUT_BACKEN
 STREAMING_ENDPOINTS: Final[frozenset[str]] = frozenset(route.endpoint for route in ROUTES if route.stream)
 """Endpoints that stream by their path alone."""
 
-_FIXED_PATHS: Final = tuple(
-    (r.path, r.provider, r.endpoint, r.surface)
-    for r in sorted(ROUTES, key=lambda r: -len(r.path))  # the longest first: /api/v1/... before /v1/...
-    if "{" not in r.path and r.surface != "root"  # ``/messages`` only as the whole path, not any path's end
-)
+_FIXED_PATHS: Final = tuple((r.path, r.provider, r.endpoint) for r in ROUTES if "{" not in r.path and not r.surface)
+"""The provider's own fixed paths, which any base URL's path may come before (``/gw/v1/messages``);
+another service's path (``surface``) is read only as the whole path (:func:`_surface_route`), so
+``/gw/openai/v1/chat/completions`` stays OpenAI's path below ``/gw/openai``, as a client rebuilds it."""
 
 
 def path_pattern(path: str) -> re.Pattern[str]:
@@ -167,7 +166,10 @@ def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Des
         raise RouteError(f"no backend for {method.upper()} requests (every provider endpoint takes a POST)")
     if host in ("api.openai.com", "api.anthropic.com"):
         provider = "openai" if host == "api.openai.com" else "anthropic"
-        for fixed, owner, endpoint, _ in _FIXED_PATHS:
+        surfaced = _surface_route(path)  # Anthropic's /messages at the root, as the AI SDK sends it
+        if surfaced is not None and surfaced.provider == provider:
+            return replace(surfaced, base_url=None)
+        for fixed, owner, endpoint in _FIXED_PATHS:
             if owner == provider and path.endswith(fixed.removeprefix("/v1")):
                 return Destination(provider, endpoint)
         raise RouteError(f"no backend for the {'OpenAI' if provider == 'openai' else 'Anthropic'} endpoint {path}")
@@ -181,7 +183,9 @@ def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Des
         if surface is None or surface.surface not in ("azure", "openai-v1", "vertex"):
             raise RouteError(f"no backend for {host}'s endpoint {path}")
         azure = surface.surface != "vertex"  # the resource's own host: a client must be given it
-        return replace(surface, base_url=f"{parts.scheme}://{host}" if azure else None)
+        return replace(
+            surface, base_url=f"{parts.scheme}://{host}" if azure else None, api_version=_azure_version(surface, uri)
+        )
     if host == "aiplatform.googleapis.com" or host.endswith("-aiplatform.googleapis.com"):
         return _gemini_route(path, vertex=True)
     if host.startswith(("bedrock-runtime.", "bedrock-runtime-fips.")) and host.endswith(".amazonaws.com"):
@@ -197,7 +201,35 @@ def route(method: str, uri: str, headers: Iterable[tuple[str, str]] = ()) -> Des
             f" /model/M/converse...): {path}"
         )
     netloc = parts.netloc.rpartition("@")[2]  # a password in the URL is never part of a base URL
-    return replace(found, base_url=f"{parts.scheme}://{netloc}{found.base_url or ''}")
+    return replace(
+        found, base_url=f"{parts.scheme}://{netloc}{found.base_url or ''}", api_version=_azure_version(found, uri)
+    )
+
+
+def _azure_version(found: Destination, uri: str) -> str | None:
+    """The destination's ``api_version``: on Azure, its ``api-version`` query parameter (a client needs it)."""
+    if found.surface != "azure":
+        return found.api_version
+    versions = [value for name, value in parse_qsl(urlsplit(uri).query) if name == "api-version"]
+    return versions[0] if versions else None
+
+
+def surface_prefix(destination: Destination) -> str:
+    """The path a surface puts before its provider's own paths (``/api`` for OpenRouter's
+    ``/api/v1/chat/completions``, ``/openai`` for ``/openai/v1/...``), empty where it puts none or
+    has paths of its own (Azure's deployments, Claude on Vertex): a provider's client aimed at the
+    server's root plus this prefix sends the surface's path."""
+    for surfaced in ROUTES:
+        if (surfaced.surface, surfaced.provider, surfaced.endpoint) != (
+            destination.surface,
+            destination.provider,
+            destination.endpoint,
+        ):
+            continue
+        for own in routes_of(destination.provider):
+            if not own.surface and own.endpoint == destination.endpoint and surfaced.path.endswith(own.path):
+                return surfaced.path.removesuffix(own.path)
+    return ""
 
 
 _AZURE_HOSTS: Final = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
@@ -242,9 +274,9 @@ def route_by_path(path: str, headers: Iterable[tuple[str, str]] = ()) -> Destina
     surface = _surface_route(path)
     if surface is not None:
         return surface
-    for suffix, provider, endpoint, surfaced in _FIXED_PATHS:
+    for suffix, provider, endpoint in _FIXED_PATHS:
         if path.endswith(suffix):
-            return Destination(provider, endpoint, base_url=path.removesuffix(suffix), surface=surfaced)
+            return Destination(provider, endpoint, base_url=path.removesuffix(suffix))
     if "/models/" in path and path.rpartition(":")[2] in _GEMINI_METHODS:
         segments = path.split("/")
         anchor = "projects" if "projects" in segments else "publishers" if "publishers" in segments else "models"

@@ -7,6 +7,7 @@ the recorded one: events and fields gone or retyped are breaking, new ones benig
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
@@ -306,7 +307,9 @@ def reply_structure(body: bytes, content_type: str | None) -> tuple[list[str], d
     and its fields, ``KIND:path -> JSON type`` (list items merged as ``[]``)."""
     from harness.recording._scrub import stream_events
 
-    events = [(_event_kind(event), event) for event in stream_events(body, content_type)]
+    events = [
+        (_event_kind(event), event) for event in _unwrapped(stream_events(body, content_type), body, content_type)
+    ]
     if not events:
         try:
             events = [("body", json.loads(body))] if body.strip() else []
@@ -317,6 +320,25 @@ def reply_structure(body: bytes, content_type: str | None) -> tuple[list[str], d
     for kind, event in events:
         _shape(event, f"{kind}:", fields)
     return kinds, fields
+
+
+def _unwrapped(events: list[Any], body: bytes, content_type: str | None) -> list[Any]:
+    """The events whose structure is compared: Ollama's NDJSON lines, and the Anthropic events
+    InvokeModel's ``chunk`` frames carry base64-encoded (``{"bytes": ...}``), read out of their envelope."""
+    if not events and (content_type or "").split(";")[0].strip().lower() == wire.NDJSON:
+        try:
+            return [json.loads(line) for line in wire.ndjson_lines(body) if line.strip()]
+        except ValueError:
+            return []
+    out = []
+    for event in events:
+        if isinstance(event, dict) and isinstance(event.get("bytes"), str) and set(event) <= {"bytes", "p"}:
+            try:
+                event = json.loads(base64.b64decode(event["bytes"], validate=True))
+            except ValueError:
+                pass  # not what InvokeModel sends: compared as it is
+        out.append(event)
+    return out
 
 
 def _event_kind(event: Any) -> str:
