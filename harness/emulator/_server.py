@@ -645,6 +645,18 @@ CLIENT_BASE_URLS: tuple[tuple[str, str, str], ...] = (
 )
 """What each client takes to reach the emulator at BASE: (who, the setting, the suffix to BASE)."""
 
+SURFACE_BASE_URLS: tuple[tuple[str, str, str], ...] = (
+    ("AzureOpenAI (or AZURE_OPENAI_ENDPOINT)", "azure_endpoint", ""),
+    ("Azure OpenAI's v1 API and Groq, through the OpenAI SDK", "base_url", "/openai/v1"),
+    ("OpenRouter, through the OpenAI SDK", "base_url", "/api/v1"),
+    ("AnthropicVertex (or ANTHROPIC_VERTEX_BASE_URL)", "base_url", "/v1"),
+    ("AnthropicBedrock (or ANTHROPIC_BEDROCK_BASE_URL)", "base_url", ""),
+    ("the AI SDK's Anthropic provider (it appends /messages)", "baseURL", ""),
+    ("ollama (or OLLAMA_HOST)", "host", ""),
+)
+"""The same for the services serving these wires under their paths (``harness.wire.Route.surface``,
+Ollama), printed after the journal's line: the lines scripts read first keep their places."""
+
 
 def client_settings(base_url: str) -> str:
     """The lines ``harness emulate`` prints under its base URL (to stderr, so stdout stays the URL
@@ -653,6 +665,7 @@ def client_settings(base_url: str) -> str:
     lines.append(
         f"  requests received: GET {base_url}{JOURNAL_PATH}; start the script over: POST {base_url}{RESET_PATH}"
     )
+    lines.extend(f"  {who}: {setting}={base_url}{suffix}" for who, setting, suffix in SURFACE_BASE_URLS)
     return "\n".join(lines)
 
 

@@ -180,3 +180,22 @@ def test_ollama_chat_answers_the_ollama_client_whole_streamed_with_tools_and_wit
         list(client.chat(model="llama3.2", messages=USER, stream=True))
     assert emu.requests[2].body["tools"][0]["function"]["name"] == "weather"
     assert [r.streaming for r in emu.requests] == [False, True, False, False, True]
+
+
+def test_harness_emulate_and_harness_proxy_print_each_surfaces_setting() -> None:
+    from harness.cli._proxy import client_settings as proxy_settings
+    from harness.emulator._server import client_settings as emulate_settings
+
+    emulate, proxy = emulate_settings("http://h:1") + "\n", proxy_settings("http://h:1")
+    for setting in (
+        "azure_endpoint=http://h:1\n",
+        "base_url=http://h:1/openai/v1\n",
+        "base_url=http://h:1/api/v1\n",
+        "base_url=http://h:1/v1\n",  # AnthropicVertex
+        "host=http://h:1\n",  # ollama
+        "baseURL=http://h:1\n",  # the AI SDK's Anthropic provider, served at the root
+    ):
+        assert setting in emulate, setting
+    for variable in ("AZURE_OPENAI_ENDPOINT=http://h:1 ", "ANTHROPIC_VERTEX_BASE_URL=http://h:1/v1 ", "OLLAMA_HOST="):
+        assert variable in proxy, variable
+    assert "ANTHROPIC_BEDROCK_BASE_URL=http://h:1 " in proxy and "OPENAI_BASE_URL=http://h:1/api/v1 " in proxy
