@@ -173,3 +173,47 @@ def test_an_azure_request_the_cassette_lacks_is_refused_without_an_upstream(tmp_
             azure.chat.completions.create(model="dep-1", messages=USER)  # type: ignore[arg-type]
     assert refused.value.status_code == 502
     assert proxy.finish().problems
+
+
+def test_the_recorded_fixtures_http_client_records_and_replays_the_azure_vertex_and_bedrock_clients(
+    tmp_path: Path,
+) -> None:
+    """``recorded.http_client()`` under the async SDK clients no backend of the fixture builds: the
+    cassette names each service's real host, and replays with the emulator gone."""
+    import asyncio
+
+    from harness.recording import open_recording
+    from harness.recording._recorded import RecordedFixture
+
+    cassette = tmp_path / "cassettes" / "surfaces.yaml"
+
+    async def ask(recorded: RecordedFixture, upstream: str | None) -> list[str]:
+        http = recorded.http_client(upstream=upstream)
+        azure = openai.AsyncAzureOpenAI(
+            api_key=KEY, api_version="2024-10-21", azure_endpoint="https://res.openai.azure.com", http_client=http
+        )
+        vertex = anthropic.AsyncAnthropicVertex(
+            region="europe-west1", project_id="proj-1", access_token=TOKEN, http_client=http
+        )
+        bedrock = anthropic.AsyncAnthropicBedrock(
+            aws_access_key="AKIDSURFACES", aws_secret_key=AWS_SECRET, aws_region="eu-west-1", http_client=http
+        )
+        chat = await azure.chat.completions.create(model="dep-1", messages=USER)  # type: ignore[arg-type]
+        message = await vertex.messages.create(model="claude@1", max_tokens=9, messages=USER)  # type: ignore[arg-type]
+        async with bedrock.messages.stream(model=CLAUDE, max_tokens=9, messages=USER) as stream:  # type: ignore[arg-type]
+            streamed = "".join([text async for text in stream.text_stream])
+        return [chat.choices[0].message.content or "", _message_text(message), streamed]
+
+    answers = ["from azure", "from vertex", "from bedrock"]
+    with Emulator(*answers) as emulator:
+        recording = RecordedFixture(open_recording(cassette, "once", environ={}))
+        assert asyncio.run(ask(recording, emulator.base_url)) == answers
+        assert recording.finish(failed=False) == []
+    replaying = RecordedFixture(open_recording(cassette, "none", environ={}))
+    assert asyncio.run(ask(replaying, None)) == answers
+    assert replaying.finish(failed=False) == []
+    text = cassette.read_text()
+    assert "uri: https://res.openai.azure.com/openai/deployments/dep-1/chat/completions?api-version=2024-10-21" in text
+    assert "uri: https://europe-west1-aiplatform.googleapis.com/v1/projects/proj-1/locations/europe-west1/" in text
+    assert "uri: https://bedrock-runtime.eu-west-1.amazonaws.com/model/" in text
+    assert not [secret for secret in (KEY, TOKEN, AWS_SECRET, "AKIDSURFACES") if secret in text]
