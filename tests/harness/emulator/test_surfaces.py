@@ -19,7 +19,7 @@ import openai
 import pytest
 from botocore.config import Config
 
-from harness.emulator import Emulator, fault
+from harness.emulator import Emulator, ending, fault
 from harness.script import turn
 
 WEATHER = turn.tool_call("weather", {"city": "Paris"}, call_id="call_w1")
@@ -199,3 +199,21 @@ def test_harness_emulate_and_harness_proxy_print_each_surfaces_setting() -> None
     for variable in ("AZURE_OPENAI_ENDPOINT=http://h:1 ", "ANTHROPIC_VERTEX_BASE_URL=http://h:1/v1 ", "OLLAMA_HOST="):
         assert variable in proxy, variable
     assert "ANTHROPIC_BEDROCK_BASE_URL=http://h:1 " in proxy and "OPENAI_BASE_URL=http://h:1/api/v1 " in proxy
+
+
+def test_how_an_ollama_stream_ends_is_said_in_its_own_lines() -> None:
+    """What a wire finding says about a cut NDJSON stream: after which line it ended, and how."""
+    emu = Emulator(
+        fault.truncate(turn.text("hello there friend")),
+        fault.drop_mid_stream(2, turn.text("one two three four five six seven eight nine ten")),
+        WEATHER,
+    )
+    body = json.dumps({"model": "l", "messages": USER}).encode()
+    endings = [
+        ending(emu.answer("POST", "/api/chat", "", [("content-type", "application/json")], body)) for _ in range(3)
+    ]
+    assert endings == [
+        "the body ended cleanly after a `message.content` line",
+        "the connection was reset mid-chunk, after a `message.content` line",
+        "the body ended cleanly after the line with done: true (done_reason 'stop')",
+    ]
