@@ -651,7 +651,7 @@ SURFACE_BASE_URLS: tuple[tuple[str, str, str], ...] = (
     ("OpenRouter, through the OpenAI SDK", "base_url", "/api/v1"),
     ("AnthropicVertex (or ANTHROPIC_VERTEX_BASE_URL)", "base_url", "/v1"),
     ("AnthropicBedrock (or ANTHROPIC_BEDROCK_BASE_URL)", "base_url", ""),
-    ("the AI SDK's Anthropic provider (it appends /messages)", "baseURL", ""),
+    ("the AI SDK's Anthropic provider (Messages served at the root too)", "baseURL", ""),
     ("ollama (or OLLAMA_HOST)", "host", ""),
 )
 """The same for the services serving these wires under their paths (``harness.wire.Route.surface``,

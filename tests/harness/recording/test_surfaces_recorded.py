@@ -217,3 +217,49 @@ def test_the_recorded_fixtures_http_client_records_and_replays_the_azure_vertex_
     assert "uri: https://europe-west1-aiplatform.googleapis.com/v1/projects/proj-1/locations/europe-west1/" in text
     assert "uri: https://bedrock-runtime.eu-west-1.amazonaws.com/model/" in text
     assert not [secret for secret in (KEY, TOKEN, AWS_SECRET, "AKIDSURFACES") if secret in text]
+
+
+def test_live_drift_takes_each_surfaces_server_and_key_from_its_sdks_variables(tmp_path: Path) -> None:
+    """``cassettes drift --live``: Azure at AZURE_OPENAI_ENDPOINT with AZURE_OPENAI_API_KEY as
+    ``api-key`` (the proxy's stand-in host refused without it), Ollama at OLLAMA_HOST with no key."""
+    from http.server import BaseHTTPRequestHandler
+
+    from harness.recording._tools import ConversionError, drift
+    from tests.harness.support import loopback_server
+
+    with Emulator("first", "second") as emulator, Proxy(tmp_path, upstream=emulator.base_url) as proxy:
+        calls = dict(_clients(proxy.base_url))
+        assert [calls["azure"](), calls["ollama"]()] == ["first", "second"]
+    assert proxy.finish().problems == []
+    seen: list[dict[str, str]] = []
+
+    class Azure(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # notes the headers, answers as the emulator (the resource's stand-in) does
+            sent = self.rfile.read(int(self.headers.get("content-length") or 0))
+            seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+            body = httpx2.post(
+                upstream.base_url + self.path, content=sent, headers={"content-type": "application/json"}
+            ).content
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    azure = tmp_path / "azure.yaml"
+    with pytest.raises(ConversionError, match="--live needs AZURE_OPENAI_ENDPOINT"):
+        drift(azure, live=True, environ={"AZURE_OPENAI_API_KEY": "k"})
+    with Emulator("again") as upstream, loopback_server(Azure) as resource:
+        with pytest.raises(ConversionError, match="--live needs AZURE_OPENAI_API_KEY"):
+            drift(azure, live=True, environ={"AZURE_OPENAI_ENDPOINT": resource})
+        assert drift(azure, live=True, environ={"AZURE_OPENAI_ENDPOINT": resource, "AZURE_OPENAI_API_KEY": KEY}) == []
+    assert [(s["path"], s["api-key"], "authorization" in s) for s in seen] == [
+        ("/openai/deployments/dep-1/chat/completions?api-version=2024-10-21", KEY, False)
+    ]
+    with Emulator("third") as local:
+        host = local.base_url.removeprefix("http://")  # OLLAMA_HOST's own form: HOST:PORT
+        assert drift(tmp_path / "ollama.yaml", live=True, environ={"OLLAMA_HOST": host}) == []
+    assert [request.path for request in local.requests] == ["/api/chat"]
