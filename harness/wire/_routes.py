@@ -5,7 +5,9 @@ recording routes a recorded request to one of them (by the provider's own host, 
 path, so a request sent to the emulator, a proxy or a gateway reads too), and the SDK client
 table covers exactly their ``(provider, endpoint)`` pairs. ``stream`` says whether the path alone
 decides streaming (Gemini's ``:streamGenerateContent``, Bedrock's ``converse-stream``) or the
-body's ``"stream": true`` does (``None``).
+body's ``"stream": true`` does (``None``). ``surface`` names another service that serves a wire
+under its own paths (Azure OpenAI, OpenRouter, Groq, Anthropic at the root, Claude on Vertex AI):
+the same codec, read only as the whole path.
 
 A recorded URL read back is a :class:`Destination`: the route's provider and endpoint plus what
 the URL fixes about the call (model, region, Vertex project, API version, a base URL that is not
@@ -266,9 +268,11 @@ def route_by_path(path: str, headers: Iterable[tuple[str, str]] = ()) -> Destina
     The SDKs send the same path to any base URL, so a request to the emulator or a proxy still
     says what it is: ``/v1/chat/completions`` and ``/v1/responses`` are OpenAI's, ``/v1/messages``
     Anthropic's, ``/VERSION/models/M:generateContent`` (or ``:streamGenerateContent``) Gemini's
-    (Vertex's with ``publishers/google`` in it), ``/model/M/converse`` (``-stream``) Bedrock's.
-    What comes before is the base URL's own path (``/proxy/v1/messages``), kept in the route's
-    ``base_url``. The path does not name the Bedrock region: it comes from the SigV4 credential
+    (Vertex's with ``publishers/google`` in it), ``/model/M/converse`` (``-stream``) and
+    ``/model/M/invoke`` (``-with-response-stream``) Bedrock's, ``/api/chat`` Ollama's. What comes
+    before is the base URL's own path (``/proxy/v1/messages``), kept in the route's ``base_url``;
+    another service's path (``/openai/deployments/D/chat/completions``) is read only whole, its
+    ``surface`` set. The path does not name the Bedrock region: it comes from the SigV4 credential
     scope in the ``authorization`` header when the recording kept one.
     """
     surface = _surface_route(path)
