@@ -8,12 +8,16 @@ that has the package installed, so its import is paid even by a project that nev
 
 - ``import``: the cumulative time ``python -X importtime`` gives ``harness.pytest_plugin``, and the
   same minus ``pytest`` (which a pytest session imports anyway): the plugin's own share;
-- ``heavy modules``: which of the loop package, Hypothesis, jsonschema and pydantic the import
-  pulls in (the ones a session that uses no fixture should not pay for);
+- ``heavy modules``: which of the loop package, Hypothesis, vcrpy, the SDKs, YAML, jsonschema and
+  pydantic the import pulls in (the ones a session that uses no fixture should not pay for);
 - ``session``: the CPU time (user + system) of a trivial pytest session (one empty test) with
-  the plugin (the default) and without it (``-p no:harness``), interleaved so drift in the
-  machine's speed hits both alike; the difference is what the plugin adds. CPU time rather than
-  wall time, so other processes competing for the machine do not count.
+  every plugin (the default), without the harness's (``-p no:harness``) and without Hypothesis's
+  own (``-p no:hypothesispytest``: Hypothesis registers a ``pytest11`` entry point of its own,
+  which imports Hypothesis in every session; installing the harness brings it) and without
+  pytest-recording's (``-p no:recording``), interleaved so drift in the machine's speed hits all
+  alike; the differences are what each plugin adds. CPU time rather than wall time, so other
+  processes competing for the machine do not count. The harness's share must stay within
+  ``BUDGET_MS``.
 
 ``CI`` is removed from the environment of every run, so the numbers do not depend on where they
 are taken.
@@ -31,7 +35,26 @@ import sys
 import tempfile
 from pathlib import Path
 
-HEAVY = ("openprogram", "hypothesis", "jsonschema", "pydantic")
+HEAVY = (
+    "openprogram",
+    "hypothesis",
+    "vcr",
+    "yaml",
+    "httpx",
+    "openai",
+    "anthropic",
+    "botocore",
+    "jsonschema",
+    "pydantic",
+)
+BUDGET_MS = 50.0
+"""What the harness plugin may add to a session of a project that uses none of it."""
+VARIANTS = {
+    "all plugins": (),
+    "no:harness": ("-p", "no:harness"),
+    "no:hypothesispytest": ("-p", "no:hypothesispytest"),
+    "no:recording": ("-p", "no:recording"),
+}
 
 
 def clean_env() -> dict[str, str]:
@@ -72,22 +95,21 @@ def heavy_modules() -> list[str]:
     return done.stdout.split()
 
 
-def session_times(repeat: int) -> tuple[float, float]:
-    """Median CPU time (ms) of a trivial pytest session with the plugin, and without it."""
+def session_times(repeat: int) -> dict[str, float]:
+    """Median CPU time (ms) of a trivial pytest session in each of :data:`VARIANTS`."""
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         (root / "test_trivial.py").write_text("def test_nothing():\n    pass\n")
         (root / "pytest.ini").write_text("[pytest]\n")
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(root / "test_trivial.py")]
-        with_plugin, without = [], []
+        times: dict[str, list[float]] = {name: [] for name in VARIANTS}
         for _ in range(repeat):
-            for command, into in ((base, with_plugin), ([*base, "-p", "no:harness"], without)):
+            for name, extra in VARIANTS.items():
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                subprocess.run(command, cwd=root, capture_output=True, check=True, env=clean_env())
+                subprocess.run([*base, *extra], cwd=root, capture_output=True, check=True, env=clean_env())
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-                into.append(cpu * 1000)
-    return statistics.median(with_plugin), statistics.median(without)
+                times[name].append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> None:
@@ -99,10 +121,14 @@ def main() -> None:
     print(f"import harness.pytest_plugin: {total:7.1f} ms cumulative, {own:7.1f} ms beyond pytest (median of {repeat})")
     heavy = heavy_modules()
     print(f"heavy modules it imports:     {', '.join(heavy) or 'none'}")
-    plugged, unplugged = session_times(repeat)
-    print(f"trivial session, plugin:      {plugged:7.1f} ms CPU (median of {repeat})")
-    print(f"trivial session, no:harness:  {unplugged:7.1f} ms CPU (median of {repeat})")
-    print(f"the plugin adds:              {plugged - unplugged:7.1f} ms")
+    times = session_times(repeat)
+    for name, cpu in times.items():
+        print(f"trivial session, {name + ':':21} {cpu:7.1f} ms CPU (median of {repeat})")
+    harness = times["all plugins"] - times["no:harness"]
+    verdict = "within" if harness <= BUDGET_MS else "OVER"
+    print(f"the harness plugin adds:      {harness:7.1f} ms ({verdict} its {BUDGET_MS:.0f} ms budget)")
+    print(f"Hypothesis's plugin adds:     {times['all plugins'] - times['no:hypothesispytest']:7.1f} ms")
+    print(f"pytest-recording's adds:      {times['all plugins'] - times['no:recording']:7.1f} ms")
 
 
 if __name__ == "__main__":
