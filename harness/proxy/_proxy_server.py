@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from harness.emulator import FrontDoor, LoopbackServer
 from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outcome, split_selection
-from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
+from harness.proxy._forwarding import HOP_BY_HOP, TRANSPORT_CUT, Forwarder, kept_headers, recorded_uri
 from harness.proxy._intake import MAX_BODY, ClientLeft, IntakeError, body_of, checked_path
 from harness.proxy._sigv4 import SigningError
 from harness.recording import (
@@ -235,6 +235,11 @@ class Proxy:
             text = redact(str(error), self.cassettes.secrets)
             refused.append(f"{method} {path} ({cassette}): {text}")
             return 502, f"harness proxy: {text}"
+        framing = response.pop(TRANSPORT_CUT, None)
+        if framing is not None:  # short of its own framing: never a reply to keep, and the client gets it cut
+            said = redact(str(framing), self.cassettes.secrets)
+            refused.append(f"{method} {path} ({cassette}): the upstream cut its reply ({said}); not recorded")
+            return {**response, _CUT_MARK: True}
         recorded: dict[str, Any]
         recorded, cut = recording.record_whole(vcr_request, response)
         if cut:  # kept out of the cassette, and the client gets it cut as the upstream cut it
