@@ -75,3 +75,22 @@ def progress_bar(console: Any) -> Any:
 
 def one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
+
+
+def front_door_options(serves: str) -> Callable[[Any], Any]:
+    """``--allow-origin`` and ``--allow-remote``, the front door's two openings (DESIGN 6, "Proxy
+    safety"), worded alike on every command that listens; ``serves`` says what a remote client gets."""
+
+    def decorate(command: Any) -> Any:
+        command = click.option(
+            "--allow-remote", is_flag=True, help=f"Let a --host beyond loopback serve ({serves} whoever reaches it)."
+        )(command)
+        return click.option(
+            "--allow-origin",
+            "allow_origins",
+            multiple=True,
+            metavar="ORIGIN",
+            help="Answer web pages of this origin (http://localhost:3000); repeatable. Others are refused.",
+        )(command)
+
+    return decorate

@@ -7,7 +7,7 @@ from typing import Literal
 
 import click
 
-from harness.cli._common import USAGE_ERROR
+from harness.cli._common import USAGE_ERROR, front_door_options
 
 # -- harness emulate --script FILE ----------------------------------------------------------------
 
@@ -36,14 +36,7 @@ class _Refused(click.ClickException):
     default=None,
     help="Also write every request received to this file, one JSON line each, flushed as it is answered.",
 )
-@click.option(
-    "--allow-origin",
-    "allow_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Answer web pages of this origin (http://localhost:3000); repeatable. Others are refused.",
-)
-@click.option("--allow-remote", is_flag=True, help="Let a --host beyond loopback serve (to whoever reaches it).")
+@front_door_options("to")
 def emulate_command(
     script: Path,
     host: str,

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from harness.cli._common import USAGE_ERROR
+from harness.cli._common import USAGE_ERROR, front_door_options
 
 RECORD_MODES = ("once", "new_episodes", "none", "all", "rewrite")
 
@@ -133,18 +133,7 @@ def _upstream(value: str | None) -> str | None:
 @click.option("--max-age", default=None, help="How old a cassette may get ('30d', '12h'), as the fixture's max_age.")
 @click.option("--max-age-action", type=click.Choice(["warn", "fail", "rerecord"]), default=None, help="Past --max-age.")
 @click.option("--allow-unused", is_flag=True, help="Recorded interactions no request used do not fail the run.")
-@click.option(
-    "--allow-origin",
-    "allow_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Answer web pages of this origin (http://localhost:3000); repeatable. Others are refused.",
-)
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Let a --host beyond loopback serve (replays and forwards to whoever reaches it).",
-)
+@front_door_options("replays and forwards to")
 @click.option(
     "--max-body",
     default=None,
