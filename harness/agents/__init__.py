@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
     from harness.agents._process_agent import ProcessAgent, serve_lines
-    from harness.agents._recordings import judge_recording
+    from harness.agents._seeded import judge_recording
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
     from harness.agents._wire_invariants import INVARIANTS, Deviation, Judgement, Violation, judge
     from harness.agents._wire_regressions import load_wire_regressions, replay_agent, scenario_of
@@ -66,7 +66,7 @@ _EXPORTS = {
     "Judgement": "._wire_invariants",
     "Violation": "._wire_invariants",
     "judge": "._wire_invariants",
-    "judge_recording": "._recordings",
+    "judge_recording": "._seeded",
     "KINDS": "._replies",
     "TIERS": "._replies",
     "kinds_for": "._replies",

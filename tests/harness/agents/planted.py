@@ -533,3 +533,38 @@ if __name__ == "__main__":  # python -m tests.harness.agents.planted NAME: the l
     from harness.agents import serve_lines
 
     serve_lines(globals()[sys.argv[1]])
+
+
+DEEP_ROUNDS = 4
+"""Tool rounds a deep-defect agent handles correctly before its defect shows."""
+
+
+def make_deep(defect: str) -> Callable[..., str]:
+    """The loop of :func:`make`, correct for its first :data:`DEEP_ROUNDS` tool rounds, then with
+    ``defect`` (``retry_without_wait``: W6; ``return_cut_text``: W5): a bug only a long
+    conversation reaches, so a campaign from scratch (a few replies per conversation) misses it and
+    one seeded by a recording of five rounds or more finds it."""
+
+    def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        for rounds in range(20):
+            deep = rounds >= DEEP_ROUNDS
+            text, calls, finish = _complete(client, messages, waits=not (deep and defect == "retry_without_wait"))
+            if finish is None and not (deep and defect == "return_cut_text"):
+                raise CutStream(f"the stream ended without a finish reason after {text!r}")
+            if not calls:
+                return text
+            messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+            for call in calls:
+                result = _execute(call["function"]["name"], call["function"]["arguments"])
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        raise RuntimeError("no answer after 20 rounds")
+
+    agent.__name__ = f"deep_{defect}"
+    return agent
+
+
+deep_retry_without_wait = make_deep("retry_without_wait")
+deep_return_cut_text = make_deep("return_cut_text")
+"""Each deep defect by name, for ``harness fuzz --agent tests.harness.agents.planted:NAME --from-cassette FILE``."""
