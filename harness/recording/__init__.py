@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         recorded_client,
     )
     from harness.recording._scrub import CredentialLeakError, find_credentials
-    from harness.recording._tools import render_timeline, to_scenario
+    from harness.recording._tools import ConversionError, read_steps, render_timeline, to_scenario
     from harness.recording._transcript import Call, Said, conversation
     from harness.recording._vcr import CassetteCorruptError
 
@@ -58,6 +58,8 @@ _EXPORTS = {
     "CredentialLeakError": "._scrub",
     "find_credentials": "._scrub",
     "render_timeline": "._tools",
+    "read_steps": "._tools",
+    "ConversionError": "._tools",
     "to_scenario": "._tools",
     "CassetteCorruptError": "._vcr",
     "Call": "._transcript",
@@ -77,6 +79,7 @@ __all__ = [
     "LiveError",
     "MissingExtraError",
     "RecordingError",
+    "ConversionError",
     "Request",
     "Said",
     "backend",
@@ -87,6 +90,7 @@ __all__ = [
     "load",
     "open_recording",
     "recorded_backend",
+    "read_steps",
     "recorded_client",
     "render_timeline",
     "replay_cassette",

@@ -7,7 +7,15 @@ Private to ``harness.agents``, whose facade re-exports ``judge_recording``,
 """
 
 from harness.agents._seeded._recordings import judge_recording
-from harness.agents._seeded._seed import Seed, SeedError, read_seeds
+from harness.agents._seeded._seed import Seed, SeedError, chosen_seeds, read_seeds
 from harness.agents._seeded._seeded_campaign import SeededCampaign, run_seeded_campaign
 
-__all__ = ["Seed", "SeedError", "SeededCampaign", "judge_recording", "read_seeds", "run_seeded_campaign"]
+__all__ = [
+    "Seed",
+    "SeedError",
+    "chosen_seeds",
+    "SeededCampaign",
+    "judge_recording",
+    "read_seeds",
+    "run_seeded_campaign",
+]

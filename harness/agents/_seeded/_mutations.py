@@ -171,4 +171,3 @@ class SeededReplies:
         """A fresh call id in the wire's style that no recorded call has."""
         self.ids += 1
         return f"{'toolu_' if self.seed.provider == 'anthropic' else 'call_'}fresh{self.ids}"
-

@@ -61,7 +61,7 @@ class Seed:
 def read_seeds(path: str | Path) -> list[Seed]:
     """Every conversation of the cassette at ``path``; :class:`SeedError` (one line) for a
     missing, empty or non-cassette file."""
-    from harness.recording._tools import ConversionError, read_steps
+    from harness.recording import ConversionError, read_steps
 
     file = Path(path)
     fix = "give a cassette the recorded fixture or harness proxy wrote"
@@ -77,6 +77,21 @@ def read_seeds(path: str | Path) -> list[Seed]:
     if not steps:
         raise SeedError(f"--from-cassette {path}: the cassette holds no interactions; {fix}")
     return [_seed(str(path), number, c.steps) for number, c in enumerate(conversations(steps), start=1)]
+
+
+def chosen_seeds(path: str | Path, conversation: int | None) -> list[Seed]:
+    """The conversations a campaign runs: ``conversation`` (from 1), or each in turn;
+    :class:`SeedError` for a bad file or a conversation the cassette does not hold."""
+    seeds = read_seeds(path)
+    if conversation is None:
+        return seeds
+    if not 1 <= conversation <= len(seeds):
+        plural = "s" if len(seeds) != 1 else ""
+        raise SeedError(
+            f"--conversation {conversation}: {path} holds {len(seeds)} conversation{plural}; "
+            f"give a number from 1 to {len(seeds)}"
+        )
+    return [seeds[conversation - 1]]
 
 
 def _seed(source: str, number: int, steps: Sequence[Any]) -> Seed:

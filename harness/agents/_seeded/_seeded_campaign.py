@@ -25,10 +25,10 @@ from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, _Exp
 from harness.agents._campaign_result import AgentCampaignResult, AgentStats, WireFailure, WireViolationError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, REQUEST_SLACK, Run, Serving, agent_name, serving
 from harness.agents._seeded._mutations import Mutation, SeededReplies, mutations
-from harness.agents._seeded._seed import Seed, SeedError, read_seeds
+from harness.agents._seeded._seed import Seed, chosen_seeds
 from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
-from harness.campaigns._loop_campaign import DEFAULT_SEED
+from harness.campaigns import DEFAULT_SEED
 
 
 @dataclass
@@ -94,14 +94,7 @@ def run_seeded_campaign(
     """``examples`` per recorded conversation (example 0 included), each conversation in turn, or
     only ``conversation`` (from 1). Raises :class:`SeedError` (one line) for a file no campaign
     can be seeded from, or a conversation it does not hold."""
-    seeds = read_seeds(Path(cassette))
-    if conversation is not None:
-        if not 1 <= conversation <= len(seeds):
-            raise SeedError(
-                f"--conversation {conversation}: {cassette} holds {len(seeds)} conversation"
-                f"{'s' if len(seeds) != 1 else ''}; give a number from 1 to {len(seeds)}"
-            )
-        seeds = [seeds[conversation - 1]]
+    seeds = chosen_seeds(Path(cassette), conversation)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     chosen = _Options(
         examples,
@@ -164,9 +157,7 @@ def _checker(
 
     def check(data: Any) -> tuple[Run, Judgement]:
         planned = sorted(data.draw(strategy, label="mutations"), key=lambda m: m.step)
-        replies = SeededReplies(
-            recorded, {m.step: m for m in planned}, data, chosen.hostile, chosen.max_replies
-        )
+        replies = SeededReplies(recorded, {m.step: m for m in planned}, data, chosen.hostile, chosen.max_replies)
         faults = sum(m.change == "fault before" for m in planned)
         run = _converse(agent, served, recorded, replies, chosen, faults)
         judgement = judge(run, chosen.deviations)
