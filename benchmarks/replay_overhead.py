@@ -22,10 +22,11 @@ recorded / bare <= 1.3.
 
 The proxy row (issue 30, ``harness proxy``): the same N requests sent by the ``openai`` SDK over
 loopback HTTP, answered two ways, interleaved: ``proxy``, a ``harness.proxy.Proxy`` replaying the
-cassette in ``none`` (a new proxy per repetition, so each opens its cassette), and ``emulator``,
-the emulator serving the same replies from its script directly (its script started over per
-repetition). Both servers run in this process, so the CPU time counts client and server alike;
-target: proxy / emulator <= 1.3. ``--no-proxy`` leaves the row out.
+cassette in ``none`` (a new proxy per repetition, which opens its cassette before serving, as
+``harness proxy`` does before it prints its URL, as the emulator reads its script before), and
+``emulator``, the emulator serving the same replies from its script directly (its script started
+over per repetition). Both servers run in this process, so the CPU time counts client and server
+alike; target (issue 34): proxy / emulator <= 1.1, whole and streamed. ``--no-proxy`` leaves the row out.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from openprogram.types import UserMessage
 
 MODEL = "gpt-4o-mini"
 TARGET = 1.3
+PROXY_TARGET = 1.1
 
 
 def _request(number: int) -> ModelRequest:
@@ -156,6 +158,7 @@ def proxy_row(path: Path, bodies: list[dict[str, Any]], repeat: int) -> tuple[fl
     with Emulator(*_turns(len(bodies))) as emulator:
         for _ in range(repeat + 1):  # the first of each is a warm-up
             with Proxy(path, mode="none") as proxy:
+                proxy.open_default()  # as `harness proxy` does before it prints its URL
                 through_proxy.append(asyncio.run(_ask_server(proxy.base_url, bodies)))
             outcome = proxy.finish()
             assert not outcome.problems, outcome.problems
@@ -227,16 +230,16 @@ def main() -> int:
                 "proxy_us_per_interaction": round(per_proxy, 1),
                 "emulator_us_per_interaction": round(per_emulator, 1),
                 "ratio": round(proxy_ratio, 3),
-                "target": TARGET,
+                "target": PROXY_TARGET,
             }
         )
     )
     print(
         f"{args.interactions} {kind} interactions over loopback HTTP, median of {args.repeat}: harness proxy "
         f"{per_proxy:.0f} µs, the emulator directly {per_emulator:.0f} µs per interaction; "
-        f"ratio {proxy_ratio:.2f} (target <= {TARGET})"
+        f"ratio {proxy_ratio:.2f} (target <= {PROXY_TARGET})"
     )
-    return 0 if ratio <= TARGET and proxy_ratio <= TARGET else 1
+    return 0 if ratio <= TARGET and proxy_ratio <= PROXY_TARGET else 1
 
 
 if __name__ == "__main__":

@@ -56,13 +56,10 @@ def agent_test(
     """A pytest test of ``agent`` (or of the command ``cmd``, in any language): its saved wire
     regressions replayed first, then a campaign under the active Hypothesis profile.
 
-    ``cmd`` is the agent's argv (a string is split as a shell would); ``mode="lines"`` keeps one
-    process for the whole campaign (docs/wire-campaigns.md, "Any language"). ``name`` is what its
-    saved scenarios name (``meta.agent``): for an agent made by a factory in another module, the
-    ``MODULE:CALLABLE`` it is imported by. ``time_bound``: the seconds a run may take before it is
-    abandoned (W3); a run that cannot be cancelled is left behind, and the failure counts it.
-    ``from_cassette``: seed the campaign with each conversation of a recording (example 0 the
-    recording unchanged, the profile's ``max_examples`` per conversation, docs/seeded-campaigns.md)."""
+    ``cmd``: the agent's argv (split as a shell would); ``mode="lines"`` keeps one process for the campaign
+    (docs/wire-campaigns.md). ``name``: what its saved scenarios name (``meta.agent``), for a factory's agent the
+    ``MODULE:CALLABLE`` it is imported by. ``time_bound``: seconds a run may take (W3; one that cannot be cancelled
+    is left behind and counted). ``from_cassette``: around each recorded conversation (docs/seeded-campaigns.md)."""
     if (agent is None) == (cmd is None):
         raise TypeError("give agent_test an agent callable or cmd=[...], one of them")
     unusable: str | None = None

@@ -45,7 +45,7 @@ from harness.agents._conversation import (
     scripted,
     serving,
 )
-from harness.agents._plans import Menus, PlannedReplies
+from harness.agents._plans import FirstPhase, Menus, PlannedReplies
 from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
 from harness.campaigns._loop_campaign import DEFAULT_SEED, campaign_settings
@@ -90,14 +90,15 @@ def run_agent_campaign(
     chosen = seed if seed is not None else random.randrange(2**32)
     name = agent_name(agent, name)
     declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
-    text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
     failure: WireFailure | None = None
     began = time.perf_counter() if started is None else started
     with serving(agent) as served:
-        check = checker(agent, name, served, text, declared, max_replies, time_bound, hostile)
+        menus = Menus()
+        text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
+        check = checker(agent, name, served, text, declared, max_replies, time_bound, hostile, menus)
         exploring = _Exploration(check, on_example)
         exploring.stats.startup_seconds = exploring.started - began
-        exploring.explore(examples, chosen, name)
+        exploring.explore(examples, chosen, name, FirstPhase(menus, hostile))
         stats = exploring.stats
         if exploring.failing:  # Hypothesis ran the minimal example last; then whole replies go, where they can
             shrunk = exploring.failing[-1]
@@ -105,11 +106,10 @@ def run_agent_campaign(
             stats.shrinking_seconds = time.perf_counter() - exploring.started - stats.seconds
         tally(stats, served)
     result = AgentCampaignResult(name, stats, chosen, served.in_process and not stats.bypassed)
-    if failure is not None:
-        if save:
-            command = found_by(name, chosen, examples, max_replies, hostile, time_bound, agent=agent)
-            failure.path = save_wire_regression(failure, save_dir, command)
-        result.failure = failure
+    if failure is not None and save:
+        command = found_by(name, chosen, examples, max_replies, hostile, time_bound, agent=agent)
+        failure.path = save_wire_regression(failure, save_dir, command)
+    result.failure = failure
     return result
 
 
@@ -157,7 +157,20 @@ class _Exploration:
         else:
             self.shrunk()
 
-    def explore(self, examples: int, seed: int, name: str) -> None:
+    def explore(self, examples: int, seed: int, name: str, first: FirstPhase | None = None) -> None:
+        """Each kind once (``first``), then the drawn conversations, the rest of the budget; the
+        kinds the tiers offered are known once the first request has shown the menu."""
+        try:
+            for _ in first.run(examples) if first is not None else ():
+                self._explore(1, seed, name)
+                if self.failing:
+                    return
+            self._explore(examples - (first.served if first is not None else 0), seed, name)
+        finally:
+            if first is not None:
+                self.stats.offered = first.offered()
+
+    def _explore(self, examples: int, seed: int, name: str) -> None:
         test = campaign_settings(examples, (Phase.generate, Phase.shrink))(
             hypothesis_seed(seed)(given(st.data())(self.example))
         )
@@ -251,7 +264,7 @@ def fewer_replies(
             if progress is not None:
                 progress()
             judgement = judge(run, deviations)
-            same = [v for v in judgement.violations if v.invariant == invariant]
+            same = [v for v in judgement.violations if invariant in v.invariants]  # one finding per cause
             if same:
                 turns = candidate
                 scenario = scenario_of(run, name, Judgement((same[0],), ()))
@@ -270,8 +283,9 @@ def checker(
     max_replies: int,
     time_bound: float,
     hostile: bool = False,
+    menus: Menus | None = None,
 ) -> Callable[[Any], tuple[Run, Judgement]]:
-    menus = Menus()
+    menus = menus if menus is not None else Menus()
 
     def check(data: Any) -> tuple[Run, Judgement]:
         run = served.converse(

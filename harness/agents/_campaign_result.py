@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.agents._conversation import Run
-from harness.agents._replies import retry_after
+from harness.agents._replies import KINDS, TIERS, retry_after, tier_of
 from harness.agents._wire_invariants import INVARIANTS, Judgement, Violation, reply_kinds
 from harness.emulator import WireRequest
 from harness.scenarios import Scenario
@@ -86,10 +86,12 @@ def verdicts(result: AgentCampaignResult, invariants: Mapping[str, str]) -> list
     stats = result.stats
     failure = result.failure
     broken = failure.violation.invariant if failure is not None else None
+    # one cause, one finding: every invariant the failing reply broke is violated
+    also = {other.invariant for other in getattr(failure.violation, "also", ())} if failure is not None else set()
     rows = []
     for name, statement in invariants.items():
         chances = int(stats.exercised.get(name, 0))
-        if name == broken:
+        if name == broken or name in also:
             verdict = "VIOLATED"
         elif chances:
             verdict = f"held (exercised in {chances} conversation{'s' if chances != 1 else ''})"
@@ -145,6 +147,8 @@ class AgentStats:
     """What the campaign is doing now (``exploring``, ``shrinking``): what its progress shows."""
     shrink_runs: int = 0
     """Runs of the agent spent shrinking so far."""
+    offered: tuple[str, ...] = ()
+    """The kinds the campaign's tiers allow: each one is counted, served or not (``served_rows``)."""
 
     def add(self, run: Run, judgement: Judgement) -> None:
         if not run.exchanges and run.raised is not None and self.first_error is None:
@@ -180,6 +184,19 @@ class AgentStats:
             )
         self.raised[key] = Raised(str(name), self.conversations + 1, agent_traceback(raised))
 
+    def served_rows(self) -> list[tuple[str, int]]:
+        """What was served, per tier and kind (DESIGN 6, "green means tested"): each tier's total,
+        then its kinds, the campaign's own kinds listed even when none was served (a header saying
+        ``--hostile`` over nothing of the ``invalid`` tier misled)."""
+        served = {kind: 0 for kind in self.offered} | dict(self.kinds)
+        rows: list[tuple[str, int]] = []
+        for tier in TIERS:
+            mine = [kind for kind in KINDS if kind in served and tier_of(kind) == tier]
+            if mine:
+                rows.append((f"replies of the {tier} tier", sum(served[kind] for kind in mine)))
+                rows += [(f"replies ({tier}): {kind}", served[kind]) for kind in mine]
+        return rows
+
     @property
     def harness_seconds(self) -> float:
         """Everything else: drawing, judging, Hypothesis itself (shrinking excluded)."""
@@ -192,7 +209,7 @@ class AgentStats:
 
     def rows(self) -> list[tuple[str, int]]:
         rows = [(f"runs that {ending}", count) for ending, count in sorted(self.endings.items())]
-        rows += [(f"replies: {kind}", count) for kind, count in sorted(self.kinds.items())]
+        rows += self.served_rows()
         rows += [(f"runs on {wire}", count) for wire, count in sorted(self.wires.items())]
         if self.late:
             rows.append(("requests from runs the campaign had abandoned (refused, not judged)", self.late))

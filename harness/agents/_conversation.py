@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from harness.agents._agent_output import agent_output, capturing, conversation_output
 from harness.emulator import Emulator, EmulatorTransport, Fault, IdSource, WireRequest, fault, script_of
-from harness.recording import Body, Request, Said, conversation
+from harness.recording import Body, Call, Request, Said, conversation
 from harness.scenarios import ModelTurn
 from harness.script import Turn
 
@@ -123,6 +123,69 @@ class Exchange:
             given = [_referenced(item, items) for item in request.body["input"]]
             request = dataclasses.replace(request, body={**request.body, "input": given})
         return conversation(as_recorded(request)).messages
+
+
+def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
+    """A served reply as the assistant message the next request should repeat."""
+    if not reply.text and not reply.calls:
+        return ()
+    calls = []
+    for call in reply.calls:
+        if call.raw is None:
+            calls.append(Call(call.id or "", call.name, dict(call.args)))
+            continue
+        try:
+            parsed = json.loads(call.raw)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            calls.append(Call(call.id or "", call.name, parsed))
+        else:
+            calls.append(Call(call.id or "", call.name, {}, call.raw))
+    return (Said("assistant", reply.text or "", tuple(calls)),)
+
+
+def carried(exchange: Exchange) -> ModelTurn | None:
+    """The reply as its wire carried it. Gemini's ``functionCall.args`` can only be a JSON object:
+    the emulator answers a call whose argument text is not one as Gemini does, with the finish
+    reason ``MALFORMED_FUNCTION_CALL`` and no call from there on, so no result is owed for it."""
+    reply = exchange.reply
+    if reply is None or exchange.request.route.provider != "gemini":
+        return reply
+    calls = []
+    for call in reply.calls:
+        if call.raw is not None and not isinstance(_json_or_none(call.raw), dict):
+            break
+        calls.append(call)
+    return reply if len(calls) == len(reply.calls) else dataclasses.replace(reply, calls=tuple(calls))
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def request_histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
+    """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
+    history stored with that response (the request before it and the reply it got), and an
+    ``item_reference`` the item of a reply delivered earlier that it names."""
+    stored: dict[str, tuple[Said, ...]] = {}
+    items: dict[str, Any] = {}
+    out: list[tuple[Said, ...]] = []
+    for exchange in exchanges:
+        messages = exchange.messages(items)
+        body = exchange.request.body if isinstance(exchange.request.body, Mapping) else {}
+        previous = body.get("previous_response_id")
+        if isinstance(previous, str) and previous in stored:
+            messages = stored[previous] + messages
+        out.append(messages)
+        if exchange.response_id and exchange.delivered and exchange.reply is not None:
+            stored[exchange.response_id] = messages + reply_messages(exchange.reply)
+        if exchange.delivered:
+            items.update(exchange.output_items)
+    return out
 
 
 _HOSTS = {

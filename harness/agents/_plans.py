@@ -4,18 +4,23 @@ Each conversation's replies are one list (at most ``max_replies``, then the fina
 Hypothesis's list shrinker removes whole replies, and no draw reaches into Hypothesis's internals
 (issue 27). The list needs the agent's menu, which its first request sends: the same every time
 for a steady agent, so only the campaign's first conversation waits for that request to plan.
+
+A campaign's first phase (:class:`FirstPhase`) serves each kind its tiers allow once, as ``harness
+fuzz`` runs its boundary table first: what a campaign says it served, it served, whatever the seed
+draws (three frameworks had been served nothing of the ``invalid`` tier under ``--hostile``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
 
 from harness.agents._conversation import as_recorded
-from harness.agents._replies import FINAL, Tool, is_final, numbered, unnumbered
+from harness.agents._replies import FINAL, Tool, is_final, kinds_for, numbered, servable, strict_tools, unnumbered
 from harness.emulator import WireRequest
 from harness.scenarios import ModelTurn
 
@@ -45,7 +50,7 @@ class PlannedReplies:
         self.final: ModelTurn | None = None
 
     def _draw(self, menu: tuple[Tool, ...], provider: str) -> list[ModelTurn]:
-        plans = _plans(menu, self.max_replies, provider, self.hostile)
+        plans = _plans(menu, self.max_replies, provider, self.hostile, self.menus.forced)
         drawn: list[ModelTurn] = self.data.draw(plans, label="replies")
         return drawn
 
@@ -57,7 +62,9 @@ class PlannedReplies:
         if not self.asked:  # the first request: the wire (the calls' ids) and the menu
             self.asked = True
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            menu = _menu(tuple(Tool(spec.name, spec.parameters) for spec in as_recorded(request).tools))
+            strict = strict_tools(request.body)
+            specs = as_recorded(request).tools
+            menu = _menu(tuple(Tool(spec.name, spec.parameters, spec.name in strict) for spec in specs))
             provider = request.route.provider
             self.menus.menu, self.menus.provider = menu, provider
             if self.plan is None or (menu, provider) != self.planned_for:  # the first conversation, or a new menu
@@ -82,25 +89,63 @@ class Menus:
 
     menu: tuple[Tool, ...] | None = None
     provider: str = "openai"
+    forced: str | None = None
+    """The kind the next conversation's one reply is (the first phase), ``None``: a drawn plan."""
 
 
-_PLANS: dict[tuple[int, int, str, bool], tuple[tuple[Tool, ...], st.SearchStrategy[list[ModelTurn]]]] = {}
+@dataclass
+class FirstPhase:
+    """The campaign's first conversations: one per kind the campaign's tiers allow and the menu
+    can be served (:func:`~harness.agents._replies.servable`), each a single reply of that kind,
+    then the final answer. Run before the drawn ones, inside the campaign's budget, when the budget
+    is at least twice the kinds (a default campaign's is); each as a Hypothesis test of one
+    example under the campaign's seed, so the same seed serves the same replies, and a failure
+    shrinks within its kind."""
+
+    menus: Menus
+    hostile: bool
+    served: int = 0
+    """Conversations the phase has run (what the drawn ones have left of the budget)."""
+
+    def offered(self) -> tuple[str, ...]:
+        """The kinds the campaign could serve: its tiers', less those the menu rules out."""
+        return servable(self.menus.menu, self.hostile) if self.menus.menu is not None else kinds_for(self.hostile)
+
+    def run(self, examples: int) -> Iterator[str]:
+        """Sets each kind in turn for the next conversation (yielded: run it), then ends the phase."""
+        order = kinds_for(self.hostile)
+        if examples < 2 * len(order):
+            return
+        try:
+            for kind in order:
+                # the menu is known once the first conversation has sent its first request
+                if self.menus.menu is not None and kind not in servable(self.menus.menu, self.hostile):
+                    continue
+                self.menus.forced = kind
+                yield kind
+                self.served += 1
+        finally:
+            self.menus.forced = None
+
+
+_PLANS: dict[tuple[Any, ...], tuple[tuple[Tool, ...], st.SearchStrategy[list[ModelTurn]]]] = {}
 
 
 def _plans(
-    menu: tuple[Tool, ...], max_replies: int, provider: str, hostile: bool
+    menu: tuple[Tool, ...], max_replies: int, provider: str, hostile: bool, forced: str | None = None
 ) -> st.SearchStrategy[list[ModelTurn]]:
     """One strategy per menu and wire, built once (a strategy is validated when first drawn);
-    ``hostile`` adds the ``invalid`` tier."""
-    key = (id(menu), max_replies, provider, hostile)
+    ``hostile`` adds the ``invalid`` tier; ``forced``: one reply of that kind."""
+    key = (id(menu), max_replies, provider, hostile, forced)
     found = _PLANS.get(key)
     if found is None or found[0] is not menu:
         if len(_PLANS) > 64:
             _PLANS.clear()
-        replies = unnumbered(menu, provider, hostile)
+        replies = unnumbered(menu, provider, hostile, forced)
         # at least one reply: an empty plan is the final answer alone, which the first reply's
         # simplest kind already is
-        found = _PLANS[key] = (menu, st.lists(replies, min_size=1, max_size=max_replies))
+        size = 1 if forced is not None else max_replies
+        found = _PLANS[key] = (menu, st.lists(replies, min_size=1, max_size=size))
     return found[1]
 
 
@@ -109,7 +154,7 @@ _MENUS: dict[str, tuple[Tool, ...]] = {}
 
 def _menu(tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
     """The same menu as the same tuple every run, so the strategies drawn from it are built once."""
-    key = json.dumps([(tool.name, tool.schema) for tool in tools], sort_keys=True, default=repr)
+    key = json.dumps([(tool.name, tool.schema, tool.strict) for tool in tools], sort_keys=True, default=repr)
     if len(_MENUS) > 64:
         _MENUS.clear()
     return _MENUS.setdefault(key, tools)

@@ -58,9 +58,13 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 """What the service in front of the model does to a reply: each ends a correct agent's run (or
 costs it a retry), so they are drawn one time in four (as the model's kinds, simplest first)."""
-KINDS: tuple[str, ...] = MODEL_KINDS + FAILURE_KINDS + ("unused status",)
+STRICT_KINDS: tuple[str, ...] = ("invalid arguments to a strict tool", "non-JSON arguments to a strict tool")
+"""Arguments a tool declared ``strict: true`` rules out (OpenAI's structured outputs, Anthropic's
+strict tool use: the provider decodes only schema-valid JSON for it): ``invalid`` for that tool."""
+KINDS: tuple[str, ...] = MODEL_KINDS + FAILURE_KINDS + ("unused status", *STRICT_KINDS)
 """Every kind of reply, simplest first (Hypothesis shrinks towards the first); ``unused status``, an
-error status the wire never sends, is drawn only by a hostile campaign."""
+error status the wire never sends, and arguments a strict tool rules out are drawn only by a
+hostile campaign."""
 
 TIERS: tuple[str, ...] = ("provider", "network", "invalid")
 """Who could send a reply (DESIGN 6, realism): the provider or its model; a proxy, gateway or broken
@@ -76,6 +80,7 @@ _TIER_OF_KIND: Mapping[str, str] = {
     "malformed chunk": "network",
     "cut inside an event": "network",
     "unused status": "invalid",
+    **{kind: "invalid" for kind in STRICT_KINDS},
 }
 
 ERROR_STATUSES: Mapping[str, tuple[int, ...]] = {
@@ -148,15 +153,40 @@ NOT_JSON = ('{"a": 1', "not json at all", "[1, 2")
 
 @dataclass(frozen=True)
 class Tool:
-    """One entry of the agent's menu, as its first request declared it."""
+    """One entry of the agent's menu, as its first request declared it; ``strict``: declared
+    ``strict: true``, so the provider sends it only arguments its schema accepts."""
 
     name: str
     schema: Mapping[str, Any]
+    strict: bool = False
 
 
-def kind_of(reply: ModelTurn, provider: str | None = None) -> str:
+def strict_tools(body: object) -> frozenset[str]:
+    """The names of the tools a request body declares ``strict: true``: chat's
+    ``tools[].function.strict``, Responses' and Anthropic's ``tools[].strict``."""
+    tools = body.get("tools") if isinstance(body, Mapping) else None
+    names: set[str] = set()
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, Mapping):
+            continue
+        function = tool.get("function")
+        declared = function if isinstance(function, Mapping) else tool
+        if declared.get("strict") is True and isinstance(declared.get("name"), str):
+            names.add(declared["name"])
+    return frozenset(names)
+
+
+def strictly(kind: str, tool: str, strict: frozenset[str]) -> str:
+    """``kind`` as it is for a call of ``tool``: arguments a strict tool rules out are their own kind."""
+    if tool in strict and kind in ("invalid arguments", "non-JSON arguments"):
+        return f"{kind} to a strict tool"
+    return kind
+
+
+def kind_of(reply: ModelTurn, provider: str | None = None, strict: frozenset[str] = frozenset()) -> str:
     """The vocabulary kind a reply belongs to (a served scenario's turns are counted the same way);
-    given the wire's ``provider``, a status that wire never sends is an ``unused status``."""
+    given the wire's ``provider``, a status that wire never sends is an ``unused status``; given the
+    ``strict`` tools, argument text that is not JSON is ruled out for them."""
     if reply.kind == "error":
         if provider is not None and status_of(reply) not in ERROR_STATUSES.get(provider, (status_of(reply),)):
             return "unused status"
@@ -182,7 +212,7 @@ def kind_of(reply: ModelTurn, provider: str | None = None) -> str:
         return "text and a call"
     call = calls[0]
     if call.raw is not None:
-        return "non-JSON arguments"
+        return strictly("non-JSON arguments", call.name, strict)
     if call.name == UNKNOWN_TOOL:
         return "unknown tool"
     return "valid call"
@@ -215,22 +245,50 @@ def replies(
     """One reply to a request of an agent whose menu is ``tools``, on ``provider``'s wire (its own
     statuses); ``hostile`` adds the ``invalid`` tier. ``next_id`` numbers the calls (each call of a
     conversation gets a fresh id, so a result names the one call it answers)."""
-    return _reply(tuple(tools), _menu(tuple(tools)), next_id, _Wire.of(provider, hostile))
+    return _reply(_Menu.of(tuple(tools), hostile), next_id, _Wire.of(provider, hostile), None)
 
 
 def unnumbered(
-    tools: tuple[Tool, ...], provider: str = "openai", hostile: bool = False
+    tools: tuple[Tool, ...], provider: str = "openai", hostile: bool = False, kind: str | None = None
 ) -> st.SearchStrategy[ModelTurn]:
     """:func:`replies` before its calls are numbered (:func:`numbered`): one strategy per menu and
     wire, built once, since a strategy made afresh for every reply is validated afresh too, which
-    cost more than drawing the reply (a campaign draws one for every request of every conversation)."""
-    key = (*(id(tool) for tool in tools), provider, hostile)
+    cost more than drawing the reply (a campaign draws one for every request of every conversation).
+    ``kind``: a reply of that kind only (a campaign's first phase serves each kind once)."""
+    key = (*(id(tool) for tool in tools), provider, hostile, kind)
     found = _BUILT.get(key)
     if found is None or found[0] != tools:
         if len(_BUILT) > 64:
             _BUILT.clear()
-        found = _BUILT[key] = (tools, _reply(tools, _menu(tools), None, _Wire.of(provider, hostile)))
+        # a reply of a given kind sends arguments that fail a schema to a tool that is not strict:
+        # to a strict one they are a kind of their own
+        menu = _Menu.of(tools, hostile and kind is None)
+        found = _BUILT[key] = (tools, _reply(menu, None, _Wire.of(provider, hostile), kind))
     return found[1]
+
+
+def servable(tools: Sequence[Tool], hostile: bool = False) -> tuple[str, ...]:
+    """The kinds a campaign's tiers allow that a reply to this menu can be: calls need a tool,
+    arguments a strict tool rules out need a strict tool, and arguments that break a schema a tool
+    that is not strict and whose schema they can break."""
+    loose = [t for t in tools if not t.strict]
+    possible = set(kinds_for(hostile))
+    if not tools:
+        possible -= {"valid call", "several calls", "text and a call", "duplicate ids", *STRICT_KINDS}
+    if not loose:
+        possible -= {"invalid arguments", "non-JSON arguments"}
+    if not any(_breakable(t.schema) for t in loose):
+        possible.discard("invalid arguments")
+    if not any(t.strict for t in tools):
+        possible -= set(STRICT_KINDS)
+    elif not any(_breakable(t.schema) for t in tools if t.strict):
+        possible.discard(STRICT_KINDS[0])
+    return tuple(k for k in KINDS if k in possible)
+
+
+def _breakable(schema: Mapping[str, Any]) -> bool:
+    """Whether some arguments fail ``schema``: it types a property, requires one or closes the object."""
+    return bool(schema.get("properties") or schema.get("required")) or schema.get("additionalProperties") is False
 
 
 @dataclass(frozen=True)
@@ -257,6 +315,26 @@ class _Wire:
             in_band=st.sampled_from(IN_BAND_ERRORS[known]),
             retry_after=known in SENDS_RETRY_AFTER,
         )
+
+
+@dataclass(frozen=True)
+class _Menu:
+    """The tools a reply's calls are drawn from: any (``every``); the ones that may be sent
+    arguments that fail their schema (``loose``: not strict, unless hostile); the strict ones."""
+
+    tools: tuple[Tool, ...]
+    every: st.SearchStrategy[Tool]
+    loose: st.SearchStrategy[Tool] | None
+    strict: st.SearchStrategy[Tool]
+
+    @staticmethod
+    def of(tools: tuple[Tool, ...], hostile: bool) -> _Menu:
+        every = _menu(tools)
+        loose = tuple(t for t in tools if hostile or not t.strict)
+        # the same strategy when every tool may be sent them: the draws of a menu without strict
+        # tools are the ones they always were
+        chosen = None if not loose else every if loose == tools else _menu(loose)
+        return _Menu(tools, every, chosen, _menu(tuple(t for t in tools if t.strict)))
 
 
 def _menu(tools: tuple[Tool, ...]) -> st.SearchStrategy[Tool]:
@@ -290,18 +368,18 @@ _FIRST, _SECOND = "#1", "#2"
 
 @st.composite
 def _reply(
-    draw: st.DrawFn,
-    tools: tuple[Tool, ...],
-    menu: st.SearchStrategy[Tool],
-    next_id: Callable[[], str] | None,
-    wire: _Wire,
+    draw: st.DrawFn, menu: _Menu, next_id: Callable[[], str] | None, wire: _Wire, forced: str | None
 ) -> ModelTurn:
-    """One reply; its call ids from ``next_id``, or placeholders for :func:`numbered` when ``None``."""
+    """One reply (of the ``forced`` kind if given); its call ids from ``next_id``, or placeholders
+    for :func:`numbered` when ``None``."""
     placeholders = iter((_FIRST, _SECOND))
     new_id: Callable[[], str] = next_id if next_id is not None else lambda: next(placeholders)
 
-    failing = draw(_FAILING, label="failure") == 3
-    kind = draw(wire.failing if failing else wire.model, label="kind")
+    if forced is None:
+        failing = draw(_FAILING, label="failure") == 3
+        kind = draw(wire.failing if failing else wire.model, label="kind")
+    else:
+        kind = forced
     answer = draw(_ANSWERS, label="text")
     if kind == "final answer":
         return ModelTurn(text=answer)
@@ -325,16 +403,23 @@ def _reply(
         return ModelTurn(text=answer, wire=((damage, True),))
     if kind == "cut inside an event":
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
-    return _calling(draw, kind, tools, menu, new_id)
+    return _calling(draw, kind, menu, new_id)
 
 
-def _calling(
-    draw: st.DrawFn, kind: str, tools: tuple[Tool, ...], menu: st.SearchStrategy[Tool], new_id: Callable[[], str]
-) -> ModelTurn:
-    """A reply of calls (the draws in the order they always had: a seed keeps its conversations)."""
-    if kind == "unknown tool" or not tools:
+def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:
+    """A reply of calls (the draws in the order they always had: a seed keeps its conversations).
+    Arguments that fail a schema go to a tool that may be sent them: a strict tool is sent them
+    only as its own kind (the ``invalid`` tier); a menu with no such tool gets a valid call."""
+    if kind == "unknown tool" or not menu.tools:
         return ModelTurn(calls=(Call(UNKNOWN_TOOL, {}, id=new_id()),))
-    tool = draw(menu, label="tool")
+    bad = kind in ("invalid arguments", "non-JSON arguments", *STRICT_KINDS)
+    if kind in STRICT_KINDS:
+        tool = draw(menu.strict, label="tool")
+        kind = kind.removesuffix(" to a strict tool")
+    elif bad and menu.loose is not None:
+        tool = draw(menu.loose, label="tool")
+    else:
+        tool, kind = draw(menu.every, label="tool"), "valid call" if bad else kind
     if kind == "invalid arguments":
         return ModelTurn(calls=(Call(tool.name, _args(draw(invalid_arguments(tool.schema))), id=new_id()),))
     if kind == "non-JSON arguments":
@@ -344,7 +429,7 @@ def _calling(
         return ModelTurn(calls=(first,))
     if kind == "text and a call":
         return ModelTurn(text="Let me check.", calls=(first,))
-    other = draw(menu, label="second tool")
+    other = draw(menu.every, label="second tool")
     second_args = _args(draw(arguments(other.schema), label="second arguments"))
     second = Call(other.name, second_args, id=first.id if kind == "duplicate ids" else new_id())
     return ModelTurn(calls=(first, second))

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents._conversation import Exchange, Run, as_recorded
-from harness.agents._replies import KINDS, TIERS, kind_of, retry_after, status_of, tier_of
+from harness.agents._conversation import Exchange, Run, as_recorded, carried, reply_messages, request_histories
+from harness.agents._replies import KINDS, TIERS, kind_of, retry_after, status_of, strict_tools, strictly, tier_of
 from harness.recording import Call, Said
 from harness.scenarios import ModelTurn
 from harness.wire import clip
@@ -57,12 +57,28 @@ class Violation:
     """Who could have sent the replies that led to it (``harness.agents.TIERS``): the least
     realistic of them, ``provider``, ``network`` or ``invalid`` (a finding on input no conforming
     provider sends is literally right and of little value beside a realistic one)."""
+    cause: int = 0
+    """The number of the reply that caused it (0: the run's own doing, or no one reply)."""
+    also: tuple[Violation, ...] = ()
+    """The other invariants the same reply broke: one cause, one finding (a call dropped with a
+    warning breaks W1 and W2 at once), listed with it."""
 
     def __str__(self) -> str:
+        shown = self._said()
+        for other in self.also:
+            shown += f"; the same reply also broke {other._said()}"
+        tier = f" [tier: {self.tier}]" if self.tier else ""
+        return shown + tier
+
+    def _said(self) -> str:
         where = f"request {self.request}" if self.request else "the end of the run"
         measured = f" ({self.measured})" if self.measured else ""
-        tier = f" [tier: {self.tier}]" if self.tier else ""
-        return f"{self.invariant} at {where}: {self.message}{measured}{tier}"
+        return f"{self.invariant} at {where}: {self.message}{measured}"
+
+    @property
+    def invariants(self) -> tuple[str, ...]:
+        """Every invariant this finding broke, its own first."""
+        return (self.invariant, *(other.invariant for other in self.also))
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,11 @@ class Deviation:
             )
 
     def covers(self, violation: Violation) -> bool:
+        """Whether it covers ``violation``, or one of the violations the same reply caused with it
+        (one cause, one finding: declared for that reply, it covers all it broke)."""
+        return any(self._covers(v) for v in (violation, *violation.also))
+
+    def _covers(self, violation: Violation) -> bool:
         if violation.invariant != self.invariant:
             return False
         return not self.kinds or bool(set(self.kinds) & set(violation.kinds))
@@ -130,7 +151,7 @@ def declared_deviations(declared: object) -> tuple[Deviation, ...]:
 def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
     """Every invariant over one run; violations a deviation covers are set apart as declared."""
     deviations = declared_deviations(deviations)
-    histories = _histories(run.exchanges)
+    histories = request_histories(run.exchanges)
     kinds = _Kinds(run)
     found = [
         dataclasses.replace(v, tier=tier_for(v.kinds))
@@ -143,13 +164,40 @@ def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
         )
     ]
     failing, declared = [], []
-    for violation in found:
+    for violation in by_cause(found):
         deviation = next((d for d in deviations if d.covers(violation)), None)
         if deviation is None:
             failing.append(violation)
         else:
-            declared.append((violation, deviation))
+            declared.append((_led_by(violation, deviation.invariant), deviation))
     return Judgement(tuple(failing), tuple(declared))
+
+
+def by_cause(found: Iterable[Violation]) -> list[Violation]:
+    """One finding per cause: the violations one reply caused joined into the first of them
+    (``also``), at the least realistic tier among them; the others as they were."""
+    out: list[Violation] = []
+    led: dict[int, int] = {}
+    for violation in found:
+        if not violation.cause or violation.cause not in led:
+            if violation.cause:
+                led[violation.cause] = len(out)
+            out.append(violation)
+            continue
+        lead = out[led[violation.cause]]
+        tier = max(lead.tier, violation.tier, key=lambda t: TIERS.index(t) if t in TIERS else -1)
+        out[led[violation.cause]] = dataclasses.replace(lead, also=(*lead.also, violation), tier=tier)
+    return out
+
+
+def _led_by(violation: Violation, invariant: str) -> Violation:
+    """The finding with its violation of ``invariant`` first: what a deviation for it is counted as."""
+    if violation.invariant == invariant:
+        return violation
+    members = [dataclasses.replace(violation, also=()), *violation.also]
+    first = next(v for v in members if v.invariant == invariant)
+    rest = tuple(v for v in members if v is not first)
+    return dataclasses.replace(first, also=rest, tier=violation.tier)
 
 
 def tier_for(kinds: Iterable[str]) -> str:
@@ -158,69 +206,6 @@ def tier_for(kinds: Iterable[str]) -> str:
 
 
 # -- reading the requests --------------------------------------------------------------------------
-
-
-def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
-    """A served reply as the assistant message the next request should repeat."""
-    if not reply.text and not reply.calls:
-        return ()
-    calls = []
-    for call in reply.calls:
-        if call.raw is None:
-            calls.append(Call(call.id or "", call.name, dict(call.args)))
-            continue
-        try:
-            parsed = json.loads(call.raw)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            calls.append(Call(call.id or "", call.name, parsed))
-        else:
-            calls.append(Call(call.id or "", call.name, {}, call.raw))
-    return (Said("assistant", reply.text or "", tuple(calls)),)
-
-
-def carried(exchange: Exchange) -> ModelTurn | None:
-    """The reply as its wire carried it. Gemini's ``functionCall.args`` can only be a JSON object:
-    the emulator answers a call whose argument text is not one as Gemini does, with the finish
-    reason ``MALFORMED_FUNCTION_CALL`` and no call from there on, so no result is owed for it."""
-    reply = exchange.reply
-    if reply is None or exchange.request.route.provider != "gemini":
-        return reply
-    calls = []
-    for call in reply.calls:
-        if call.raw is not None and not isinstance(_json_or_none(call.raw), dict):
-            break
-        calls.append(call)
-    return reply if len(calls) == len(reply.calls) else dataclasses.replace(reply, calls=tuple(calls))
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
-    """Each request's whole conversation; a Responses ``previous_response_id`` brings back the
-    history stored with that response (the request before it and the reply it got), and an
-    ``item_reference`` the item of a reply delivered earlier that it names."""
-    stored: dict[str, tuple[Said, ...]] = {}
-    items: dict[str, Any] = {}
-    out: list[tuple[Said, ...]] = []
-    for exchange in exchanges:
-        messages = exchange.messages(items)
-        body = exchange.request.body if isinstance(exchange.request.body, Mapping) else {}
-        previous = body.get("previous_response_id")
-        if isinstance(previous, str) and previous in stored:
-            messages = stored[previous] + messages
-        out.append(messages)
-        if exchange.response_id and exchange.delivered and exchange.reply is not None:
-            stored[exchange.response_id] = messages + reply_messages(exchange.reply)
-        if exchange.delivered:
-            items.update(exchange.output_items)
-    return out
 
 
 class _Kinds:
@@ -234,19 +219,21 @@ class _Kinds:
     def __init__(self, run: Run) -> None:
         self._run = run
         self._schemas: dict[str, Any] | None = None
-        self.provider = run.exchanges[0].request.route.provider if run.exchanges else None
+        first = run.exchanges[0].request if run.exchanges else None
+        self.provider = first.route.provider if first is not None else None
+        self.strict = strict_tools(first.body) if first is not None else frozenset()
 
     def __call__(self, *replies: ModelTurn | None) -> tuple[str, ...]:
         return tuple(self._kind(r) for r in replies if r is not None)
 
     def _kind(self, reply: ModelTurn) -> str:
-        kind = kind_of(reply, self.provider)
+        kind = kind_of(reply, self.provider, self.strict)
         if kind != "valid call" or reply.calls[0].raw is not None:
             return kind
         call = reply.calls[0]
         schema = self._menu().get(call.name)
         if schema is not None and not _fits(dict(call.args), schema):
-            return "invalid arguments"
+            return strictly("invalid arguments", call.name, self.strict)
         return kind
 
     def _menu(self) -> dict[str, Any]:
@@ -286,7 +273,9 @@ def _show(said: Said) -> str:
     if said.role == "tool":
         return f"tool result for {said.call_id or said.tool_name or '?'}: {_clip(said.text)!r}"
     calls = ", ".join(f"{c.name}#{c.id}" for c in said.calls)
-    return f"{said.role} {_clip(said.text)!r}" + (f" calling {calls}" if calls else "")
+    # a message with calls and no text says so: `''` read as text the framework had sent empty
+    text = f"{_clip(said.text)!r}" if said.text or not calls else "(no text)"
+    return f"{said.role} {text}" + (f" calling {calls}" if calls else "")
 
 
 _clip = functools.partial(clip, limit=60)  # the width of a wire invariant's quoted text
@@ -337,6 +326,7 @@ def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], ki
                     f"reply {exchange.number} called {shown}; request {exchange.number + 1} carries "
                     f"{count} result(s) for it",
                     kinds(reply),
+                    cause=exchange.number,
                 )
 
 
@@ -350,28 +340,150 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], ki
         actual = histories[index]
         gemini = exchange.request.route.provider == "gemini"
         for position, said in enumerate(expected):
+            if position < len(actual) and _same(actual[position], said, gemini):
+                continue
             origin = _origin(exchanges, histories, index, position)
             source = f"reply {origin.number}" if origin is not None else f"request {previous.number}"
             blame = kinds(origin.reply) if origin is not None else ()
-            if position >= len(actual):
-                yield Violation(
-                    "W2",
-                    exchange.number,
-                    f"it carries {len(actual)} message(s); request {previous.number} and its reply had "
-                    f"{len(expected)}, the first one missing ({source}'s): {_show(said)}",
-                    blame,
-                )
-                break
-            now = actual[position]
-            if _same(now, said, gemini):
-                continue
-            calls = _calls_changed(said, now, gemini, _id_field(exchange))
-            if calls:
-                message = f"message {position + 1}, {source}'s calls, came back changed: {calls}"
-            else:
-                message = f"message {position + 1} was {_show(said)} ({source}), now {_show(now)}"
-            yield Violation("W2", exchange.number, message, blame)
+            history = _History(expected, actual, gemini, _id_field(exchange))
+            message = history.differs(position, source, previous.number, _carried_count(exchange))
+            yield Violation("W2", exchange.number, message, blame, cause=origin.number if origin is not None else 0)
             break
+
+
+@dataclass(frozen=True)
+class _History:
+    """What became of the history a request should have repeated (``expected``) in the one it sent
+    (``actual``), said as moved, merged, dropped, duplicated or changed, call by call and message
+    by message (a framework that gives a call a turn of its own has not lost it)."""
+
+    expected: tuple[Said, ...]
+    actual: tuple[Said, ...]
+    ids_optional: bool
+    field: str
+
+    def differs(self, position: int, source: str, previous: int, carried: int) -> str:
+        said = self.expected[position]
+        if position >= len(self.actual):
+            return (
+                f"message {position + 1} ({source}'s), {_show(said)}, was dropped: request {previous} and its reply "
+                f"had {len(self.expected)} message(s), this request carries {carried}"
+                # the normalized history leaves an empty message out and joins an assistant's text and
+                # calls sent apart: the count is the wire's, the difference said
+                + (
+                    f" ({carried - len(self.actual)} of them empty, or an assistant's calls sent apart from its text)"
+                    if carried > len(self.actual)
+                    else ""
+                )
+            )
+        calls = self.calls(position)
+        if calls:
+            return f"message {position + 1}, {source}'s calls: {calls}"
+        return self.message(position, source)
+
+    def message(self, position: int, source: str) -> str:
+        said, now = self.expected[position], self.actual[position]
+        following = self.expected[position + 1] if position + 1 < len(self.expected) else None
+        if following is not None and self._same(now, following):
+            return f"message {position + 1} ({source}'s), {_show(said)}, was dropped"
+        if position > 0 and self._same(now, self.expected[position - 1]):
+            return f"message {position} ({_show(now)}) was duplicated: it is message {position + 1} too"
+        if (
+            following is not None
+            and now.role == said.role == following.role
+            and now.text.strip() == (said.text + following.text).strip()
+        ):
+            return f"messages {position + 1} and {position + 2} ({source}'s) were merged into one: {_show(now)}"
+        if self._same(dataclasses.replace(now, text=said.text), said):  # only the text differs
+            if not now.text.strip():
+                return f"message {position + 1} ({source}'s), {_show(said)}, came back without its text"
+            return (
+                f"message {position + 1} ({source}'s), {_show(said)}, came back with its text changed: now {_show(now)}"
+            )
+        return f"message {position + 1} was {_show(said)} ({source}), now {_show(now)}"
+
+    def _same(self, a: Said, b: Said) -> bool:
+        return _same(a, b, self.ids_optional)
+
+    def _find(self, call: Call, skip: int) -> int | None:
+        """The message other than ``skip`` of the actual history that holds ``call``."""
+        return next(
+            (
+                j
+                for j, m in enumerate(self.actual)
+                if j != skip and any(_same_call(c, call, self.ids_optional) for c in m.calls)
+            ),
+            None,
+        )
+
+    def calls(self, position: int) -> str:
+        """Call by call, what message ``position``'s calls became (``""``: they came back as sent,
+        the difference is elsewhere)."""
+        expected, actual = self.expected[position], self.actual[position]
+        if expected.role != "assistant" or actual.role != "assistant" or not (expected.calls or actual.calls):
+            return ""
+        unmatched = list(actual.calls)
+        missing: list[Call] = []
+        kept: list[Call] = []
+        for call in expected.calls:
+            twin = next((a for a in unmatched if _same_call(a, call, self.ids_optional)), None)
+            if twin is None:
+                missing.append(call)
+            else:
+                unmatched.remove(twin)
+                kept.append(call)
+        if not missing and not unmatched:
+            return ""
+        said: list[str] = []
+        for extra in unmatched:
+            entry = self._extra(extra, kept, missing, unmatched, position)
+            if entry not in said:
+                said.append(entry)
+        for call in missing:
+            found = self._find(call, position)
+            if found is None:
+                said.append(f"{_named(call, self.field)} was dropped")
+            else:
+                alone = all(
+                    any(_same_call(c, e, self.ids_optional) for e in expected.calls) for c in self.actual[found].calls
+                )
+                where = "an assistant turn of its own" if alone else "another assistant message"
+                said.append(f"{_named(call, self.field)} was moved to message {found + 1}, {where}")
+        return "; ".join(said)
+
+    def _extra(self, extra: Call, kept: list[Call], missing: list[Call], unmatched: list[Call], position: int) -> str:
+        again = [c for c in (*kept, *missing) if _same_call(extra, c, self.ids_optional)]
+        if again:
+            times = 1 + sum(1 for a in unmatched if _same_call(a, again[0], self.ids_optional))
+            return f"{_named(again[0], self.field)} was duplicated: sent {'twice' if times == 2 else f'{times} times'}"
+        replaced = next((c for c in missing if c.id == extra.id), None)
+        if replaced is not None:
+            missing.remove(replaced)
+            return f"{_named(replaced, self.field)} was changed: it came back as {extra.name} {_args(extra)}"
+        home = next(
+            (
+                j
+                for j, m in enumerate(self.expected)
+                if j != position and any(_same_call(extra, c, self.ids_optional) for c in m.calls)
+            ),
+            None,
+        )
+        if home is not None:
+            return f"{_named(extra, self.field)}, of message {home + 1}, was merged into this one"
+        return f"{_named(extra, self.field)}, a call the reply never made, appeared"
+
+
+def _carried_count(exchange: Exchange) -> int:
+    """The messages a request carries as its wire counts them (an empty assistant message too,
+    which the normalized history leaves out; a system prompt not)."""
+    body = exchange.request.body if isinstance(exchange.request.body, Mapping) else {}
+    for key in ("messages", "contents", "input"):
+        value = body.get(key)
+        if isinstance(value, list):
+            return sum(1 for m in value if not (isinstance(m, Mapping) and m.get("role") in ("system", "developer")))
+        if isinstance(value, str):
+            return 1
+    return 0
 
 
 def _origin(
@@ -398,42 +510,6 @@ def _id_field(exchange: Exchange) -> str:
     return {"anthropic": "tool_use id", "gemini": "functionCall.id", "bedrock": "toolUseId"}.get(route.provider, "id")
 
 
-def _calls_changed(expected: Said, actual: Said, ids_optional: bool, field: str) -> str:
-    """Call by call, what an assistant message's calls lost, repeated or changed on their way back
-    (``""``: the calls came back as sent, the difference is elsewhere)."""
-    if expected.role != "assistant" or actual.role != "assistant" or not (expected.calls or actual.calls):
-        return ""
-    unmatched = list(actual.calls)
-    lost: list[Call] = []
-    kept: list[Call] = []
-    for call in expected.calls:
-        twin = next((a for a in unmatched if _same_call(a, call, ids_optional)), None)
-        if twin is None:
-            lost.append(call)
-        else:
-            unmatched.remove(twin)
-            kept.append(call)
-    if not lost and not unmatched:
-        return ""
-    said: list[str] = []
-    for extra in unmatched:
-        again = [c for c in (*kept, *lost) if _same_call(extra, c, ids_optional)]
-        if again:
-            times = 1 + sum(1 for a in unmatched if _same_call(a, again[0], ids_optional))
-            entry = f"{_named(again[0], field)} was sent {'twice' if times == 2 else f'{times} times'}"
-        else:
-            replaced = next((c for c in lost if c.id == extra.id), None)
-            if replaced is not None:
-                lost.remove(replaced)
-                entry = f"{_named(replaced, field)} came back as {extra.name} {_args(extra)}"
-            else:
-                entry = f"{_named(extra, field)}, a call the reply never made, appeared"
-        if entry not in said:
-            said.append(entry)
-    said.extend(f"{_named(call, field)} was lost" for call in lost)
-    return "; ".join(said)
-
-
 def _named(call: Call, field: str) -> str:
     return f"{field} {call.id or '(none)'} ({call.name} {_args(call)})"
 
@@ -448,8 +524,8 @@ def _w3(run: Run, kinds: _Kinds) -> Iterable[Violation]:
         yield Violation(
             "W3",
             beyond.number,
-            f"the run sent request {beyond.number}, beyond its bound of {run.request_bound} requests "
-            f"(the last reply served was {kind_of(run.replies[-1]) if run.replies else 'none'})",
+            f"the run sent request {beyond.number}, beyond its bound of {run.request_bound} requests"
+            + _repeated(run.replies, kinds),
             kinds(*run.replies),
         )
     if run.timed_out:
@@ -460,6 +536,40 @@ def _w3(run: Run, kinds: _Kinds) -> Iterable[Violation]:
             kinds(*run.replies),
             measured=f"{len(run.exchanges)} request(s) sent by then",
         )
+
+
+def _repeated(replies: Sequence[ModelTurn], kinds: _Kinds) -> str:
+    """What the run's last requests were answered with: a reply served again on every request (a
+    scenario's last turn is, and so is a plan's final answer) said as such, with how many times,
+    since a framework that retries a failing reply until its own step limit never ends on it."""
+    if not replies:
+        return " (no reply was served)"
+    last = replies[-1]
+    times = 0
+    for reply in reversed(replies):
+        if reply != last:
+            break
+        times += 1
+    (kind,) = kinds(last)
+    if times < 2:
+        return f" (the last reply served was {_a(kind)})"
+    return (
+        f": its last {times} requests were each answered with the same reply, {_a(kind)}, served again "
+        f"on every request after reply {len(replies) - times + 1}"
+        + ("" if is_whole(last) else "; a run that retries a failing reply until its own step limit never ends on it")
+    )
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def is_whole(reply: ModelTurn) -> bool:
+    """Whether a reply reaches a streaming agent whole (see ``Exchange.delivered``)."""
+    faults = {name for name, _ in reply.wire}
+    if reply.kind in ("error", "raise", "aborted", "hang_up"):
+        return False
+    return not ({"error_event", "malformed_chunk", "bad_checksum", "cut_mid_event"} & faults)
 
 
 def _failure(exchange: Exchange) -> str:
@@ -519,6 +629,7 @@ def _w4_w5(run: Run, kinds: _Kinds) -> Iterable[Violation]:
             last.number,
             f"the reply was {_failure(last)}, and the run returned {_clip(run.returned)!r} as a complete answer",
             kinds(last.reply),
+            cause=last.number,
         )
         return
     said = last.reply.text or ""
@@ -536,6 +647,7 @@ def _w4_w5(run: Run, kinds: _Kinds) -> Iterable[Violation]:
             last.number,
             f"the run returned {_clip(run.returned)!r}; the last reply said {_clip(said)!r}",
             kinds(*earlier) if earlier else kinds(last.reply),
+            cause=last.number,
         )
 
 
@@ -557,6 +669,7 @@ def _w6(exchanges: Sequence[Exchange], kinds: _Kinds) -> Iterable[Violation]:
                 f"Retry-After: {wait:g} (seconds), came sooner",
                 kinds(reply),
                 measured=f"it came {gap:.3f}s after the {status_of(reply)}, {wait:g}s asked",
+                cause=exchange.number,
             )
 
 

@@ -50,6 +50,10 @@ def scenario_of(run: Run, agent: str, judgement: Judgement | None = None) -> Sce
             "message": first.message,
             "tier": first.tier,
         }
+        if first.also:  # one finding per cause: what else the same reply broke
+            meta["violation"]["also"] = [
+                {"invariant": v.invariant, "request": v.request, "message": v.message} for v in first.also
+            ]
     name = f"{agent}: {judgement.violations[0].invariant}" if judgement and judgement.violations else agent
     turns: list[ModelTurn] = []
     for reply in run.replies:  # after a final answer the campaign repeats it: the file says so once

@@ -19,13 +19,19 @@ RECORD_MODES = ("once", "new_episodes", "none", "all", "rewrite")
 
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("OPENAI_BASE_URL", "/v1", "openai (Python, JS) and what builds on it: base_url / baseURL"),
-    ("ANTHROPIC_BASE_URL", "", "anthropic (Python), @anthropic-ai/sdk (JS): base_url / baseURL"),
+    ("ANTHROPIC_BASE_URL", "", "anthropic (Python), @anthropic-ai/sdk (JS), the AI SDK: base_url / baseURL"),
     (
         "GOOGLE_GEMINI_BASE_URL",
         "",
         "google-genai (Python), @google/genai (JS): http_options.base_url / httpOptions.baseUrl",
     ),
     ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "", "boto3, @aws-sdk/client-bedrock-runtime: endpoint_url / endpoint"),
+    ("AZURE_OPENAI_ENDPOINT", "", "AzureOpenAI(azure_endpoint=...) (also give harness proxy --upstream YOUR_RESOURCE)"),
+    ("OPENAI_BASE_URL", "/openai/v1", "Azure OpenAI's v1 API and Groq: OpenAI(base_url=...)"),
+    ("OPENAI_BASE_URL", "/api/v1", "OpenRouter: OpenAI(base_url=...)"),
+    ("ANTHROPIC_VERTEX_BASE_URL", "/v1", "AnthropicVertex (Claude on Vertex AI): base_url"),
+    ("ANTHROPIC_BEDROCK_BASE_URL", "", "AnthropicBedrock (Claude on Bedrock InvokeModel): base_url"),
+    ("OLLAMA_HOST", "", "ollama (Python, JS): Client(host=...)"),
 )
 """What each SDK reads to reach the proxy at BASE: (variable, suffix to BASE, who and the setting in code)."""
 
@@ -97,7 +103,10 @@ def _upstream(value: str | None) -> str | None:
         return None
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _Refused(f"--upstream {value!r} is not an http(s) URL (say http://127.0.0.1:8765 for harness emulate)")
+        from harness.wire import scrub_url
+
+        shown = scrub_url(value)  # a gateway's key in its userinfo or query is never printed
+        raise _Refused(f"--upstream {shown!r} is not an http(s) URL (say http://127.0.0.1:8765 for harness emulate)")
     return value
 
 
@@ -219,6 +228,8 @@ def _serve(proxy: Any, shown: int) -> int:
     previous = None
     if threading.current_thread() is threading.main_thread():  # SIGTERM (kill, docker stop) ends it as Ctrl-C does
         previous = signal.signal(signal.SIGTERM, _interrupt)
+        if hasattr(signal, "SIGXFSZ"):  # a file size limit is one cassette's error (EFBIG), not the end of the run
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         click.echo(proxy.base_url)
         sys.stdout.flush()

@@ -26,6 +26,9 @@ from harness.emulator._openai import split
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("anthropic")
+"""Anthropic's own, at the root too, and Claude on Vertex AI (the model in the path, the body's
+``anthropic_version: vertex-2023-10-16`` in its place); Bedrock's InvokeModel is ``_bedrock``'s,
+its envelope around this module's replies."""
 
 
 class RedactedThinking(tuple[str, str]):
@@ -55,9 +58,18 @@ _ERROR_TYPES = {
 
 
 def _model(request: WireRequest) -> str:
+    """The body's model, else the path's (Vertex, Bedrock), else a stand-in."""
     body = request.body if isinstance(request.body, Mapping) else {}
     model = body.get("model")
-    return model if isinstance(model, str) and model else "claude-emulated"
+    if isinstance(model, str) and model:
+        return model
+    return request.path_params.get("model") or request.path_params.get("modelId") or "claude-emulated"
+
+
+def event_of(chunk: bytes) -> dict[str, Any]:
+    """The event one of this module's SSE frames carries (what Bedrock's envelope frames again)."""
+    event: dict[str, Any] = json.loads(wire.sse_data(chunk))
+    return event
 
 
 def _usage(turn: Turn) -> dict[str, Any]:

@@ -37,10 +37,12 @@ when not streamed, an in-band ``internalServerException`` frame after ``messageS
 
 from __future__ import annotations
 
+import base64
 import json
 import string
 from typing import Any, Final
 
+import harness.emulator._anthropic as anthropic
 import harness.emulator._exchange as exchange
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
 from harness.script import ScriptedCall, Turn
@@ -113,8 +115,11 @@ def _json(value: Any) -> bytes:
 
 
 def render(turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) -> exchange.WireReply:
-    """The turn as Bedrock answers ``request``: Converse JSON, or ConverseStream frames."""
+    """The turn as Bedrock answers ``request``: Converse JSON, or ConverseStream frames; on
+    InvokeModel, Anthropic's Messages reply (:func:`_invoke`)."""
     check_renderable(turn)
+    if request.route.endpoint in _INVOKE:
+        return _invoke(turn, request, ids)
     streamed = request.route.endpoint == "converse-stream"
     if turn.stop_reason in ("error", "aborted"):
         if streamed:
@@ -194,6 +199,58 @@ class _Stream:
         return frames
 
 
+# -- InvokeModel: Claude's own Messages wire inside Bedrock's envelope --------------------------------
+
+_INVOKE: Final = frozenset({"invoke", "invoke-with-response-stream"})
+_INVOKE_STREAM: Final = "invoke-with-response-stream"
+
+
+def _invoke(turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) -> exchange.WireReply:
+    """Claude on ``InvokeModel``: the Messages reply Anthropic sends (the model read off the path,
+    the body carrying ``anthropic_version: bedrock-2023-05-31`` instead); streamed, each of
+    Anthropic's events base64-encoded in a ``chunk`` frame (``{"bytes": ...}``), the last one
+    carrying Bedrock's ``amazon-bedrock-invocationMetrics``. Errors are Bedrock's, as on Converse."""
+    streamed = request.route.endpoint == _INVOKE_STREAM
+    if turn.stop_reason in ("error", "aborted"):
+        if streamed:
+            return stream_error_reply(500, turn.error or "", request, ids)
+        return error_reply(500, turn.error or "", request)
+    reply = anthropic.render(turn, request, ids)
+    headers = {"x-amzn-RequestId": request_id(ids)}
+    if reply.chunks is None:
+        return exchange.WireReply(reply.status, {**headers, "Content-Type": "application/json"}, body=reply.body)
+    events = [anthropic.event_of(chunk) for chunk in reply.chunks]
+    if events:
+        usage = events[-2].get("usage", {}) if len(events) > 1 else {}
+        events[-1]["amazon-bedrock-invocationMetrics"] = {
+            "inputTokenCount": usage.get("input_tokens", 0),
+            "outputTokenCount": usage.get("output_tokens", 0),
+            "invocationLatency": 100,
+            "firstByteLatency": 10,
+        }
+    frames = [chunk_frame(event) for event in events]
+    return exchange.WireReply(200, {**headers, "Content-Type": "application/vnd.amazon.eventstream"}, chunks=frames)
+
+
+def chunk_frame(event: dict[str, Any]) -> bytes:
+    """One of Anthropic's stream events as InvokeModelWithResponseStream frames it: ``{"bytes": base64(JSON)}``."""
+    data = json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return event_frame("chunk", _json({"bytes": base64.b64encode(data).decode("ascii"), "p": "abcd"}))
+
+
+def _chunk_event(frame: bytes) -> str | None:
+    """The Anthropic event type a ``chunk`` frame carries (``None`` for any other frame or payload)."""
+    headers, payload = decode_frame(frame)
+    if dict(headers).get(":event-type") != "chunk":
+        return None
+    try:
+        event = json.loads(base64.b64decode(json.loads(payload)["bytes"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+    kind = event.get("type") if isinstance(event, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 
@@ -250,11 +307,13 @@ def terminal(reply: exchange.WireReply, request: exchange.WireRequest) -> int:
     """How many trailing frames end the stream: ``messageStop`` and ``metadata``, or the closing
     exception frame of a stream that fails in band. ``fault.truncate`` removes them."""
     count = 0
+    invoked = request.route.endpoint in _INVOKE  # Anthropic's closing events, inside chunk frames
     for frame in reversed(reply.chunks or []):
         headers = _frame_headers(frame)
         if headers.get(":message-type") == "exception":
             return count + 1
-        if headers.get(":event-type") not in _TERMINAL_EVENTS:
+        ending = _chunk_event(frame) in ("message_delta", "message_stop") if invoked else None
+        if not ending and headers.get(":event-type") not in _TERMINAL_EVENTS:
             break
         count += 1
     return count

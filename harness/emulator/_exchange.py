@@ -1,7 +1,7 @@
 """The vocabulary every provider module of the emulator speaks: a request as received, a reply
 to send, and the deterministic ids a reply carries.
 
-Each provider module (``openai``, ``anthropic``, ``gemini``, ``bedrock``) is a pure renderer:
+Each provider module (``openai``, ``anthropic``, ``gemini``, ``bedrock``, ``ollama``) is a pure renderer:
 ``render(turn, request, ids) -> WireReply`` and ``error_reply(status, message, request) ->
 WireReply``, plus the ``ROUTES`` it answers (its rows of ``harness.wire.ROUTES``, the one route
 table). The server, the in-process transport and the fault injection are written once against
@@ -33,9 +33,12 @@ class WireRequest:
     @property
     def streaming(self) -> bool:
         """Whether the client asked for a stream (a body flag, an ``alt=sse`` query, or an endpoint
-        named for streaming: ``streamGenerateContent``, ``converse-stream``)."""
+        named for streaming: ``streamGenerateContent``, ``converse-stream``; Ollama's unless its body
+        says ``"stream": false``)."""
         if isinstance(self.body, Mapping) and self.body.get("stream") is True:
             return True
+        if self.route.provider == "ollama":  # Ollama's server streams unless told not to
+            return not (isinstance(self.body, Mapping) and self.body.get("stream") is False)
         return self.query.get("alt") == "sse" or self.route.stream is True
 
 

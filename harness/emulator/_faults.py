@@ -27,7 +27,15 @@ from typing import Any
 
 from harness.emulator._exchange import WireReply, WireRequest
 from harness.script import turn
-from harness.wire import decode_frame, eventstream_messages, eventstream_payload, sse_events, sse_whole
+from harness.wire import (
+    decode_frame,
+    eventstream_messages,
+    eventstream_payload,
+    ndjson_lines,
+    ndjson_whole,
+    sse_events,
+    sse_whole,
+)
 
 Wrapped = Any  # a Turn, a ScriptedCall, a str, or another Fault
 
@@ -270,7 +278,11 @@ def ending(delivery: Delivery) -> str:
 
 
 def _events(body: bytes) -> tuple[list[bytes], bytes]:
-    """The complete events of a body (SSE blocks or event-stream frames) and what trails them."""
+    """The complete events of a body (SSE blocks, NDJSON lines or event-stream frames) and what trails them."""
+    if body.startswith(b"{"):  # Ollama's NDJSON: a line is an event
+        lines = ndjson_lines(body)
+        whole = [line for line in lines if ndjson_whole(line)]
+        return [line for line in whole if line.strip()], b"" if len(whole) == len(lines) else lines[-1]
     if not body.startswith(b"\x00"):  # an event-stream frame starts with its length's high byte
         pieces = sse_events(body)
         whole = [p for p in pieces if sse_whole(p)]
@@ -284,6 +296,11 @@ def _events(body: bytes) -> tuple[list[bytes], bytes]:
 def _event_name(event: bytes) -> str:
     """An event as its wire names it: the SSE ``event:`` name, or for OpenAI chat and Gemini (whose
     events have none) the field the chunk carries; an event-stream frame's ``:event-type``."""
+    if event.startswith(b"{"):  # an NDJSON line
+        try:
+            return _chunk_name(json.loads(event))
+        except ValueError:
+            return "a line whose JSON is broken"
     if not event.lstrip().startswith((b"event:", b"data:", b":")):
         try:
             headers, _ = decode_frame(event)
@@ -331,4 +348,9 @@ def _chunk_name(chunk: Any) -> str:
                 return f"a `{path}.content.parts[].{field}` chunk"
     if "usage" in chunk:
         return "the usage chunk"
+    if isinstance(chunk.get("message"), dict):  # Ollama's lines
+        if chunk.get("done") is True:
+            return f"the line with done: true (done_reason {chunk.get('done_reason')!r})"
+        field = next((f for f in ("tool_calls", "content", "thinking") if chunk["message"].get(f)), None)
+        return f"a `message.{field}` line" if field else "a line with an empty message"
     return "a data event"

@@ -42,10 +42,10 @@ from harness.emulator._journal import JournalFile, record
 from harness.emulator._loopback import FrontDoor, LoopbackServer
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
 from harness.script import Turn, as_turn
-from harness.wire import Route, is_credential_header
+from harness.wire import Route, is_credential_header, path_pattern
 from openprogram.providers import register_fake_base_url, register_in_process_transport
 
-PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock")
+PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock", "ollama")
 """The provider modules under ``harness.emulator``, imported when present."""
 
 ScriptEntry = Any  # Turn | ScriptedCall | str | Fault
@@ -67,17 +67,6 @@ def load_providers(names: Iterable[str] = PROVIDER_MODULES) -> dict[str, ModuleT
             if exc.name != qualified:
                 raise
     return modules
-
-
-def _pattern(path: str) -> re.Pattern[str]:
-    """A starlette-style path (``/model/{model}/converse``, ``{rest:path}``) as an anchored regex."""
-    out, position = [], 0
-    for match in re.finditer(r"\{(\w+)(?::(\w+))?\}", path):
-        out.append(re.escape(path[position : match.start()]))
-        out.append(f"(?P<{match.group(1)}>{'.+?' if match.group(2) == 'path' else '[^/]+?'})")
-        position = match.end()
-    out.append(re.escape(path[position:]))
-    return re.compile("^" + "".join(out) + "$")
 
 
 @dataclass(frozen=True)
@@ -115,7 +104,7 @@ class Emulator:
         self.host, self.port = host, port
         self.modules = load_providers(providers)
         self._handlers = [
-            _Handler(route, _pattern(route.path), module)
+            _Handler(route, path_pattern(route.path), module)
             for module in self.modules.values()
             for route in getattr(module, "ROUTES", ())
         ]
@@ -658,6 +647,18 @@ CLIENT_BASE_URLS: tuple[tuple[str, str, str], ...] = (
 )
 """What each client takes to reach the emulator at BASE: (who, the setting, the suffix to BASE)."""
 
+SURFACE_BASE_URLS: tuple[tuple[str, str, str], ...] = (
+    ("AzureOpenAI (or AZURE_OPENAI_ENDPOINT)", "azure_endpoint", ""),
+    ("Azure OpenAI's v1 API and Groq, through the OpenAI SDK", "base_url", "/openai/v1"),
+    ("OpenRouter, through the OpenAI SDK", "base_url", "/api/v1"),
+    ("AnthropicVertex (or ANTHROPIC_VERTEX_BASE_URL)", "base_url", "/v1"),
+    ("AnthropicBedrock (or ANTHROPIC_BEDROCK_BASE_URL)", "base_url", ""),
+    ("the AI SDK's Anthropic provider (Messages served at the root too)", "baseURL", ""),
+    ("ollama (or OLLAMA_HOST)", "host", ""),
+)
+"""The same for the services serving these wires under their paths (``harness.wire.Route.surface``,
+Ollama), printed after the journal's line: the lines scripts read first keep their places."""
+
 
 def client_settings(base_url: str) -> str:
     """The lines ``harness emulate`` prints under its base URL (to stderr, so stdout stays the URL
@@ -666,6 +667,7 @@ def client_settings(base_url: str) -> str:
     lines.append(
         f"  requests received: GET {base_url}{JOURNAL_PATH}; start the script over: POST {base_url}{RESET_PATH}"
     )
+    lines.extend(f"  {who}: {setting}={base_url}{suffix}" for who, setting, suffix in SURFACE_BASE_URLS)
     return "\n".join(lines)
 
 

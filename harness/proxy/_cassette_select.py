@@ -15,8 +15,9 @@ directory it is refused, naming the two ways.
 
 Each cassette is opened with ``harness.recording.open_recording`` on its first request (the
 ``recorded`` fixture's: same modes, persister, matchers, ``max_age``), and at the end each one
-that changed is saved (scrubbed, scanned, atomically) and each is checked for interactions no
-request used.
+that changed is saved on its own (scrubbed, scanned, atomically; one that fails is named and the
+others still written) and each is checked for interactions no request used. A name resolves
+inside ``DIR`` after symbolic links are followed, and two names of one file are one cassette.
 """
 
 from __future__ import annotations
@@ -111,25 +112,48 @@ class Cassettes:
     """Warnings met while opening (a cassette past its ``max_age``), said once each."""
     refused: list[str] = field(default_factory=list)
     """Each request the proxy could not answer, as ``METHOD PATH (cassette): why`` (a first difference...)."""
+    secrets: set[str] = field(default_factory=set)
+    """Every credential value a request carried: redacted from every message and report line."""
     _locks: dict[Path, asyncio.Lock] = field(default_factory=dict)
+    _canonical: dict[Path, Path] = field(default_factory=dict)
+    """The file each cassette really is (symbolic links followed) -> the path first asked for it."""
+    _named: dict[str | None, Path] = field(default_factory=dict)
+    """Each name (``None``: the default) -> its cassette, resolved once per run."""
 
     @property
     def directory(self) -> Path:
         return self.target if is_library(self.target) else self.target.parent
 
     def path_for(self, name: str | None) -> Path:
-        """The cassette file a request's name (or its absence) selects."""
+        """The cassette file a request's name (or its absence) selects: one path per real file.
+
+        A name must stay inside the directory once symbolic links are followed (a linked
+        subdirectory could otherwise write anywhere); ``--cassette FILE`` itself may be a link,
+        written through. Two names of one file are one cassette, so neither's interactions are lost.
+        """
+        known = self._named.get(name)
+        if known is not None:
+            return known
         if name is not None:
-            return cassette_file(name, self.directory)
-        if is_library(self.target):
+            chosen = cassette_file(name, self.directory)
+            inside = self.directory.resolve()
+            if not chosen.resolve().is_relative_to(inside):
+                raise CassetteChoiceError(
+                    f"cassette name {name!r} leads outside {self.directory} through a symbolic link "
+                    f"(to {chosen.resolve()}); name a cassette inside it"
+                )
+        elif is_library(self.target):
             raise CassetteChoiceError(
                 f"--cassette {self.target} is a directory: name the request's cassette with the header "
                 "X-Harness-Cassette: NAME or the base URL prefix /cassette/NAME"
             )
-        return self.target
+        else:
+            chosen = self.target
+        found = self._named[name] = self._canonical.setdefault(chosen.resolve(), chosen)
+        return found
 
     def lock(self, path: Path) -> asyncio.Lock:
-        """One request at a time per cassette: recorded interactions keep the order they were asked in."""
+        """One request at a time on ``path``: for an upstream kept in step with its script."""
         return self._locks.setdefault(path, asyncio.Lock())
 
     def recording(self, path: Path) -> Any:
@@ -148,18 +172,18 @@ class Cassettes:
 
     def finish(self) -> Outcome:
         """Save every cassette that changed (a credential found writes nothing of that one) and check use."""
-        from harness.recording import CredentialLeakError
+        from harness.recording import CredentialLeakError, redact
 
         outcome = Outcome(problems=list(self.refused), notes=list(self.notes))
         checks_use = self.mode in ("none", "once", "new_episodes") and not self.config.get("allow_unused")
         for path, recording in self.opened.items():
             if recording.dirty:
-                try:
-                    recording.save()
-                except CredentialLeakError as exc:
-                    outcome.problems.append(str(exc))
-                else:
+                recording.add_secrets(self.secrets)  # a key one client sent is refused in every cassette of the run
+                problem = _saved(path, recording, CredentialLeakError)
+                if problem is None:
                     outcome.written.append(f"{path} ({len(recording.cassette.data)} interaction(s))")
+                else:
+                    outcome.problems.append(problem)
             unused = recording.unused() if checks_use else []
             if unused:
                 listed = "\n".join(f"  - {entry}" for entry in unused)
@@ -168,4 +192,26 @@ class Cassettes:
                     f"{listed}\n(the process asked less than when it was recorded; re-record with "
                     "--record-mode rewrite, or allow it with --allow-unused)"
                 )
+        for said in (outcome.problems, outcome.notes):
+            said[:] = [redact(line, self.secrets) for line in said]
         return outcome
+
+
+def _saved(path: Path, recording: Any, leak: type[Exception]) -> str | None:
+    """Save one cassette; the problem that kept it from disk (named, with the reason), else ``None``.
+
+    Each cassette is saved on its own: one that cannot be written (a credential in it, a file where
+    a folder must be, a full disk, a size limit) is said and the others are still written.
+    """
+    try:
+        recording.save()
+    except leak as exc:
+        return str(exc)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        return (
+            f"{path}: not written: {exc.strerror or type(exc).__name__}{where} (the file on disk, if any, is as it was)"
+        )
+    except Exception as exc:  # one cassette's failure must not cost the others theirs
+        return f"{path}: not written: {type(exc).__name__}: {exc} (this is a bug in the harness)"
+    return None

@@ -26,8 +26,19 @@ PROVIDER_ORIGINS: Final[Mapping[str, str]] = {
     "openai": "https://api.openai.com",
     "anthropic": "https://api.anthropic.com",
     "gemini": "https://generativelanguage.googleapis.com",
+    "ollama": "http://127.0.0.1:11434",
+    "openrouter": "https://openrouter.ai",
 }
-"""The hosts the SDKs address by default: the host a cassette names for these providers."""
+"""The hosts the SDKs address by default: the host a cassette names for these providers (and
+these surfaces: ``harness.wire.Route.surface``)."""
+
+UPSTREAM_ONLY: Final[Mapping[str, str]] = {
+    "azure": "https://azure-openai.invalid",
+    "openai-v1": "https://openai-v1.invalid",
+}
+"""Surfaces with no one host (an Azure resource's name is the user's; ``/openai/v1`` is Azure's
+and Groq's): a cassette names this stand-in (``.invalid`` never resolves), and a request the
+cassette lacks is forwarded only to ``--upstream``."""
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -62,7 +73,11 @@ def provider_origin(destination: Destination, environ: Mapping[str, str]) -> str
     check_values(destination)
     if destination.provider == "bedrock":
         return f"https://bedrock-runtime.{aws_region(destination, environ)}.amazonaws.com"
-    if destination.provider == "gemini" and destination.vertex:
+    if destination.surface in UPSTREAM_ONLY:
+        return UPSTREAM_ONLY[destination.surface]
+    if destination.surface in PROVIDER_ORIGINS:
+        return PROVIDER_ORIGINS[destination.surface]
+    if destination.vertex:  # Gemini's, and Claude's on Vertex AI
         location = destination.region or "global"
         return (
             "https://aiplatform.googleapis.com"
@@ -81,6 +96,20 @@ def kept_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> dict[str
     """The request's headers without the hop-by-hop ones (and the cassette's name)."""
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     return {name: value for name, value in pairs if name.lower() not in HOP_BY_HOP}
+
+
+class NeedsUpstream(Exception):
+    """A request to be recorded on a surface with no one host, and no ``--upstream`` to send it to."""
+
+    def __init__(self, surface: str) -> None:
+        where = (
+            "your Azure OpenAI resource (https://RESOURCE.openai.azure.com)"
+            if surface == "azure"
+            else ("the service behind /openai/v1 (your Azure resource, or https://api.groq.com)")
+        )
+        super().__init__(
+            f"{surface} requests have no one host to record from: run harness proxy with --upstream {where}"
+        )
 
 
 class Forwarder:
@@ -115,6 +144,8 @@ class Forwarder:
     ) -> dict[str, Any]:
         """The upstream's reply as a vcrpy response (its body read whole and left encoded as it came)."""
         url = self.target(destination, path, query)
+        if self.upstream is None and destination.surface in UPSTREAM_ONLY:
+            raise NeedsUpstream(destination.surface)
         if destination.provider == "bedrock" and self.upstream is None and signed_by_sigv4(headers):
             headers = resign(method, url, headers, body, aws_region(destination, self.environ), self.environ)
         client = self._client()

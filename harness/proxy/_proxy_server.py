@@ -11,10 +11,17 @@ so a streaming client sees a stream; a request the cassette lacks is forwarded
 (``_forwarding``) when the record mode allows, and recorded. What cannot be answered is said in
 the provider's own error envelope (the emulator's renderers), its message starting
 ``harness proxy:``; a path no provider serves is a 404 in a neutral one and is never forwarded.
+
+Requests are served concurrently. Every credential a request carries becomes a secret of its
+cassette (refused by the pre-write scan, redacted from every message: ``harness.recording``'s
+``request_secrets``), a stream the upstream cut reaches the client cut and is not recorded, and a
+request a stop cuts short is named (docs/record-replay.md, "Threat model").
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -27,7 +34,14 @@ from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outco
 from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
 from harness.proxy._intake import MAX_BODY, ClientLeft, IntakeError, body_of, checked_path
 from harness.proxy._sigv4 import SigningError
-from harness.recording import CassetteError, CassetteMismatchError, RecordingError
+from harness.recording import (
+    CassetteError,
+    CassetteMismatchError,
+    RecordingError,
+    is_secret_header,
+    redact,
+    request_secrets,
+)
 from harness.recording._vcr import reply_parts  # the one private import: a stored reply split at its events
 from harness.wire import ROUTES, Destination, Route, RouteError, check_values, route_by_path
 
@@ -35,6 +49,12 @@ NO_MATCH: Final = "harness proxy: no recorded interaction matches"
 """How the message of a request the cassette cannot answer starts (DESIGN section 6)."""
 
 _CUT: Final = "a stream cut inside its last event"
+_CUT_SAID: Final = "inside the last event (%d bytes end no event); not recorded, and its client got the stream cut"
+_CUT_MARK: Final = "harness_proxy_cut"
+"""Set on a reply (never stored) whose stream the upstream cut: the client gets it cut too."""
+
+EXPLAIN_SECONDS: Final = 10.0
+"""How long the diff of an unmatched request may take (in a thread) before its one line is said alone."""
 
 
 class ProxyError(Exception):
@@ -86,6 +106,10 @@ class Proxy:
         self._in_step: dict[Path, list[tuple[str, Destination, str, str, dict[str, str], bytes]]] = {}
         """Per cassette, what ``new_episodes`` replayed since a scripted upstream last heard from it."""
         self._loopback: LoopbackServer | None = None
+        self.in_flight: dict[int, str] = {}
+        """The requests being answered, as ``METHOD PATH``: named when a stop cuts them short."""
+        if upstream:
+            self.cassettes.secrets.update(request_secrets((), upstream, None))  # a gateway's key in --upstream
         self._undeclare: Any = lambda: None
 
     def open_default(self) -> None:
@@ -110,14 +134,15 @@ class Proxy:
         async def endpoint(request: Request) -> Response:
             try:
                 answered: Response = await self._answer(request)
-            except Exception as exc:  # a bug of ours: said to the client and in the report, never a bare 500
-                message = f"harness proxy: internal error: {type(exc).__name__}: {exc} (this is a bug in the harness)"
+            except Exception as exc:  # said to the client and in the report in one line, never a bare 500
+                status, message = _failure(exc)
+                message = redact(message, self.cassettes.secrets)
                 self.cassettes.refused.append(f"{request.method} {request.url.path}: {message}")
-                return Response(_neutral(message), status_code=500, media_type="application/json")
+                return Response(_neutral(message), status_code=status, media_type="application/json")
             return answered
 
         methods = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
-        return Starlette(routes=[StarletteRoute("/{path:path}", endpoint, methods=methods)])
+        return _Tracked(self, Starlette(routes=[StarletteRoute("/{path:path}", endpoint, methods=methods)]))
 
     async def _answer(self, request: Any) -> Any:
         self.served += 1
@@ -137,12 +162,12 @@ class Proxy:
             return self._refusal(destination, exc.status, str(exc))
         except ClientLeft:
             self.served -= 1  # nobody to answer: not a request answered, nor one the harness failed
-            return _neutral_response("harness proxy: the client went away before its body was whole", 400)
+            return _neutral_response("harness proxy: the client went away before its body was whole", 499)
         try:
             cassette = self.cassettes.path_for(name)
         except CassetteChoiceError as exc:
             return self._refusal(destination, 400, f"harness proxy: {exc}")
-        async with self.cassettes.lock(cassette):
+        async with self._turn(cassette):
             answered = await self._played(method, destination, path, query, headers, body, cassette)
         if isinstance(answered, tuple):
             status, message = answered
@@ -161,6 +186,13 @@ class Proxy:
             raise IntakeError(400, f"harness proxy: {exc}; nothing was sent") from None
         return await body_of(request, headers, self.max_body)
 
+    def _turn(self, cassette: Path) -> Any:
+        """Requests are served concurrently; only a scripted upstream kept in step under ``new_episodes``
+        (it answers by its script's order) takes one request of a cassette at a time."""
+        if self.cassettes.mode == "new_episodes" and self.forwarder.scripted:
+            return self.cassettes.lock(cassette)
+        return contextlib.nullcontext()
+
     async def _played(
         self,
         method: str,
@@ -172,8 +204,6 @@ class Proxy:
         cassette: Path,
     ) -> dict[str, Any] | tuple[int, str]:
         """The vcrpy response to send back, or the status and message refusing the request."""
-        from vcr.request import Request as VcrRequest
-
         refused = self.cassettes.refused
         try:
             recording = self.cassettes.recording(cassette)
@@ -181,11 +211,13 @@ class Proxy:
             refused.append(f"{method} {path} ({cassette}): {exc}")
             return 500, f"harness proxy: {exc}"
         kept = kept_headers(headers)
-        vcr_request = VcrRequest(method, recorded_uri(destination, path, query, self.environ), body, dict(kept))
+        vcr_request = self._stored_request(
+            recording, method, recorded_uri(destination, path, query, self.environ), kept, body
+        )
         try:
-            played: dict[str, Any] | None = recording.respond(vcr_request)
+            played: dict[str, Any] | None = recording.respond(vcr_request, explain=False)
         except CassetteMismatchError as exc:
-            return self._mismatch(exc, method, path, cassette, recording.requests_seen, vcr_request.uri)
+            return await self._mismatch(recording, vcr_request, exc, method, path, cassette)
         pending = self._in_step.setdefault(cassette, [])
         if played is not None:
             if self.cassettes.mode == "new_episodes" and self.forwarder.scripted:
@@ -200,19 +232,47 @@ class Proxy:
             return 502, f"harness proxy: {exc}"
         except Exception as exc:
             error: RecordingError = recording.unsent(method, self.forwarder.target(destination, path, query), exc)
-            refused.append(f"{method} {path} ({cassette}): {error}")
-            return 502, f"harness proxy: {error}"
-        recorded: dict[str, Any] = recording.record(vcr_request, response)
+            text = redact(str(error), self.cassettes.secrets)
+            refused.append(f"{method} {path} ({cassette}): {text}")
+            return 502, f"harness proxy: {text}"
+        recorded: dict[str, Any]
+        recorded, cut = recording.record_whole(vcr_request, response)
+        if cut:  # kept out of the cassette, and the client gets it cut as the upstream cut it
+            refused.append(f"{method} {path} ({cassette}): the upstream cut its streamed reply {_CUT_SAID % cut}")
+            return {**recorded, _CUT_MARK: True}
         return recorded
 
-    def _mismatch(
-        self, exc: Exception, method: str, path: str, cassette: Path, number: int, uri: str
+    def _stored_request(self, recording: Any, method: str, uri: str, kept: dict[str, str], body: bytes) -> Any:
+        """The request as the cassette keeps it: every credential it carries made a secret of the cassette
+        (refused by its pre-write scan from now on, redacted from every message) and its secret headers
+        left out, a gateway's included."""
+        from vcr.request import Request as VcrRequest
+
+        secrets = request_secrets(kept.items(), uri, body)
+        if secrets:
+            recording.add_secrets(secrets)
+            self.cassettes.secrets.update(secrets)
+        stored = {name: value for name, value in kept.items() if not is_secret_header(name, value)}
+        return VcrRequest(method, uri, body, stored)
+
+    async def _mismatch(
+        self, recording: Any, request: Any, exc: CassetteMismatchError, method: str, path: str, cassette: Path
     ) -> tuple[int, str]:
-        """A request the cassette cannot answer: the fixture's words, led by one line naming the first difference."""
+        """A request the cassette cannot answer: the fixture's words, led by one line naming the first difference.
+
+        The diff is worked out in a thread, bounded (:data:`EXPLAIN_SECONDS`): other clients go on being served.
+        """
         text = str(exc)
         if _CUT in text:
             self.cassettes.refused.append(f"{method} {path} ({cassette}): {text}")
             return 400, f"harness proxy: {text}"
+        number, uri = exc.number, request.uri
+        try:
+            explained = asyncio.to_thread(recording.explain, request, number)
+            text = str(await asyncio.wait_for(explained, EXPLAIN_SECONDS))
+        except TimeoutError:
+            text += f" (the difference was not worked out within {EXPLAIN_SECONDS:g} s: the request is too large)"
+        text = redact(text, self.cassettes.secrets)
         lines = text.splitlines()
         first = next((line for line in lines if line.startswith("first difference: ")), None)
         head = lines[0].removeprefix(f"{cassette}: request {number} ({method} {uri})").strip(" :;")
@@ -226,6 +286,7 @@ class Proxy:
 
         from harness.emulator import WireRequest
 
+        message = redact(message, self.cassettes.secrets)
         provider = where.provider if isinstance(where, Destination) else where
         module = self._modules.get(provider or "")
         if module is None:
@@ -272,8 +333,11 @@ class Proxy:
             loopback.stop(timeout=15)
 
     def finish(self) -> Outcome:
-        """Stop, then save every cassette that changed and say what went unmatched or unused."""
+        """Stop, then save every cassette that changed and say what went unmatched, unused or unanswered."""
         self.stop()
+        for what in list(self.in_flight.values()):  # the server's thread did not end (stop's timeout)
+            self.cassettes.refused.append(f"{what}: still unanswered when the proxy stopped")
+        self.in_flight.clear()
         return self.cassettes.finish()
 
     def __enter__(self) -> Proxy:
@@ -328,17 +392,74 @@ def _merged(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 
 def _replay(played: dict[str, Any]) -> Any:
-    """A stored reply as the client gets it: one body, or its events sent one by one."""
+    """A stored reply as the client gets it: one body, or its events sent one by one; a stream the
+    upstream cut (:data:`_CUT_MARK`) ends as it did, the connection closed with no clean end."""
     from starlette.responses import Response, StreamingResponse
 
     pairs, chunks = reply_parts(played)
     status = int(played["status"]["code"])
     headers = _merged(pairs)
-    if len(chunks) <= 1:
+    cut = bool(played.get(_CUT_MARK))
+    if len(chunks) <= 1 and not cut:
         return Response(b"".join(chunks), status_code=status, headers=headers)
 
     async def events() -> AsyncIterator[bytes]:
         for chunk in chunks:
             yield chunk
+        if cut:
+            raise _UpstreamCut("the upstream cut this stream")
 
     return StreamingResponse(events(), status_code=status, headers=headers)
+
+
+class _UpstreamCut(Exception):
+    """Raised after a cut stream's last bytes: the server then closes the connection, as the upstream did."""
+
+
+def _failure(exc: Exception) -> tuple[int, str]:
+    """The status and one line for what ``_answer`` raised: the environment's doing said as such, else a bug."""
+    from starlette.requests import ClientDisconnect
+
+    if isinstance(exc, ClientDisconnect):
+        return 499, "harness proxy: the client went away before its request was read; nothing was answered"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return 500, f"harness proxy: {exc.strerror or type(exc).__name__}{where}"
+    return 500, f"harness proxy: internal error: {type(exc).__name__}: {exc} (this is a bug in the harness)"
+
+
+class _Tracked:
+    """The app, with each request in flight known to the proxy: one a stop cuts short is named in the
+    report, and its client gets the provider's envelope saying so (or, mid-reply, a closed connection),
+    not the server's plain-text 500 that looks like the provider failing."""
+
+    def __init__(self, proxy: Proxy, app: Any) -> None:
+        self.proxy, self.app = proxy, app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Any) -> None:
+            nonlocal started
+            started = started or message.get("type") == "http.response.start"
+            await send(message)
+
+        key, what = id(scope), f"{scope.get('method')} {scope.get('path')}"
+        self.proxy.in_flight[key] = what
+        try:
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            reply = "its reply cut" if started else "a 503 saying so"
+            self.proxy.cassettes.refused.append(
+                f"{what}: still unanswered when the proxy stopped; its client got {reply}"
+            )
+            if started:
+                raise
+            raw = (scope.get("raw_path") or b"").decode("latin-1") or str(scope.get("path"))
+            message = f"harness proxy: the proxy stopped before {what} was answered; nothing was recorded for it"
+            await self.proxy._refusal(_provider_of(raw), 503, message)(scope, receive, send)
+        finally:
+            self.proxy.in_flight.pop(key, None)

@@ -41,6 +41,9 @@ Options
                                      ``HARNESS_EXAMPLE_DB`` and the ``harness_example_db`` ini
                                      option; ``--harness-example-db-readonly`` (or
                                      ``HARNESS_EXAMPLE_DB_READONLY=1``) only reads it, as CI does.
+    ``harness_vcr`` (ini option)     ``strict``: the project's plain ``@pytest.mark.vcr`` tests get
+                                     the harness's matching, scrubbing and checks; the default,
+                                     ``plain``, leaves their outcomes to pytest-recording and vcrpy.
 
 The plugin is loaded in every pytest session of every project that has the package installed,
 so loading it costs next to nothing: the loop package, Hypothesis, pydantic and jsonschema are

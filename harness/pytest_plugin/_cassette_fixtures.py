@@ -1,9 +1,12 @@
 """The record-replay half of the harness's pytest plugin (``harness.recording._recorded``), on pytest-recording.
 
 pytest-recording owns ``--record-mode``, ``--block-network``, the ``vcr`` marker, ``vcr_config``
-and ``vcr_cassette_dir``; this module adds, through its ``pytest_recording_configure`` hook,
-scrubbing, the credential scan, semantic matching with diffs, atomic writes, event-by-event stream
-replay and unused-interaction checks, and gives the ``recorded`` fixture. ``harness.pytest_plugin``
+and ``vcr_cassette_dir``; this module gives the ``recorded`` fixture. A project's plain ``vcr``
+marker is someone else's test suite: through pytest-recording's ``pytest_recording_configure`` hook
+it gets only what changes no outcome (event-by-event stream replay) unless the project opts in
+with the ``harness_vcr = strict`` ini option (or the test uses ``recorded``): then scrubbing, the
+credential scan, semantic matching, atomic writes, option checks and the refusal of a mismatch the
+code under test swallowed apply to it too. ``harness.pytest_plugin``
 registers it (``pytest_plugins``); like that module it imports only pytest and the standard
 library until a fixture or hook needs more.
 
@@ -38,6 +41,12 @@ class VcrOptionError(Exception):
 
 
 _RECORDING_ITEM: list[pytest.Item] = []  # the test whose cassette a vcr-marker save belongs to
+
+HARNESS_FIXTURES = ("recorded",)
+"""The harness's own cassette fixtures: a test using one gets the strict behaviour whatever the ini says."""
+
+VCR_MODES = ("plain", "strict")
+"""The values of the ``harness_vcr`` ini option; ``plain`` (the default) is pytest-recording alone."""
 
 
 VCRPY_EXTRA_OPTIONS = ("additional_matchers", "allow_playback_repeats", "path", "persister")
@@ -122,9 +131,17 @@ def _keep_failed(config: pytest.Config, options: dict[str, Any]) -> bool:
     return bool(config.getoption("harness_keep_failed_recordings", False) or options.get("keep_failed_recording"))
 
 
+def strict(item: pytest.Item) -> bool:
+    """Whether ``item``'s plain ``vcr`` cassette gets the harness's outcome-changing checks: the
+    project asked (``harness_vcr = strict``) or the test uses a harness cassette fixture."""
+    fixtures = getattr(item, "fixturenames", ())
+    return item.config.getini("harness_vcr") == "strict" or any(name in fixtures for name in HARNESS_FIXTURES)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _RECORDING_ITEM[:] = [item]
-    marked = [(m.name, m.kwargs) for name in ("recorded", "vcr") for m in item.iter_markers(name) if m.kwargs]
+    names = ("recorded", "vcr") if strict(item) else ("recorded",)  # plain: vcrpy ignores what it does not know
+    marked = [(m.name, m.kwargs) for name in names for m in item.iter_markers(name) if m.kwargs]
     if not marked:
         return  # the common case imports nothing
     for name, kwargs in marked:
@@ -138,8 +155,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # to start with "unknown hook".
 @pytest.hookimpl(optionalhook=True)
 def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
-    """pytest-recording's hook: every ``@pytest.mark.vcr`` cassette gets the harness's additions."""
-    from harness.recording._vcr import AtomicPersister, configure_vcr
+    """pytest-recording's hook: a ``@pytest.mark.vcr`` cassette replays streams event by event; with
+    ``harness_vcr = strict`` (or a harness fixture) it gets all the harness's additions."""
+    from harness.recording._vcr import AtomicPersister, configure_vcr, record_refusals, replay_streams_by_event
+
+    item = _RECORDING_ITEM[-1] if _RECORDING_ITEM else None
+    if item is None or not strict(item):
+        replay_streams_by_event(vcr)  # changes how a stream arrives, never what it holds
+        return
 
     def refused(error: Exception) -> None:
         if _RECORDING_ITEM:
@@ -153,13 +176,15 @@ def pytest_recording_configure(config: pytest.Config, vcr: Any) -> None:
 
     persister = configure_vcr(vcr, persister=AtomicPersister(hold=hold))
     guard_cassettes(vcr, persister, refused)
+    record_refusals(vcr, refused)
 
 
 def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], None]) -> None:
     """Give every cassette of a plain ``vcr`` marker's ``vcr`` the checks the ``recorded`` fixture makes.
 
-    A stream cut inside its last event is refused when replayed, and a request the cassette cannot
-    answer fails the test in vcrpy's words even if the code catches it. Under the plain marker each HTTP
+    A stream cut inside its last event is refused when replayed (and, through ``record_refusals``, a
+    request the cassette cannot answer) fails the test in vcrpy's words even if the code under test
+    swallows it; one the test's own code catches is the test's business. Under the plain marker each HTTP
     library has its own vcrpy stub, and all of them ask ``Cassette.play_response``; vcrpy's
     ``after_load_interaction`` hook hands over the cassette as it loads, so its ``play_response``
     is checked there, once, for every stub alike. The hook is added to whatever hooks the project
@@ -180,8 +205,6 @@ def guard_cassettes(vcr: Any, persister: Any, refused: Callable[[Exception], Non
     def guard(request: Any, response: Any, cassette: Any) -> tuple[Any, Any]:
         if "play_response" not in vars(cassette):
             cassette.play_response = _refusing_cut_streams(cassette, refused)
-        if "can_play_response_for" not in vars(cassette):
-            cassette.can_play_response_for = _reporting_unplayable(cassette, refused)
         return request, response
 
     def guarded(path: Any = None, **kwargs: Any) -> Any:
@@ -223,22 +246,6 @@ def _refusing_cut_streams(cassette: Any, refused: Callable[[Exception], None]) -
     return play_response
 
 
-def _reporting_unplayable(cassette: Any, refused: Callable[[Exception], None]) -> Callable[[Any], bool]:
-    """``cassette.can_play_response_for``, telling ``refused`` of a request the cassette cannot answer."""
-    can_play = cassette.can_play_response_for
-
-    def can_play_response_for(vcr_request: Any) -> bool:
-        playable = bool(can_play(vcr_request))
-        if not playable and cassette.write_protected and cassette.filter_request(vcr_request):
-            # every vcrpy stub raises this next; the report says it even if the code catches it
-            from vcr.errors import CannotOverwriteExistingCassetteException
-
-            refused(CannotOverwriteExistingCassetteException(cassette=cassette, failed_request=vcr_request))
-        return playable
-
-    return can_play_response_for
-
-
 @pytest.fixture
 def recorded(
     request: pytest.FixtureRequest, vcr_config: dict[str, Any], vcr_cassette_dir: str, default_cassette_name: str
@@ -275,6 +282,12 @@ def recorded(
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "harness_vcr",
+        "plain (default): @pytest.mark.vcr behaves as with pytest-recording alone; strict: the harness's "
+        "matching, scrubbing, credential scan, option checks and swallowed-mismatch failures apply to it too",
+        default="plain",
+    )
     parser.getgroup("harness", "openprogram harness").addoption(
         "--harness-keep-failed-recordings",
         action="store_true",
@@ -285,6 +298,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "recorded(**options): vcr_config options for this test's recorded fixture")
+    mode = config.getini("harness_vcr")
+    if mode not in VCR_MODES:
+        raise pytest.UsageError(
+            f"harness_vcr ini option: {mode!r} is not one of {', '.join(VCR_MODES)} "
+            "(strict gives @pytest.mark.vcr the harness's checks; docs/pytest-plugin.md, section Cassettes)"
+        )
 
 
 def refuse_under_hypofuzz(config: pytest.Config) -> None:
@@ -304,15 +323,30 @@ def refuse_under_hypofuzz(config: pytest.Config) -> None:
         )
 
 
+def caught_by_test(error: BaseException, item: pytest.Item, call: pytest.CallInfo[None]) -> bool:
+    """Whether the test's own code caught ``error`` (``pytest.raises``, an ``except`` in the test
+    module): a raised exception's traceback starts at the frame that caught it. An SDK or the
+    application that swallowed it (or turned it into its own error) caught it elsewhere, and one
+    that ended the test is the failure pytest saw."""
+    traceback = error.__traceback__
+    if traceback is None or (call.excinfo is not None and call.excinfo.value is error):
+        return False
+    caught_in = Path(traceback.tb_frame.f_code.co_filename)
+    return caught_in == Path(str(item.path)) or "_pytest" in caught_in.parts  # pytest.raises(E, f) too
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     fixture = item.stash.get(_RECORDED, None)
-    failures = [*(fixture.recording.failures if fixture is not None else ()), *item.stash.get(_REFUSED, [])]
+    refused = [error for error in item.stash.get(_REFUSED, []) if not caught_by_test(error, item, call)]
+    failures = [*(fixture.recording.failures if fixture is not None else ()), *refused]
     if report.when == "call" and failures:
         # one mismatch, one failure, in the mismatch's words: not the ExecError it caused in the
-        # code under test and then the same mismatch again at teardown (nor a pass, if swallowed)
+        # code under test and then the same mismatch again at teardown, nor a pass when the code
+        # under test swallowed it (only a strict cassette or the recorded fixture records one; a
+        # mismatch the test's own code caught is the test's business)
         report.outcome = "failed"
         report.longrepr = "\n\n".join(str(error) for error in failures)
     if call.excinfo is not None and type(call.excinfo.value).__name__ in _SAID_ONCE:

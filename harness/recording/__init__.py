@@ -30,7 +30,13 @@ if TYPE_CHECKING:
         recorded_backend,
         recorded_client,
     )
-    from harness.recording._scrub import CredentialLeakError, find_credentials
+    from harness.recording._scrub import (
+        CredentialLeakError,
+        find_credentials,
+        is_secret_header,
+        redact,
+        request_secrets,
+    )
     from harness.recording._tools import ConversionError, read_steps, render_timeline, to_scenario
     from harness.recording._transcript import Call, Said, conversation
     from harness.recording._vcr import CassetteCorruptError
@@ -57,6 +63,9 @@ _EXPORTS = {
     "recorded_client": "._recorded",
     "CredentialLeakError": "._scrub",
     "find_credentials": "._scrub",
+    "is_secret_header": "._scrub",
+    "redact": "._scrub",
+    "request_secrets": "._scrub",
     "render_timeline": "._tools",
     "read_steps": "._tools",
     "ConversionError": "._tools",
@@ -85,6 +94,7 @@ __all__ = [
     "backend",
     "conversation",
     "find_credentials",
+    "is_secret_header",
     "lint",
     "live_backend",
     "load",
@@ -92,8 +102,10 @@ __all__ = [
     "recorded_backend",
     "read_steps",
     "recorded_client",
+    "redact",
     "render_timeline",
     "replay_cassette",
+    "request_secrets",
     "sdk_client",
     "to_scenario",
 ]

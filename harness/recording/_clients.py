@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypedDict, Unpack
 
+import harness.wire as wire
 from openprogram.providers import Provider
 
 TEST_KEY: Final = "harness-test-key"
@@ -350,3 +351,52 @@ def backend(
     else:
         made = backend_class(model=model, stream=stream, **client_kwargs(provider, connection))
     return made
+
+
+def surface_client(destination: wire.Destination) -> SDKClient | None:
+    """A test-key client for another service's paths of a wire where the provider's own client
+    cannot send them (Azure OpenAI's deployments and ``/openai/responses``: ``AzureOpenAI``;
+    Claude on Vertex AI: ``AnthropicVertex``; Anthropic's ``/messages`` at the root, which only
+    the AI SDK sends: Anthropic's client with its path moved there), aimed at the recorded server; ``None`` elsewhere
+    (a prefix such as OpenRouter's is the provider's client at :func:`harness.wire.surface_prefix`).
+    openprogram's OpenAI and Anthropic backends take these clients as they are."""
+    if destination.surface == "azure":
+        import openai
+
+        azure = openai.AsyncAzureOpenAI(
+            api_key=TEST_KEY,
+            azure_endpoint=destination.base_url or "",
+            api_version=destination.api_version or "",
+            max_retries=0,
+            timeout=TIMEOUT_SECONDS,
+        )
+        return SDKClient("openai", azure, azure.close)
+    if destination.surface == "vertex":
+        import anthropic
+
+        root = destination.base_url
+        vertex = anthropic.AsyncAnthropicVertex(
+            region=destination.region or "global",
+            project_id=destination.project or "",
+            access_token=TEST_KEY,
+            base_url=f"{root}/{destination.api_version or 'v1'}" if root else None,
+            max_retries=0,
+            timeout=TIMEOUT_SECONDS,
+        )
+        return SDKClient("anthropic", vertex, vertex.close)
+    if destination.surface == "root":  # the AI SDK's path; Anthropic's Python SDK always sends /v1/messages
+        import anthropic
+        import httpx2
+
+        async def at_root(request: httpx2.Request) -> None:
+            request.url = request.url.copy_with(path=request.url.path.removeprefix("/v1"))
+
+        http = httpx2.AsyncClient(event_hooks={"request": [at_root]}, timeout=TIMEOUT_SECONDS)
+        at_the_root = anthropic.AsyncAnthropic(
+            api_key=TEST_KEY,
+            base_url=destination.base_url or "https://api.anthropic.com",
+            http_client=http,
+            max_retries=0,
+        )
+        return SDKClient("anthropic", at_the_root, at_the_root.close)
+    return None

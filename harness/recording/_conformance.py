@@ -196,11 +196,11 @@ def _client(path: str | Path, route: wire.Destination) -> backends.SDKClient:
         region=route.region, vertex=route.vertex, project=route.project, api_version=route.api_version
     )
     if route.base_url is not None:
-        connection = backends.Connection.at(route.base_url, **where)
+        connection = backends.Connection.at(route.base_url + wire.surface_prefix(route), **where)
     else:
         connection = backends.Connection.test(**where)
     try:
-        return backends.sdk_client(route.provider, connection)
+        return backends.surface_client(route) or backends.sdk_client(route.provider, connection)
     except backends.BackendError as exc:
         raise ReplayError(f"{path}: cannot replay {route.provider} cassettes: {exc}") from exc
 

@@ -31,6 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import harness.wire as wire
+from harness.wire import (  # bound once: the facade looks a name up anew on each access, per header
+    header_values,
+    is_credential_header,
+    is_credential_query,
+    outer_coding,
+    scrub_url,
+)
 
 PLACEHOLDER_ACCOUNT: Final = "000000000000"
 """What an AWS account id in an ARN is replaced with: the shape of an account id, owned by nobody."""
@@ -85,7 +92,7 @@ def scrub_arns(text: str) -> str:
 def scrub_uri(uri: str) -> str:
     """``uri`` without userinfo or credential query parameters (``harness.wire``'s vocabulary) and
     with ARN account ids zeroed; the rest as it was."""
-    return scrub_arns(wire.scrub_url(uri))
+    return scrub_arns(scrub_url(uri))
 
 
 def scrub_arns_in(body: Any, content_type: str | None = None) -> Any:
@@ -121,11 +128,17 @@ def scrub_request(request: Any) -> Any:
 
     vcrpy runs it on each request it is asked to match as well as on each it records, so the ARN a
     body names (a Converse request's ``guardrailConfig``) is zeroed on both sides and still matches.
+    Each part is read only if the request has it, and written only if scrubbing changed it: vcrpy
+    hands the hook whatever a project or plugin built (pytest-recording's suite passes objects with
+    headers alone), and a subclass may make ``uri`` read-only.
     """
-    for name in list(request.headers):
+    headers: Any = getattr(request, "headers", None) or {}
+    for name in list(headers):
         if wire.is_credential_header(name):
-            del request.headers[name]
-    request.uri = scrub_uri(request.uri)
+            del headers[name]
+    uri = getattr(request, "uri", None)
+    if isinstance(uri, str) and (scrubbed_uri := scrub_uri(uri)) != uri:
+        request.uri = scrubbed_uri
     body = getattr(request, "body", None)
     if isinstance(body, str | bytes | bytearray):
         scrubbed = scrub_arns_in(body)
@@ -140,7 +153,7 @@ def scrub_response(response: dict[str, Any]) -> dict[str, Any]:
     headers = response["headers"] = wire.scrub_headers(response.get("headers") or {})
     body = response.get("body")
     if isinstance(body, dict) and "string" in body:
-        kind = next(iter(wire.header_values(headers, "content-type")), None)
+        kind = next(iter(header_values(headers, "content-type")), None)
         body["string"] = scrub_arns_in(body["string"], kind)
     return honest_encoding(response)
 
@@ -157,7 +170,7 @@ def honest_encoding(response: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(headers, dict):
         return response
     names = [name for name in headers if str(name).lower() == "content-encoding"]
-    value = wire.outer_coding(headers)
+    value = outer_coding(headers)
     body = _stored_bytes((response.get("body") or {}).get("string"))
     if value in ("gzip", "x-gzip"):
         encoded = body.startswith(wire.GZIP_MAGIC)
@@ -400,3 +413,82 @@ def _events_spanning(pieces: list[tuple[int, str]], start: int, end: int) -> tup
             covered.append(number)
         offset += len(text)
     return covered[0], covered[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The credentials a request carries: secrets of its cassette, whatever the environment holds
+# ---------------------------------------------------------------------------------------------
+
+_KEY_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk-ant-[\w-]{8,}|sk-[\w-]{8,}|AIza[\w-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}|ya29\.[\w.-]{8,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|xox[abpr]-[\w-]{10,})"
+)
+"""Values that are a key by their shape, wherever they sit: OpenAI's and Anthropic's ``sk-``, Google's
+``AIza`` and ``ya29.``, AWS access key ids, GitHub, Hugging Face and Slack tokens."""
+
+_SCHEMED = re.compile(r"^\s*(?:Bearer|Basic|Token|Key|AWS4-HMAC-SHA256)\s+(\S.*)$", re.IGNORECASE)
+_KEYISH_NAME = re.compile(r"auth|api[-_]?key|token|secret|password|credential|signature|cookie", re.IGNORECASE)
+"""A header whose name says it carries a credential though no provider's wire names it (gateways:
+``cf-aig-authorization``, ``x-portkey-api-key``, ``Helicone-Auth``)."""
+
+
+def key_shaped(text: str) -> list[str]:
+    """The substrings of ``text`` that have a key's shape (``sk-...``, ``AIza...``, ``AKIA...``)."""
+    return _KEY_SHAPE.findall(text)
+
+
+def is_secret_header(name: str, value: str) -> bool:
+    """Whether a header carries a credential: by the wire's names, a gateway's, a scheme or the value's shape."""
+    return (
+        is_credential_header(name)
+        or bool(_KEYISH_NAME.search(name))
+        or bool(_SCHEMED.match(value))
+        or bool(_KEY_SHAPE.search(value))
+    )
+
+
+def request_secrets(headers: Iterable[tuple[str, str]], uri: str, body: bytes | str | None) -> list[str]:
+    """Every credential value a request carries: its secret headers (whole, the token after a scheme,
+    ``Basic``'s user:password decoded), its credential query parameters, its URL's userinfo, and the
+    key-shaped values of its headers and body. Each is a secret of the interaction and of its cassette."""
+    import base64
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    found: list[str] = []
+    for name, value in headers:
+        if not is_secret_header(name, value):
+            continue
+        found.append(value.strip())
+        schemed = _SCHEMED.match(value)
+        if schemed:
+            token = schemed.group(1).strip()
+            found.append(token)
+            try:
+                decoded = base64.b64decode(token, validate=True).decode("utf-8")
+            except ValueError:
+                decoded = ""
+            found.extend(decoded.partition(":")[::2] if ":" in decoded else ())
+        found.extend(key_shaped(value))
+    parts = urlsplit(uri)
+    found.extend(value for name, value in parse_qsl(parts.query, keep_blank_values=True) if is_credential_query(name))
+    if parts.username or parts.password:
+        found.extend(unquote(part) for part in (parts.username, parts.password) if part)
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes | bytearray) else (body or "")
+    found.extend(key_shaped(text))
+    return [value for value in dict.fromkeys(found) if len(value) >= MIN_SECRET_LENGTH]
+
+
+REDACTED: Final = "[redacted]"
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every form of every secret (plain, escaped, encoded) replaced by ``[redacted]``, and
+    its URLs' userinfo and credential query values removed: what a log line or an error may print."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= MIN_SECRET_LENGTH:
+            for form in wire.value_forms(secret):
+                text = text.replace(form, REDACTED)
+    return _URL.sub(lambda match: scrub_url(match.group(0)), text)
+
+
+_URL = re.compile(r"https?://[^\s'\"<>()]+")

@@ -1,11 +1,12 @@
 """What a recorded request said: its conversation as provider-neutral messages.
 
-Every provider sends the whole history again with each request, each in its own shape (OpenAI
-chat ``messages``, Responses ``input`` items, Anthropic content blocks, Gemini ``contents`` and
-parts, Bedrock ``messages``). Showing a cassette as a timeline and turning it into a scenario
-both need the same reading of those shapes: who said what, which tool calls the assistant made
-and which results came back. This module is that reading, and nothing else: it looks only at the
-request bodies (the replies are the backends' to decode, see :mod:`harness.recording._conformance`).
+Every provider sends the whole history again with each request, each in its own shape (OpenAI chat
+``messages``, Responses ``input`` items, Anthropic content blocks, Gemini ``contents`` and parts,
+Bedrock ``messages``, Ollama's Chat-Completions-like ``messages``). Showing a cassette as a timeline
+and turning it into a scenario both need the same reading of those shapes: who said what, which tool
+calls the assistant made and which results came back. This module is that reading, and nothing else:
+it looks only at the request bodies (the replies are the backends' to decode, see
+:mod:`harness.recording._conformance`).
 """
 
 from __future__ import annotations
@@ -218,6 +219,8 @@ def _gemini(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
 
 
 def _bedrock(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
+    if endpoint.startswith("invoke"):  # Claude on InvokeModel: Anthropic's own body
+        return _anthropic(body, endpoint)
     out: list[Said] = []
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
@@ -246,4 +249,23 @@ def _bedrock(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
     return text_of(body.get("system")), out
 
 
-_READERS: dict[str, Reader] = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "bedrock": _bedrock}
+def _ollama(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
+    """Chat Completions' shape, but a call's ``arguments`` is an object, and a tool result names its tool."""
+    system, out = _openai(body, "chat.completions")
+    named = [m.get("tool_name") for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "tool"]
+    results = iter(named)
+    return system, [
+        Said(said.role, said.text, call_id=said.call_id, tool_name=str(next(results, None) or ""))
+        if said.role == "tool"
+        else said
+        for said in out
+    ]
+
+
+_READERS: dict[str, Reader] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+    "bedrock": _bedrock,
+    "ollama": _ollama,
+}

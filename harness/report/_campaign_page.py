@@ -278,7 +278,9 @@ def wire_timeline(
 def _placed(violations: Sequence[ViolationLike], by_number: Mapping[int, Entry], end: Entry) -> list[ProblemShown]:
     """Each violation numbered, and marked on the request it names (request 0: the run's end)."""
     problems = []
-    for number, violation in enumerate(violations, start=1):
+    # one finding per cause: each invariant the causing reply broke is marked where it broke
+    each = [v for finding in violations for v in (finding, *getattr(finding, "also", ()))]
+    for number, violation in enumerate(each, start=1):
         target = by_number.get(violation.request) if violation.request else end
         problem = ProblemShown(number, violation.invariant, _said(violation))
         if target is not None:
@@ -292,9 +294,14 @@ def _said(violation: ViolationLike) -> str:
     where = f"request {violation.request}" if violation.request else "the end of the run"
     measured = getattr(violation, "measured", "")  # what a clock measured: shown, never in the saved file
     tier = getattr(violation, "tier", "")  # who could have sent what caused it (DESIGN 6, realism)
+    also = "".join(
+        f"; the same reply also broke {other.invariant} at request {other.request}: {other.message}"
+        for other in getattr(violation, "also", ())
+    )
     return (
         f"{violation.invariant} at {where}: {violation.message}"
         + (f" ({measured})" if measured else "")
+        + also
         + (f" [tier: {tier}]" if tier else "")
     )
 

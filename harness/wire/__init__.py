@@ -4,7 +4,7 @@ Those three packages sit in one layer and may not import each other, so what all
 lives here, a layer below (DESIGN section 2): the routes (``_routes``: one table of provider,
 endpoint, path and stream, and a recorded URL read back into one), the credential vocabulary
 (``_credentials``: header and query names, URL userinfo, the forms a value takes), reading
-Content-Encoding (``_encodings``), SSE framing (``_sse``) and AWS event-stream framing
+Content-Encoding (``_encodings``), SSE framing (``_sse``), NDJSON lines (``_ndjson``) and AWS event-stream framing
 (``_eventstream``), each one codec for writing and reading, streamed fields joined per choice,
 call and block (``_joins``), the one atomic file writer (``_atomic``) and ``clip`` (``_clip``).
 Lazy (``harness._lazy_exports``): the pytest plugin loads recording's facade with every session.
@@ -57,18 +57,23 @@ if TYPE_CHECKING:
         with_eventstream_crc,
     )
     from harness.wire._joins import joined_fields, string_fields
+    from harness.wire._ndjson import NDJSON, ndjson_lines, ndjson_whole
     from harness.wire._routes import (
         ENDPOINTS,
         ROUTES,
+        SERVED_ENDPOINTS,
         STREAMING_ENDPOINTS,
         VALUE_PATTERNS,
+        WITHOUT_BACKEND,
         Destination,
         Route,
         RouteError,
         check_values,
+        path_pattern,
         route,
         route_by_path,
         routes_of,
+        surface_prefix,
     )
     from harness.wire._sse import SSE, is_sse, sse_data, sse_events, sse_frame, sse_whole
 
@@ -107,19 +112,26 @@ _EXPORTS = {
     "eventstream_payload": "._eventstream",
     "exception_frame": "._eventstream",
     "with_eventstream_crc": "._eventstream",
+    "NDJSON": "._ndjson",
+    "ndjson_lines": "._ndjson",
+    "ndjson_whole": "._ndjson",
     "joined_fields": "._joins",
     "string_fields": "._joins",
     "ENDPOINTS": "._routes",
     "ROUTES": "._routes",
     "VALUE_PATTERNS": "._routes",
     "check_values": "._routes",
+    "SERVED_ENDPOINTS": "._routes",
     "STREAMING_ENDPOINTS": "._routes",
+    "WITHOUT_BACKEND": "._routes",
     "Destination": "._routes",
     "Route": "._routes",
     "RouteError": "._routes",
+    "path_pattern": "._routes",
     "route": "._routes",
     "route_by_path": "._routes",
     "routes_of": "._routes",
+    "surface_prefix": "._routes",
     "SSE": "._sse",
     "is_sse": "._sse",
     "sse_data": "._sse",
@@ -143,12 +155,15 @@ __all__ = [
     "EVENTSTREAM",
     "GZIP_MAGIC",
     "KEY_HEADERS",
+    "NDJSON",
     "PLACEHOLDER_HEADERS",
     "ROUTES",
     "Route",
     "RouteError",
     "SSE",
+    "SERVED_ENDPOINTS",
     "STREAMING_ENDPOINTS",
+    "WITHOUT_BACKEND",
     "clip",
     "content_codings",
     "credential_query_names",
@@ -166,7 +181,10 @@ __all__ = [
     "is_sse",
     "key_header",
     "joined_fields",
+    "ndjson_lines",
+    "ndjson_whole",
     "outer_coding",
+    "path_pattern",
     "route",
     "route_by_path",
     "routes_of",
@@ -177,6 +195,7 @@ __all__ = [
     "sse_frame",
     "sse_whole",
     "string_fields",
+    "surface_prefix",
     "target_of",
     "value_forms",
     "with_eventstream_crc",

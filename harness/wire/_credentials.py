@@ -66,9 +66,10 @@ KEY_HEADERS: Final[Mapping[str, tuple[str, str]]] = {
     "anthropic": ("x-api-key", "{key}"),
     "gemini": ("x-goog-api-key", "{key}"),
     "vertex": ("authorization", "Bearer {key}"),
+    "azure": ("api-key", "{key}"),
 }
 """How each provider's SDK sends its credential: the header and the value's form (Vertex an OAuth
-token, Bedrock a SigV4 signature instead)."""
+token, Azure OpenAI's ``AzureOpenAI`` its own header, Bedrock a SigV4 signature instead)."""
 
 
 def key_header(provider: str, key: str) -> tuple[str, str]:

@@ -44,7 +44,9 @@ def judge_recording(steps: Sequence[Any]) -> RecordingJudgement | None:
         indexes = [step.interaction.index for step in conversation.steps]
         said = f"interactions #{indexes[0]}-#{indexes[-1]} ({' '.join(conversation.wire)}, {len(indexes)} requests)"
         judged.conversations.append(said)
-        for violation in judge(_run(conversation.steps)).violations:
+        findings = judge(_run(conversation.steps)).violations
+        # a recording lists each broken invariant where it broke, the ones one reply caused too
+        for violation in (v for finding in findings for v in (finding, *finding.also)):
             if violation.invariant not in RECORDED:
                 continue
             index = indexes[violation.request - 1]

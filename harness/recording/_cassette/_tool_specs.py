@@ -65,6 +65,8 @@ def _lowercase_types(schema: Any) -> Any:
 
 
 def _bedrock_tools(body: dict[str, Any], endpoint: str) -> tuple[ToolSpec, ...]:
+    if endpoint.startswith("invoke"):  # Claude on InvokeModel: Anthropic's own body
+        return _anthropic_tools(body, endpoint)
     config: dict[str, Any] = body["toolConfig"] if isinstance(body.get("toolConfig"), dict) else {}
     specs = [t.get("toolSpec") for t in config.get("tools") or [] if isinstance(t, dict)]
     return _specs(
@@ -79,5 +81,6 @@ TOOL_READERS = {
     "anthropic": _anthropic_tools,
     "gemini": _gemini_tools,
     "bedrock": _bedrock_tools,
+    "ollama": _openai_tools,  # Ollama declares tools in Chat Completions' shape
 }
 """provider -> the reader of its request body's tool declarations (and the endpoint, which decides the form)."""

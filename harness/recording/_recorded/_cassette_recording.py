@@ -87,17 +87,33 @@ class Recording:
         """How many interactions the cassette held when it was opened."""
         return vcr_compat.loaded_count(self.cassette)
 
-    def respond(self, vcr_request: Any) -> dict[str, Any] | None:
-        """The recorded response for a request, ``None`` to send and record it, or a mismatch raised."""
+    def respond(self, vcr_request: Any, *, explain: bool = True) -> dict[str, Any] | None:
+        """The recorded response for a request, ``None`` to send and record it, or a mismatch raised.
+
+        ``explain=False`` raises the mismatch with one line only and its diff left to
+        :meth:`explain`: a server calls that off its event loop, since a diff of a large request
+        takes a while and every other client would wait for it.
+        """
         self.requests_seen += 1
         cassette = self.cassette
-        if cassette.can_play_response_for(vcr_request):
-            return self._whole(vcr_request, cassette.play_response(vcr_request))
+        played = vcr_compat.play(cassette, vcr_request)
+        if played is not None:
+            return self._whole(vcr_request, played)
         if cassette.write_protected:
-            error = self._mismatch(vcr_request)
+            number = self.requests_seen
+            if explain:
+                error = self.explain(vcr_request, number)
+            else:
+                where = f"{self.path}: request {number} ({vcr_request.method} {vcr_request.uri})"
+                error = CassetteMismatchError(self.path, number, f"{where} matches no unused recorded interaction")
             self.failures.append(error)
             raise error
         return None
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Values the pre-write scan refuses in this cassette from now on (a request's own credentials)."""
+        persister = self.persister
+        persister.extra = tuple(dict.fromkeys((*persister.extra, *values)))
 
     def record(self, vcr_request: Any, response: dict[str, Any]) -> dict[str, Any]:
         """Append a live exchange; returns the response as stored (scrubbed, decoded), which the SDK then gets."""
@@ -106,6 +122,18 @@ class Recording:
         if len(self.cassette.data) > before:  # a project's own filter may have decoded the body, not the header
             return copy.deepcopy(honest_encoding(self.cassette.data[-1][1]))
         return response
+
+    def record_whole(self, vcr_request: Any, response: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """:meth:`record`, keeping the exchange only if its stream ends whole: the stored response and how
+        many bytes at its end end no event (0: whole, kept). A cut one is not kept, since every replay
+        of it would be refused (:meth:`respond`)."""
+        before, dirty = len(self.cassette.data), self.cassette.dirty
+        stored = self.record(vcr_request, response)
+        cut = stream_cut(stored)
+        if cut and len(self.cassette.data) > before:
+            del self.cassette.data[before]
+            self.cassette.dirty = dirty or len(self.cassette.data) > before
+        return stored, cut
 
     def unused(self) -> list[str]:
         """The recorded interactions no request used, as ``interaction N (METHOD URI)``."""
@@ -157,8 +185,9 @@ class Recording:
         self.failures.append(error)
         raise error
 
-    def _mismatch(self, request: Any) -> CassetteMismatchError:
-        number = self.requests_seen
+    def explain(self, request: Any, number: int) -> CassetteMismatchError:
+        """The mismatch of request ``number``: the closest recorded request and a diff against it, bounded
+        (:data:`DIFF_LIMIT` characters of each side, :data:`DIFF_LINES` lines shown)."""
         where = f"{self.path}: request {number} ({request.method} {request.uri})"
         hint = "record it with --record-mode=once (new cassette), new_episodes (add) or rewrite (replace)"
         if not self.path.exists():
@@ -169,17 +198,21 @@ class Recording:
         if not stored:
             return CassetteMismatchError(self.path, number, f"{where}: the cassette has no interactions; {hint}")
         filtered = self.cassette.filter_request(copy.deepcopy(request)) or request
-        sent = request_text(filtered, self.ignore_fields)
+        sent = request_text(filtered, self.ignore_fields)[:DIFF_LIMIT]
         index = max(range(len(stored)), key=lambda i: _closeness(filtered, stored[i], sent, self.ignore_fields))
-        diff = "\n".join(
+        lines = list(
             difflib.unified_diff(
-                request_text(stored[index], self.ignore_fields).splitlines(),
+                request_text(stored[index], self.ignore_fields)[:DIFF_LIMIT].splitlines(),
                 sent.splitlines(),
                 f"recorded interaction {index}",
                 f"request {number}",
                 lineterm="",
             )
         )
+        shown = [line if len(line) <= 400 else line[:400] + " [...]" for line in lines[:DIFF_LINES]]
+        if len(lines) > DIFF_LINES:
+            shown.append(f"[... {len(lines) - DIFF_LINES} more diff lines]")
+        diff = "\n".join(shown)
         if not diff:
             diff = f"(interaction {index} is this request, but it was already replayed: the code asked twice)"
         sent_body = normalized_body(filtered.body, self.ignore_fields)
@@ -198,9 +231,16 @@ class Recording:
         )
 
 
+DIFF_LIMIT: Final = 20_000
+"""Characters of each request a mismatch compares: a 2 MB request took a minute to diff whole."""
+DIFF_LINES: Final = 200
+"""Diff lines a mismatch shows at most (each cut at 400 characters)."""
+
+
 def _closeness(request: Any, stored: Any, sent: str, ignore: Iterable[str]) -> tuple[int, float]:
     same_place = request.method == stored.method and urlsplit(request.uri)[1:3] == urlsplit(stored.uri)[1:3]
-    return int(same_place), difflib.SequenceMatcher(None, request_text(stored, ignore), sent).ratio()
+    matcher = difflib.SequenceMatcher(None, request_text(stored, ignore)[:DIFF_LIMIT], sent, autojunk=True)
+    return int(same_place), matcher.ratio() if len(sent) <= 4000 else matcher.quick_ratio()
 
 
 def open_recording(

@@ -9,9 +9,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import httpx2
+
 import harness.recording._clients as backends
 from harness.recording._live import base_url_from_env
 from harness.recording._recorded._cassette_recording import Recording
+from harness.recording._recorded._cassette_transport import CassetteTransport
 from harness.recording._recorded._recorded_backends import recorded_backend
 from openprogram.providers import Provider
 
@@ -78,6 +81,19 @@ class RecordedFixture:
         )
         self.clients.append(client)
         return backend
+
+    def http_client(self, *, upstream: str | None = None) -> httpx2.AsyncClient:
+        """An ``httpx2.AsyncClient`` whose every request goes through the test's cassette, for an
+        async SDK client no backend of this fixture builds (``AsyncAzureOpenAI``,
+        ``AsyncAnthropicVertex``, ``AsyncAnthropicBedrock``: their ``http_client=``). Aim the client
+        at its real host, as the cassette names it; a request the cassette lacks is recorded from
+        ``upstream`` (the emulator's root: the request's path appended) or else from that host.
+        The fixture closes it."""
+        http = httpx2.AsyncClient(
+            transport=CassetteTransport(self.recording, upstream, None), timeout=backends.TIMEOUT_SECONDS
+        )
+        self.clients.append(backends.SDKClient("http", http, http.aclose))
+        return http
 
     def finish(self, *, failed: bool, keep_failed: bool = False) -> list[str]:
         """Close the clients, save or withhold the recording, check use; the problems that fail the test."""

@@ -7,6 +7,7 @@ the recorded one: events and fields gone or retyped are breaking, new ones benig
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
@@ -134,6 +135,9 @@ def _live_root(
     where: str, request: cassettes.Request, route: wire.Destination, environ: Mapping[str, str]
 ) -> tuple[str, str | None]:
     """The server a live request goes to, and (Bedrock) the region it is signed for."""
+    surfaced = _surface_root(where, request, route, environ)
+    if surfaced is not None:
+        return surfaced, None
     try:
         root = live_env.base_url_from_env(route.provider, environ)
     except live_env.LiveError as exc:
@@ -156,7 +160,68 @@ def _live_root(
     return _DEFAULT_ROOTS[route.provider], region
 
 
+_AZURE_ENDPOINT: Final = "AZURE_OPENAI_ENDPOINT"
+_AZURE_KEY: Final = "AZURE_OPENAI_API_KEY"
+_OLLAMA_HOST: Final = "OLLAMA_HOST"
+_VERTEX_BASE_URL: Final = "ANTHROPIC_VERTEX_BASE_URL"
+_AZURE_SUFFIXES: Final = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+
+
+def _azure(route: wire.Destination, url: str, environ: Mapping[str, str]) -> bool:
+    """Whether a live request goes to an Azure OpenAI resource (which takes its key as ``api-key``)."""
+    host = urlsplit(url).hostname or ""
+    return route.surface in ("azure", "openai-v1") and (
+        host.endswith(_AZURE_SUFFIXES) or bool(environ.get(_AZURE_ENDPOINT))
+    )
+
+
+def _surface_root(
+    where: str, request: cassettes.Request, route: wire.Destination, environ: Mapping[str, str]
+) -> str | None:
+    """The live server of a surface the provider's variables do not name: the user's Azure resource
+    (``AZURE_OPENAI_ENDPOINT``, else the recorded one), the user's Ollama (``OLLAMA_HOST``, else
+    the recorded host), Claude on Vertex AI (``ANTHROPIC_VERTEX_BASE_URL``, else the recorded
+    host or the location's); ``None`` for the others. A cassette ``harness proxy`` recorded names a
+    stand-in for an Azure resource (``*.invalid``), which only the variable can replace."""
+    recorded = urlsplit(wire.scrub_url(request.uri))
+    if route.provider == "ollama":
+        host = (environ.get(_OLLAMA_HOST) or "").strip().rstrip("/")
+        if host and "://" not in host:
+            host = f"http://{host}"  # Ollama's own form: HOST[:PORT]
+        return host or f"{recorded.scheme}://{recorded.netloc}"
+    if route.provider == "anthropic" and route.vertex:  # Claude on Vertex AI: ANTHROPIC_BASE_URL is not its
+        vertex = (environ.get(_VERTEX_BASE_URL) or "").strip().rstrip("/").removesuffix("/v1")
+        if vertex:
+            return vertex
+        if route.base_url is None:
+            return f"{recorded.scheme}://{recorded.netloc}"
+        location = route.region or "global"
+        return f"https://{'' if location == 'global' else location + '-'}aiplatform.googleapis.com"
+    if route.surface not in ("azure", "openai-v1"):
+        return None
+    endpoint = (environ.get(_AZURE_ENDPOINT) or "").strip().rstrip("/")
+    if endpoint:
+        return endpoint
+    if (recorded.hostname or "").endswith(".invalid"):
+        raise ConversionError(
+            f"{where}: --live needs {_AZURE_ENDPOINT} (your resource, https://RESOURCE.openai.azure.com):"
+            f" the cassette names {recorded.hostname}, harness proxy's stand-in for it"
+        )
+    return f"{recorded.scheme}://{recorded.netloc}"
+
+
 def _check_credentials(where: str, route: wire.Destination, environ: Mapping[str, str]) -> None:
+    if route.provider == "ollama":
+        return  # a local server: no key
+    if route.provider == "anthropic" and route.vertex:
+        _google_token(where)  # Claude on Vertex AI: Google's default credentials, as for Gemini there
+        return
+    if route.surface in ("azure", "openai-v1") and (
+        environ.get(_AZURE_ENDPOINT) or (route.base_url or "").endswith(_AZURE_SUFFIXES)
+    ):
+        if not environ.get(_AZURE_KEY):
+            raise ConversionError(f"{where}: --live needs {_AZURE_KEY} in the environment (the Azure OpenAI key)")
+        return
     if route.provider == "gemini" and route.project:
         _google_token(where)  # Vertex with a project takes Google's default credentials, not a key
         return
@@ -192,7 +257,13 @@ def _live_headers(target: DriftTarget, headers: dict[str, str]) -> dict[str, str
     """``headers`` with the environment's credential added, as the provider's SDK adds it."""
     request, environ = target.interaction.request, target.environ
     route = request.route
-    if route.provider == "openai":
+    if route.provider == "ollama":
+        return headers
+    if _azure(route, target.url, environ):
+        headers.update([wire.key_header("azure", environ[_AZURE_KEY])])
+    elif route.provider == "anthropic" and route.vertex:
+        headers.update([wire.key_header("vertex", _google_token(f"{target.path}: {target.interaction.where}"))])
+    elif route.provider == "openai":
         headers.update([wire.key_header("openai", environ["OPENAI_API_KEY"])])
     elif route.provider == "anthropic":
         headers.update([wire.key_header("anthropic", environ["ANTHROPIC_API_KEY"])])
@@ -306,7 +377,9 @@ def reply_structure(body: bytes, content_type: str | None) -> tuple[list[str], d
     and its fields, ``KIND:path -> JSON type`` (list items merged as ``[]``)."""
     from harness.recording._scrub import stream_events
 
-    events = [(_event_kind(event), event) for event in stream_events(body, content_type)]
+    events = [
+        (_event_kind(event), event) for event in _unwrapped(stream_events(body, content_type), body, content_type)
+    ]
     if not events:
         try:
             events = [("body", json.loads(body))] if body.strip() else []
@@ -317,6 +390,25 @@ def reply_structure(body: bytes, content_type: str | None) -> tuple[list[str], d
     for kind, event in events:
         _shape(event, f"{kind}:", fields)
     return kinds, fields
+
+
+def _unwrapped(events: list[Any], body: bytes, content_type: str | None) -> list[Any]:
+    """The events whose structure is compared: Ollama's NDJSON lines, and the Anthropic events
+    InvokeModel's ``chunk`` frames carry base64-encoded (``{"bytes": ...}``), read out of their envelope."""
+    if not events and (content_type or "").split(";")[0].strip().lower() == wire.NDJSON:
+        try:
+            return [json.loads(line) for line in wire.ndjson_lines(body) if line.strip()]
+        except ValueError:
+            return []
+    out = []
+    for event in events:
+        if isinstance(event, dict) and isinstance(event.get("bytes"), str) and set(event) <= {"bytes", "p"}:
+            try:
+                event = json.loads(base64.b64decode(event["bytes"], validate=True))
+            except ValueError:
+                pass  # not what InvokeModel sends: compared as it is
+        out.append(event)
+    return out
 
 
 def _event_kind(event: Any) -> str:

@@ -9,7 +9,12 @@ from ``_vcr_compat`` alone, each pinned by a test. This package is private to ``
 its names are re-exported here for the modules of recording and the pytest plugin.
 """
 
-from harness.recording._vcr._vcr_config import configure_vcr, stream_replaying_httpx_response
+from harness.recording._vcr._vcr_config import (
+    configure_vcr,
+    record_refusals,
+    replay_streams_by_event,
+    stream_replaying_httpx_response,
+)
 from harness.recording._vcr._vcr_matchers import (
     MATCH_ON,
     VOLATILE_FIELDS,
@@ -46,6 +51,8 @@ __all__ = [
     "first_difference",
     "json_body",
     "normalized_body",
+    "record_refusals",
+    "replay_streams_by_event",
     "reply_parts",
     "request_text",
     "safe_query",

@@ -1,11 +1,13 @@
 """Every private name of vcrpy the harness touches, in one place, each checked against the installed vcrpy.
 
-vcrpy offers no public way to do four things record-replay needs: know how many interactions a
+vcrpy offers no public way to do five things record-replay needs: know how many interactions a
 cassette held when it was opened (to report the unused ones), save a cassette the harness drives
 itself (outside ``use_cassette``), add a patch to a ``VCR`` that pytest-recording already built
 (its ``custom_patches`` are a constructor argument only), and reach the httpx stub's response
-builder (to hand a recorded stream over event by event, vcrpy#597). A vcrpy release may rename any
-of them; when it does, the failure must name the name and the version, here and in
+builder (to hand a recorded stream over event by event, vcrpy#597), and find a request's recorded
+answer in one pass that skips the interactions already played (vcrpy matches every stored request,
+played or not, three times per request, formatting each failed match's message as it goes). A
+vcrpy release may rename any of them; when it does, the failure must name the name and the version, here and in
 ``tests/harness/recording/test_vcr_compat.py``, not surface as an ``AttributeError`` deep in a
 replay.
 """
@@ -41,6 +43,11 @@ REACH_INS: Final[tuple[ReachIn, ...]] = (
     ReachIn("vcr.cassette.Cassette", "_save", "saving a cassette the recorded backend drives itself", "6.0.0"),
     ReachIn("vcr.config.VCR", "_custom_patches", "event-by-event streams under pytest-recording's vcr marker", "6.0.0"),
     ReachIn("vcr.stubs.httpx_stubs", "_deserialize_response", "the httpx stub's recorded response, to split", "9.0.0"),
+    ReachIn(
+        "vcr.cassette.Cassette", "_before_record_request", "replaying in one pass over unplayed interactions", "6.0.0"
+    ),
+    ReachIn("vcr.cassette.Cassette", "_match_on", "replaying in one pass over unplayed interactions", "6.0.0"),
+    ReachIn("vcr.cassette.Cassette", "_played_interactions", "marking an interaction played (present by 9.0)", "9.0.0"),
 )
 """What :func:`missing` checks; a new reach-in is added here and used through a function below."""
 
@@ -112,3 +119,32 @@ def httpx_response_builder() -> tuple[Any, Callable[..., Any]]:
     from vcr.stubs import httpx_stubs
 
     return httpx_stubs, _get(httpx_stubs, 3)
+
+
+def play(cassette: Any, request: Any) -> Any | None:
+    """vcrpy's ``can_play_response_for`` then ``play_response`` in one pass: the first interaction not yet
+    played (any, with ``allow_playback_repeats``) whose request matches, marked played as vcrpy marks it;
+    ``None`` when none does. Matchers stop at the first that fails and no failure message is formatted."""
+    from vcr.record_mode import RecordMode
+
+    if cassette.record_mode == RecordMode.ALL or not (cassette.rewound or cassette.allow_playback_repeats):
+        return None
+    filtered = _get(cassette, 4)(request)
+    if not filtered:
+        return None
+    matchers, counts, repeats = _get(cassette, 5), cassette.play_counts, cassette.allow_playback_repeats
+    for index, (stored, response) in enumerate(cassette.data):
+        if (repeats or counts[index] == 0) and all(_matches(matcher, filtered, stored) for matcher in matchers):
+            if counts[index] == 0 and index < loaded_count(cassette):
+                _get(cassette, 6).append((stored, response))
+            counts[index] += 1
+            return response
+    return None
+
+
+def _matches(matcher: Callable[[Any, Any], Any], sent: Any, stored: Any) -> bool:
+    try:
+        result = matcher(sent, stored)
+    except AssertionError:
+        return False
+    return result is None or bool(result)

@@ -5,8 +5,10 @@
 SDK transports) and a project's plain ``@pytest.mark.vcr`` tests (pytest-recording's
 ``pytest_recording_configure`` hook calls it). vcrpy's httpx stub builds a response with the
 whole body in one chunk; :func:`stream_replaying_httpx_response` stands in for it, so a stream
-replays event by event there too. vcrpy's private names are reached only through
-``harness.recording._vcr._vcr_compat``.
+replays event by event there too: that much (:func:`replay_streams_by_event`) is all a project's
+plain ``vcr`` marker gets unless it opts in, since it changes how a stream arrives, never what it
+holds. :func:`record_refusals` tells the pytest plugin of every request a strict cassette refused.
+vcrpy's private names are reached only through ``harness.recording._vcr._vcr_compat``.
 """
 
 from __future__ import annotations
@@ -34,15 +36,42 @@ def stream_replaying_httpx_response(vcr_response: dict[str, Any], httpx: Any) ->
 _ORIGINAL: dict[str, Callable[..., Any]] = {}
 
 
+def replay_streams_by_event(vcr: Any) -> None:
+    """Have every cassette of ``vcr`` hand httpx (or httpx2) a recorded stream event by event (vcrpy#597).
+
+    vcrpy's httpx stub imports the HTTP library on first use, so this costs a project without it nothing.
+    """
+    stubs, builder = vcr_compat.httpx_response_builder()
+    if builder is not stream_replaying_httpx_response:
+        _ORIGINAL["deserialize"] = builder
+    vcr_compat.add_custom_patch(vcr, stubs, "_deserialize_response", stream_replaying_httpx_response)
+
+
+def record_refusals(vcr: Any, refused: Callable[[Exception], None]) -> None:
+    """Tell ``refused`` of every ``CannotOverwriteExistingCassetteException`` a cassette of ``vcr`` raises.
+
+    Each of vcrpy's stubs builds the exception itself, right before raising it, so its constructor
+    is the one place that sees them all, as the instance raised: the caller can later tell from its
+    traceback who caught it (the code under test, or the test). Patched only while a cassette of
+    ``vcr`` is in use, through vcrpy's own ``custom_patches``.
+    """
+    from vcr.errors import CannotOverwriteExistingCassetteException as Refusal
+
+    original = Refusal.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        refused(self)
+
+    vcr_compat.add_custom_patch(vcr, Refusal, "__init__", init)
+
+
 def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> AtomicPersister:
     """Give a ``vcr.VCR`` the harness's additions; returns the persister now in front of its old one.
 
     What the project already configured wins where vcrpy lets it (its own ``match_on``,
     ``before_record_*`` filters); the persister's scrubbing and credential scan always run.
     """
-    stubs, builder = vcr_compat.httpx_response_builder()
-    if builder is not stream_replaying_httpx_response:
-        _ORIGINAL["deserialize"] = builder
     vcr.register_serializer("yaml", READABLE_YAML)
     vcr.register_matcher("harness_body", json_body)
     vcr.register_matcher("harness_query", safe_query)
@@ -57,5 +86,5 @@ def configure_vcr(vcr: Any, *, persister: AtomicPersister | None = None) -> Atom
     if persister.inner is None and not isinstance(vcr.persister, AtomicPersister):
         persister.inner = vcr.persister
     vcr.register_persister(persister)
-    vcr_compat.add_custom_patch(vcr, stubs, "_deserialize_response", stream_replaying_httpx_response)
+    replay_streams_by_event(vcr)
     return persister

@@ -84,8 +84,8 @@ class AtomicPersister:
                 if self.age is not None and self.age.rerecords(path, data):
                     raise CassetteNotFoundError()  # recorded anew; the old file stays until the new one replaces it
                 self._loaded[str(path)] = (recorded_at(data), [_same(item) for item in data["interactions"]])
-                if self.inner is None:
-                    return _honest(loaded)  # parsed once: checked and converted from the same data
+                if not getattr(self.inner, "extra_paths", None):  # parsed once: checked and converted from one parse
+                    return _honest(loaded)
             elif not getattr(self.inner, "extra_paths", None):  # pytest-recording's loader fails on it
                 raise CassetteNotFoundError()  # an empty file is no recording yet, as for the recorded fixture
         elif self.inner is None:

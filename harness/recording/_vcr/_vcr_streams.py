@@ -1,7 +1,7 @@
 """A recorded reply as its events: the one stream type of record-replay, and a cut stream refused.
 
 A streamed body is split where its events end (:func:`event_chunks`: SSE events, AWS
-event-stream messages) and handed over one event at a time by :class:`EventChunks`, to httpx2,
+event-stream messages, NDJSON lines) and handed over one event at a time by :class:`EventChunks`, to httpx2,
 to botocore, and in vcrpy's own httpx stub (vcrpy#597), so a replayed stream reaches the SDK at the
 boundaries it was recorded with. A body that ends inside an event (:func:`cut_tail`,
 :func:`stream_cut`) would replay as a shorter reply and no error: :func:`cut_stream_error` says so.
@@ -19,7 +19,7 @@ from harness.wire import header_values, outer_coding
 
 
 def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
-    """A recorded body split where its events end: SSE events, AWS event-stream messages, else one chunk.
+    """A recorded body split where its events end: SSE events, AWS event-stream messages, NDJSON lines, else one chunk.
 
     The chunks joined are the body; a cut last event stays as the last chunk, as it arrived.
     """
@@ -27,6 +27,8 @@ def event_chunks(body: bytes, content_type: str | None) -> list[bytes]:
         return wire.sse_events(body)
     if _media(content_type) == wire.EVENTSTREAM:
         return wire.eventstream_messages(body)
+    if _media(content_type) == wire.NDJSON:
+        return wire.ndjson_lines(body)
     return [body] if body else []
 
 
@@ -48,6 +50,9 @@ def cut_tail(body: bytes, content_type: str | None) -> int:
     if _media(content_type) == wire.EVENTSTREAM:
         last = wire.eventstream_messages(body)[-1:]
         return len(last[0]) if last and wire.eventstream_payload(last[0]) is None else 0
+    if _media(content_type) == wire.NDJSON:
+        lines = wire.ndjson_lines(body)[-1:] or [b""]
+        return 0 if wire.ndjson_whole(lines[0]) else len(lines[0])
     return 0
 
 

@@ -243,7 +243,7 @@ def test_the_exercised_table_tells_arguments_that_fail_the_schema_from_valid_cal
     # Before: every call naming a listed tool was counted as a "valid call", whatever its arguments.
     done = fuzz(tmp_path, "--agent", "tests.harness.agents.planted:agent", "--examples", "40")
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = dict(re.findall(r"replies: ([a-z -]+?)\s*│\s*(\d+)", done.stdout))
+    rows = dict(re.findall(r"replies \(\w+\): ([a-z -]+?)\s*│\s*(\d+)", done.stdout))
     assert int(rows.get("invalid arguments", 0)) > 0, done.stdout
     assert int(rows.get("valid call", 0)) > 0, done.stdout
 
@@ -350,12 +350,15 @@ def test_a_deviation_for_invalid_arguments_covers_what_follows_a_call_failing_it
         "turns:\n  - calls: [{name: add, args: {a: two, b: 3}, id: call_1}]\n  - Done.\n"
     )
     why = "a call its schema refuses is dropped, and the model asked again"
-    declared = [Deviation(w, why, kinds=("invalid arguments",)) for w in ("W1", "W2")]
+    # the one reply breaks W1 (no result) and W2 (its call gone from the history): one finding,
+    # which one deviation declared for that reply covers (before: one deviation per invariant)
+    declared = [Deviation("W1", why, kinds=("invalid arguments",))]
     run, judgement = replay_agent(forgets_calls, scenario, deviations=declared)
     assert run.returned == "Done." and judgement.ok, [str(v) for v in judgement.violations]
-    assert {v.invariant for v, _ in judgement.declared} == {"W1", "W2"}
-    # the same agent after a call that fits the schema is not covered
+    assert [v.invariants for v, _ in judgement.declared] == [("W1", "W2")]
+    # the same agent after a call that fits the schema is not covered: still one finding
     scenario.write_text(scenario.read_text().replace("a: two", "a: 2"))
     _, valid = replay_agent(forgets_calls, scenario, deviations=declared)
-    assert {v.invariant for v in valid.violations} == {"W1", "W2"}
-    assert all(v.kinds == ("valid call",) for v in valid.violations)
+    (finding,) = valid.violations
+    assert finding.invariants == ("W1", "W2") and "the same reply also broke W2 at request 2" in str(finding)
+    assert all(v.kinds == ("valid call",) for v in (finding, *finding.also))

@@ -53,6 +53,7 @@ def test_each_finding_still_reproduces_on_the_pinned_version(path: Path) -> None
     _, judgement = replay_agent(agent, scenario)
     # a declared deviation still shows: the declaration is still needed
     seen = [*judgement.violations, *(v for v, _ in judgement.declared)]
+    seen = [v for finding in seen for v in (finding, *finding.also)]  # one finding per cause: each it broke
     found = [(v.invariant, v.tier) for v in seen]
     saved = scenario.meta["violation"]
     assert (saved["invariant"], saved["tier"]) in found, (path.name, [str(v) for v in judgement.violations])

@@ -1,6 +1,6 @@
 """The JavaScript frameworks through the wire: each agent of ``tests/node/agents`` fuzzed by a
 default campaign (100 conversations, seed 21) through the installed ``harness fuzz --agent-cmd``,
-its verdict the one ``docs/wire-campaigns.md`` documents ("The JavaScript frameworks"): held, or
+its verdict the one ``docs/wire-findings.md`` documents ("The JavaScript frameworks"): held, or
 the finding with its invariant and tier (and its saved scenario, which this suite's conftest
 replays). And the TypeScript new user's path: the docs' agent file, in an empty project, fuzzed by
 the docs' command.
@@ -33,7 +33,7 @@ from tests.harness.support import console_script
 ROOT = Path(__file__).resolve().parents[3]
 NODE = ROOT / "tests" / "node"
 AGENTS = NODE / "agents"
-DOCS = ROOT / "docs" / "wire-campaigns.md"
+DOCS = ROOT / "docs" / "wire-any-language.md"
 README = ROOT / "README.md"
 T = TypeVar("T")
 
@@ -120,7 +120,7 @@ def test_each_js_framework_agent_gets_its_documented_verdict(agent: str, tmp_pat
 def docs_agent() -> str:
     """The agent file of the docs' TypeScript path (the block after its ``agent.mjs`` marker)."""
     found = re.search(r"<!-- ts-agent: agent\.mjs[^>]*-->\n```js\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
-    assert found is not None, "docs/wire-campaigns.md's TypeScript path shows agent.mjs"
+    assert found is not None, "docs/wire-any-language.md's TypeScript path shows agent.mjs"
     return found.group(1)
 
 

@@ -88,9 +88,9 @@ def test_invalid_input_is_served_only_to_a_hostile_campaign_and_its_finding_says
     assert code == 1, output
     shown = " ".join(output.split())
     assert re.search(
-        r"W2 at request \d+: message \d+, reply \d+'s calls, came back changed: "
-        r"tool_calls\[\]\.id (call_\d+) \(\w+ .*\) was sent twice; "
-        r"tool_calls\[\]\.id \1 \(\w+ .*\) was lost \[tier: invalid\]",
+        r"W2 at request \d+: message \d+, reply \d+'s calls: "
+        r"tool_calls\[\]\.id (call_\d+) \(\w+ .*\) was duplicated: sent twice; "
+        r"tool_calls\[\]\.id \1 \(\w+ .*\) was dropped \[tier: invalid\]",
         shown,
     ), output
     saved = next((tmp_path / "wire").glob("W2-*.yaml"))
@@ -146,7 +146,12 @@ def test_every_reply_kind_says_who_could_send_it() -> None:
     from harness.agents import KINDS, TIERS, kinds_for, tier_of
 
     assert {tier_of(kind) for kind in KINDS} == set(TIERS)
-    assert set(KINDS) - set(kinds_for()) == {"duplicate ids", "unused status"}
+    assert set(KINDS) - set(kinds_for()) == {
+        "duplicate ids",
+        "unused status",
+        "invalid arguments to a strict tool",
+        "non-JSON arguments to a strict tool",
+    }
     assert kinds_for(hostile=True) == KINDS
     assert {k: tier_of(k) for k in ("cut stream", "dropped connection", "cut inside an event", "error status")} == {
         "cut stream": "network",

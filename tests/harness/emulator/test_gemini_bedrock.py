@@ -120,6 +120,8 @@ def test_routes_are_the_paths_the_sdks_send_in_starlette_syntax() -> None:
     assert [(r.endpoint, r.path) for r in bedrock.ROUTES] == [
         ("converse", "/model/{modelId:path}/converse"),
         ("converse-stream", "/model/{modelId:path}/converse-stream"),
+        ("invoke", "/model/{modelId:path}/invoke"),
+        ("invoke-with-response-stream", "/model/{modelId:path}/invoke-with-response-stream"),
     ]
     assert {r.method for r in (*gemini.ROUTES, *bedrock.ROUTES)} == {"POST"}
 

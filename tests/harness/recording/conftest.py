@@ -16,3 +16,13 @@ def _keep_the_suite_offline_guard() -> Iterator[None]:
     saved = socket.socket.connect, socket.socket.connect_ex, socket.socketpair
     yield
     socket.socket.connect, socket.socket.connect_ex, socket.socketpair = saved  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _projects_ask_for_the_strict_vcr_marker(request: pytest.FixtureRequest) -> None:
+    """The pytester projects here check the harness's behaviour under the plain ``vcr`` marker, which
+    a project gets by asking (``harness_vcr = strict``): each one asks. A test that writes an ini of
+    its own says it there too. tests/harness/pytest_plugin/test_good_citizen.py checks a project
+    that does not ask."""
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester").makeini("[pytest]\nharness_vcr = strict\n")

@@ -166,8 +166,8 @@ def test_the_bedrock_region_of_another_host_comes_from_the_signatures_scope() ->
         ("POST", f"{GEMINI}/v1beta/models/gemini-x:countTokens", "no backend for the Gemini method countTokens"),
         (
             "POST",
-            "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke",
-            "no backend for the Bedrock operation invoke",
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/count-tokens",
+            "no backend for the Bedrock operation count-tokens",
         ),
     ],
 )

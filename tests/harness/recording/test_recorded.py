@@ -89,7 +89,7 @@ def sentinel_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def _project(pytester: pytest.Pytester, provider: str, endpoint: str, stream: bool) -> Path:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\nharness_vcr = strict\n")
     pytester.makepyfile(test_agent=AGENT.format(provider=provider, endpoint=endpoint, stream=stream, answer=ANSWER))
     return pytester.path / "cassettes" / "test_agent" / "test_agent.yaml"
 
@@ -368,7 +368,7 @@ def test_keys_env_records_with_the_environments_key_and_replays_without_one(
     pytester: pytest.Pytester, sentinel_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # one project, a test module per provider and endpoint (each agent asks recorded(..., keys="env"))
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\nharness_vcr = strict\n")
     modules = {
         f"test_{provider}_{endpoint.replace('.', '_').replace('-', '_')}": AGENT.format(
             provider=provider, endpoint=endpoint, stream=stream, answer=ANSWER

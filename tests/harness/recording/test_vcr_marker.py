@@ -1,5 +1,6 @@
 """The plain ``@pytest.mark.vcr`` marker, as a user's project meets it: SDK clients of its own,
-vcrpy's global patches, pytest-recording's record modes, the harness's checks plugged in.
+vcrpy's global patches, pytest-recording's record modes, the harness's checks plugged in when the
+project opts in (``harness_vcr = strict``): each project here that checks them says so.
 """
 
 from __future__ import annotations
@@ -77,13 +78,26 @@ from harness.script import turn
 @pytest.mark.vcr
 @pytest.mark.allow_model_requests
 def test_streamed():
+    from fallback import swallowing
+
     with Emulator(turn.text("hello from a streamed reply")) as emulator:
-        try:
-            text = asyncio.run(ask(emulator.base_url))
-        except Exception:  # code under test that swallows what its client raised
-            text = "failed"
+        text = swallowing(lambda: asyncio.run(ask(emulator.base_url)))
     print("TEXT", text)
 """
+
+FALLBACK = """
+def swallowing(call):
+    try:
+        return call()
+    except Exception:  # code under test that swallows what its client raised
+        return "failed"
+"""
+"""The project's code under test that hides every error of its client: a module of its own, since an
+error the test module itself catches is the test's business."""
+
+
+STRICT = "[pytest]\nharness_vcr = strict\n"
+"""The ini of a project that asks for the harness's checks under the plain vcr marker."""
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -117,7 +131,8 @@ def _fresh(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_a_stream_cut_inside_its_last_event_fails_under_the_plain_vcr_marker(pytester: pytest.Pytester) -> None:
     # one project, one test module per wire (three sessions for all five, not three each); each
     # wire's cut is its own failure naming its cassette
-    pytester.makepyfile(**{f"test_{wire}": MARKED.format(ask=ask) for wire, ask in STREAMED.items()})
+    pytester.makeini(STRICT)
+    pytester.makepyfile(fallback=FALLBACK, **{f"test_{wire}": MARKED.format(ask=ask) for wire, ask in STREAMED.items()})
     cassettes = {wire: pytester.path / "cassettes" / f"test_{wire}" / "test_streamed.yaml" for wire in STREAMED}
     _fresh(pytester, "--record-mode=once").assert_outcomes(passed=len(STREAMED))
     whole = _fresh(pytester, "--record-mode=none", "-s")
@@ -150,6 +165,7 @@ def test_plain():
 
 
 def test_an_unknown_vcr_config_option_of_a_plain_vcr_test_names_the_closest(pytester: pytest.Pytester) -> None:
+    pytester.makeini(STRICT)
     pytester.makepyfile(test_plain=PLAIN_TYPO)
     result = pytester.runpytest("-p", "no:cacheprovider", "-q", "-rN")
     result.assert_outcomes(errors=1)
@@ -178,6 +194,7 @@ def test_plain():
 def test_an_empty_cassette_file_is_no_recording_yet_under_the_plain_vcr_marker(pytester: pytest.Pytester) -> None:
     # an editor or a killed `touch` leaves it; pytest-recording's loader failed on it with a bare
     # TypeError ('NoneType' object is not subscriptable); the recorded fixture reads it as absent
+    pytester.makeini(STRICT)
     pytester.makepyfile(test_plain=EMPTY_FILE)
     cassette = pytester.path / "cassettes" / "test_plain" / "test_plain.yaml"
     cassette.parent.mkdir(parents=True)
@@ -194,6 +211,7 @@ def test_an_empty_cassette_file_is_no_recording_yet_under_the_plain_vcr_marker(p
 SWALLOWED = """
 import os, pytest
 import openai
+from fallback import swallowing
 from harness.emulator import Emulator
 from harness.script import turn
 
@@ -201,10 +219,21 @@ from harness.script import turn
 def test_swallowed():
     with Emulator(turn.text("ok")) as emulator:
         client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
-        try:  # code under test that turns every client error into a fallback
-            client.chat.completions.create(model="m", messages=[{"role": "user", "content": os.environ["ASK"]}])
-        except Exception:
-            pass
+        ask = [{"role": "user", "content": os.environ["ASK"]}]
+        swallowing(lambda: client.chat.completions.create(model="m", messages=ask))
+
+@pytest.mark.vcr
+def test_caught():
+    import vcr.errors
+
+    with Emulator(turn.text("ok")) as emulator:
+        client = openai.OpenAI(base_url=emulator.base_url + "/v1", api_key="k", max_retries=0)
+        ask = [{"role": "user", "content": os.environ["ASK"]}]
+        if os.environ["ASK"] == "hi":
+            client.chat.completions.create(model="m", messages=ask)
+        else:  # the test expects the refusal: its own business, not a failure
+            with pytest.raises(vcr.errors.CannotOverwriteExistingCassetteException):
+                client.chat.completions.create(model="m", messages=ask)
 """
 
 
@@ -213,12 +242,13 @@ def test_a_request_the_cassette_cannot_answer_fails_once_even_when_the_code_swal
 ) -> None:
     # as under the recorded fixture: vcrpy raised its CannotOverwriteExistingCassetteException into
     # the code under test, which caught it, and the test passed with nothing replayed
-    pytester.makepyfile(test_swallowed=SWALLOWED)
+    pytester.makeini(STRICT)
+    pytester.makepyfile(test_swallowed=SWALLOWED, fallback=FALLBACK)
     monkeypatch.setenv("ASK", "hi")
-    _run(pytester, "--record-mode=once").assert_outcomes(passed=1)
+    _run(pytester, "--record-mode=once").assert_outcomes(passed=2)
     monkeypatch.setenv("ASK", "changed")
     result = _run(pytester, "--record-mode=none")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=1, passed=1)  # swallowed by the code under test; caught by the test
     output = result.stdout.str()
     assert output.count("Can't play back this request: no recorded interaction matches it") == 1, output
     assert 'sent "changed", recorded "hi"' in output
