@@ -127,6 +127,7 @@ class SeededReplies:
     names: dict[str, str] = field(default_factory=dict)
     fresh: int = 0
     ids: int = 0
+    drawn: list[ModelTurn] = field(default_factory=list)
     final: ModelTurn | None = None
 
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
@@ -160,12 +161,18 @@ class SeededReplies:
         return self.seed.replies[step]
 
     def _fresh(self) -> ModelTurn:
-        if self.data is None or self.fresh >= self.max_replies:
+        """A reply drawn once the agent left the recording; without ``data`` (a replay), the ones a
+        run drew before (``drawn``), in order."""
+        if self.fresh >= (self.max_replies if self.data is not None else len(self.drawn)):
             self.final = FINAL
             return FINAL
         self.fresh += 1
+        if self.data is None:
+            return self.drawn[self.fresh - 1]
         drawn = self.data.draw(unnumbered(self.seed.menu, self.seed.provider, self.hostile), label="fresh reply")
-        return numbered(drawn, self._next_id)
+        reply = numbered(drawn, self._next_id)
+        self.drawn.append(reply)
+        return reply
 
     def _next_id(self) -> str:
         """A fresh call id in the wire's style that no recorded call has."""

@@ -21,14 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, _Exploration, tally
+from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, SHRINK_RUNS, _Exploration, tally
 from harness.agents._campaign_result import AgentCampaignResult, AgentStats, WireFailure, WireViolationError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, REQUEST_SLACK, Run, Serving, agent_name, serving
+from harness.agents._replies import kind_of
 from harness.agents._seeded._mutations import Mutation, SeededReplies, mutations
 from harness.agents._seeded._seed import Seed, chosen_seeds
 from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
 from harness.campaigns import DEFAULT_SEED
+from harness.scenarios import ModelTurn
+
+SEEDED_SHRINK_RUNS = 40
+"""Runs of the agent Hypothesis may spend shrinking a seeded failure: its search is small (at most
+three mutations, each of a few kinds), and each run replays the whole recording."""
 
 
 @dataclass
@@ -126,6 +132,7 @@ def _campaign(
 ) -> SeededCampaign:
     check, tried = _checker(agent, served, recorded, chosen)
     exploring = _Exploration(check, on_example)
+    exploring.attempts = SHRINK_RUNS - SEEDED_SHRINK_RUNS  # the shrinker's budget counts up from here
     outcome = SeededCampaign(recorded, AgentCampaignResult(chosen.name, exploring.stats, chosen.seed, False))
     run = _converse(agent, served, recorded, SeededReplies(recorded, {}), chosen, faults=0)
     judgement = judge(run, chosen.deviations)
@@ -136,11 +143,15 @@ def _campaign(
     elif chosen.examples > 1:
         exploring.explore(chosen.examples - 1, chosen.seed, chosen.name)
         outcome.mutated = exploring.stats.conversations - 1
-        if exploring.failing:  # Hypothesis ran the minimal example last
+        if exploring.failing:  # Hypothesis ran the minimal example last; then whole mutations go, where they can
             minimal = exploring.failing[-1]
-            planned = tried[id(minimal)]
+            planned, drawn = tried[id(minimal)]
+            run, judgement, planned, fresh = _fewer_mutations(agent, served, recorded, chosen, minimal, planned, drawn)
             outcome.mutations = [m.name(recorded) for m in planned]
-            outcome.result.failure = _failure(minimal.run, minimal.judgement, recorded, chosen, planned)
+            if fresh:  # what the agent was served once it left the recording belongs to the finding too
+                kinds = ", ".join(kind_of(reply, recorded.provider) for reply in fresh)
+                outcome.mutations.append(f"then, once the agent left the recording, drawn replies: {kinds}")
+            outcome.result.failure = _failure(run, judgement, recorded, chosen, planned)
             exploring.stats.shrinking_seconds = time.perf_counter() - exploring.started - exploring.stats.seconds
     tally(exploring.stats, served)
     outcome.result.in_process = served.in_process and not exploring.stats.bypassed
@@ -149,10 +160,10 @@ def _campaign(
 
 def _checker(
     agent: Callable[..., Any], served: Serving, recorded: Seed, chosen: _Options
-) -> tuple[Callable[[Any], tuple[Run, Judgement]], dict[int, list[Mutation]]]:
+) -> tuple[Callable[[Any], tuple[Run, Judgement]], dict[int, tuple[list[Mutation], list[ModelTurn]]]]:
     """The Hypothesis example: mutations drawn, the run judged; each failure's mutations kept by
     the failure's id, so the minimal one can be named."""
-    tried: dict[int, list[Mutation]] = {}
+    tried: dict[int, tuple[list[Mutation], list[ModelTurn]]] = {}
     strategy = mutations(recorded, chosen.hostile)
 
     def check(data: Any) -> tuple[Run, Judgement]:
@@ -163,11 +174,43 @@ def _checker(
         judgement = judge(run, chosen.deviations)
         if judgement.violations:
             error = WireViolationError(judgement, run, scenario_of(run, chosen.name, judgement))
-            tried[id(error)] = planned
+            tried[id(error)] = (planned, replies.drawn)
             raise error
         return run, judgement
 
     return check, tried
+
+
+def _fewer_mutations(
+    agent: Callable[..., Any],
+    served: Serving,
+    recorded: Seed,
+    chosen: _Options,
+    found: WireViolationError,
+    planned: list[Mutation],
+    drawn: list[ModelTurn],
+) -> tuple[Run, Judgement, list[Mutation], list[ModelTurn]]:
+    """The failure with every mutation it does not need removed, one at a time (a removal is kept
+    when the same invariant still breaks): Hypothesis's shrinker does this too, within its budget
+    of runs, and a replay without one mutation is one run. The replies the failing run drew once it
+    left the recording are served again, in order, where the agent leaves it again."""
+    invariant = found.judgement.violations[0].invariant
+    best = (found.run, found.judgement, planned, drawn)
+    removing = True
+    while removing and len(best[2]) > 1:
+        removing = False
+        for index in range(len(best[2])):
+            candidate = best[2][:index] + best[2][index + 1 :]
+            replies = SeededReplies(recorded, {m.step: m for m in candidate}, None, chosen.hostile, drawn=list(drawn))
+            faults = sum(m.change == "fault before" for m in candidate)
+            run = _converse(agent, served, recorded, replies, chosen, faults)
+            judgement = judge(run, chosen.deviations)
+            same = [v for v in judgement.violations if v.invariant == invariant]
+            if same:
+                served_fresh = drawn[: replies.fresh]
+                best, removing = (run, Judgement((same[0],), judgement.declared), candidate, served_fresh), True
+                break
+    return best
 
 
 def _converse(

@@ -217,7 +217,7 @@ def test_a_bedrock_recording_seeds_with_the_wires_own_faults() -> None:
 
     from harness.agents._seeded._mutations import mutations
 
-    @settings(max_examples=30, database=None, derandomize=True)
+    @settings(max_examples=10, database=None, derandomize=True)
     @given(mutations(seeds[0], hostile=False))
     def no_retry_after(drawn: list[Any]) -> None:
         for mutation in drawn:
