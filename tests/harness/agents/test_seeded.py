@@ -185,7 +185,7 @@ def test_an_agent_cmd_is_seeded_from_a_recording(chat_cassette: Path, tmp_path: 
 
 
 WIRES = {
-    "responses": planted.referencing_responses_agent,
+    "responses": planted.responses_agent,  # a chain linked by previous_response_id: one conversation
     "anthropic": planted.anthropic_agent,
     "gemini": planted.gemini_agent,
 }
@@ -224,3 +224,19 @@ def test_a_bedrock_recording_seeds_with_the_wires_own_faults() -> None:
             assert "retry_after" not in dict(mutation.served.wire), mutation  # Bedrock's throttling has none
 
     no_retry_after()
+
+
+def test_the_recording_is_followed_while_requests_match_it_and_left_once_they_do_not(chat_cassette: Path) -> None:
+    from harness.agents._conversation import serving
+    from harness.agents._seeded._mutations import Mutation, SeededReplies
+
+    (seed,) = read_seeds(chat_cassette)
+    outside = ModelTurn(calls=(Call("add", {"a": "one"}, id="call_1"),))  # its result comes back as error text
+    elsewhere = ModelTurn(calls=(Call("lookup", {"word": "x"}, id="call_x"),))  # a result of another tool
+    with serving(planted.agent) as served:
+        kept = SeededReplies(seed, {0: Mutation(0, "arguments", outside)})
+        run = served.converse(planted.agent, kept, prompt=seed.prompt, request_bound=12, time_bound=10)
+        assert kept.diverged_at is None and run.replies == [outside, *seed.replies[1:]]
+        left = SeededReplies(seed, {0: Mutation(0, "replaced", elsewhere)})
+        run = served.converse(planted.agent, left, prompt=seed.prompt, request_bound=12, time_bound=10)
+        assert left.diverged_at == 2 and len(run.replies) == 2  # no data to draw from: the final answer
