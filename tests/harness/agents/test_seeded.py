@@ -39,17 +39,18 @@ DEEP = [ModelTurn(calls=(Call("add", {"a": n, "b": 1}, id=f"call_{n}"),)) for n 
 EXAMPLES = 12
 
 
-def record(path: Path, agent: Callable[..., Any], turns: list[ModelTurn], prompt: str = PROMPT) -> Path:
-    """``agent``'s conversation with the emulator serving ``turns``, recorded as a cassette."""
-    emulator = Emulator(script_of(turns))
+def record(path: Path, agent: Callable[..., Any], turns: list[ModelTurn], *prompts: str) -> Path:
+    """``agent``'s conversations with the emulator serving ``turns`` (once per prompt), recorded as a cassette."""
+    emulator = Emulator(script_of(turns * max(1, len(prompts))))
     base_url = emulator.start()
     try:
         with vcr.use_cassette(str(path), record_mode="all", filter_headers=["authorization", "x-api-key"]):
-            answer = agent(prompt, base_url=base_url, api_key="sk-test")
-            if hasattr(answer, "__await__"):
-                import asyncio
+            for prompt in prompts or (PROMPT,):
+                answer = agent(prompt, base_url=base_url, api_key="sk-test")
+                if hasattr(answer, "__await__"):
+                    import asyncio
 
-                answer = asyncio.run(answer)
+                    asyncio.run(answer)
     finally:
         emulator.stop()
     assert path.is_file(), "the recording was not written"
@@ -240,3 +241,13 @@ def test_the_recording_is_followed_while_requests_match_it_and_left_once_they_do
         left = SeededReplies(seed, {0: Mutation(0, "replaced", elsewhere)})
         run = served.converse(planted.agent, left, prompt=seed.prompt, request_bound=12, time_bound=10)
         assert left.diverged_at == 2 and len(run.replies) == 2  # no data to draw from: the final answer
+
+
+def test_each_conversation_of_a_cassette_runs_in_turn_and_conversation_picks_one(tmp_path: Path) -> None:
+    turns = [ModelTurn(calls=(Call("add", {"a": 1, "b": 1}, id="call_1"),)), ModelTurn(text="2.")]
+    cassette = record(tmp_path / "two.yaml", planted.agent, turns, "First question?", "Second question?")
+    assert [seed.prompt for seed in read_seeds(cassette)] == ["First question?", "Second question?"]
+    both = run_seeded_campaign(planted.agent, cassette, examples=1, save=False)
+    assert [(c.seed.number, c.result.failure) for c in both] == [(1, None), (2, None)]
+    (second,) = run_seeded_campaign(planted.agent, cassette, conversation=2, examples=1, save=False)
+    assert second.seed.prompt == "Second question?" and second.result.stats.conversations == 1
