@@ -568,3 +568,42 @@ def make_deep(defect: str) -> Callable[..., str]:
 deep_retry_without_wait = make_deep("retry_without_wait")
 deep_return_cut_text = make_deep("return_cut_text")
 """Each deep defect by name, for ``harness fuzz --agent tests.harness.agents.planted:NAME --from-cassette FILE``."""
+
+
+def bedrock_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The loop on Bedrock's Converse API through ``boto3`` (one attempt: botocore's own retries
+    would back off for seconds on every drawn error status)."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=base_url,
+        config=Config(retries={"max_attempts": 0}),
+        region_name="us-east-1",
+        aws_access_key_id="emulated",
+        aws_secret_access_key="emulated",
+    )
+    specs = [
+        {"toolSpec": {"name": t["function"]["name"], "inputSchema": {"json": t["function"]["parameters"]}}}
+        for t in TOOLS
+    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": prompt}]}]
+    for _ in range(20):
+        reply = client.converse(modelId="m-1", messages=messages, toolConfig={"tools": specs})
+        content = reply["output"]["message"]["content"]
+        uses = [block["toolUse"] for block in content if "toolUse" in block]
+        if not uses:
+            return "".join(block.get("text", "") for block in content)
+        messages.append({"role": "assistant", "content": content})
+        results = [
+            {
+                "toolResult": {
+                    "toolUseId": u["toolUseId"],
+                    "content": [{"text": _execute(u["name"], json.dumps(u["input"]))}],
+                }
+            }
+            for u in uses
+        ]
+        messages.append({"role": "user", "content": results})
+    raise RuntimeError("no answer after 20 rounds")

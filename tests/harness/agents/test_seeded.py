@@ -189,6 +189,7 @@ WIRES = {
     "responses": planted.responses_agent,  # a chain linked by previous_response_id: one conversation
     "anthropic": planted.anthropic_agent,
     "gemini": planted.gemini_agent,
+    "bedrock": planted.bedrock_agent,
 }
 
 
@@ -205,26 +206,31 @@ def test_a_recording_of_each_wire_seeds_a_campaign(tmp_path: Path, wire: str) ->
     (seeded,) = run_seeded_campaign(WIRES[wire], cassette, examples=3, seed=0, save=False)
     assert not seeded.recording_fails, seeded.finding()
     assert seeded.mutated == 2 and seeded.result.stats.reached >= 1
+    if wire == "bedrock":
+        _no_retry_after_on_bedrock(seed)
 
 
-def test_a_bedrock_recording_seeds_with_the_wires_own_faults() -> None:
+def test_a_third_party_bedrock_recording_is_read_as_a_seed() -> None:
     folder = SHARED / "bedrock"
     if not folder.is_dir():
         pytest.skip(f"the shared provider cassettes are not here ({folder})")
-    path = folder / "openinference__oi-bedrock__cassettes__test_converse_tool_use_message.yaml"
-    seeds = read_seeds(path)
-    assert seeds and seeds[0].provider == "bedrock" and seeds[0].replies
+    (seed, *_) = read_seeds(folder / "openinference__oi-bedrock__cassettes__test_converse_tool_use_message.yaml")
+    assert seed.provider == "bedrock" and seed.prompt and seed.menu and seed.replies
+
+
+def _no_retry_after_on_bedrock(seed: Any) -> None:
+    """Bedrock's throttling carries no ``Retry-After``: a fault drawn for its wire has none either."""
     from hypothesis import given
 
     from harness.agents._seeded._mutations import mutations
 
     @settings(max_examples=10, database=None, derandomize=True)
-    @given(mutations(seeds[0], hostile=False))
-    def no_retry_after(drawn: list[Any]) -> None:
-        for mutation in drawn:
-            assert "retry_after" not in dict(mutation.served.wire), mutation  # Bedrock's throttling has none
+    @given(mutations(seed, hostile=False))
+    def drawn(planned: list[Any]) -> None:
+        for mutation in planned:
+            assert "retry_after" not in dict(mutation.served.wire), mutation
 
-    no_retry_after()
+    drawn()
 
 
 def test_the_recording_is_followed_while_requests_match_it_and_left_once_they_do_not(chat_cassette: Path) -> None:
