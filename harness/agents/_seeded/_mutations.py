@@ -73,7 +73,9 @@ def _mutation(draw: st.DrawFn, seed: Seed, step: int, hostile: bool) -> Mutation
     if change == "fault before":
         return _fault(draw, seed, step)
     if change == "replaced":
-        reply = draw(unnumbered(seed.menu, seed.provider, hostile), label="reply")
+        drawn_reply = draw(unnumbered(seed.menu, seed.provider, hostile), label="reply")
+        ids = iter(range(1, 3))  # ids in the wire's style that no recorded call has
+        reply = numbered(drawn_reply, lambda: f"{_prefix(seed.provider)}mutated{step + 1}_{next(ids)}")
         return Mutation(step, change, reply, f"replaced by {_kind(reply, seed.provider)}")
     first = recorded.calls[0]
     schema = next((tool.schema for tool in seed.menu if tool.name == first.name), {})
@@ -102,6 +104,10 @@ def _fault(draw: st.DrawFn, seed: Seed, step: int) -> Mutation:
         wire += (("retry_after", wait),)
         said += f" with Retry-After: {wait:g} s"
     return Mutation(step, "fault before", ModelTurn(kind="error", message=f"emulated {status}", wire=wire), said)
+
+
+def _prefix(provider: str) -> str:
+    return {"anthropic": "toolu_", "bedrock": "tooluse_"}.get(provider, "call_")
 
 
 def _kind(reply: ModelTurn, provider: str) -> str:
@@ -177,4 +183,4 @@ class SeededReplies:
     def _next_id(self) -> str:
         """A fresh call id in the wire's style that no recorded call has."""
         self.ids += 1
-        return f"{'toolu_' if self.seed.provider == 'anthropic' else 'call_'}fresh{self.ids}"
+        return f"{_prefix(self.seed.provider)}fresh{self.ids}"
