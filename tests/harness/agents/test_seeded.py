@@ -84,6 +84,7 @@ def test_a_defect_past_the_fourth_round_is_found_from_a_recording_and_missed_fro
     assert failure.path is not None
     saved = Scenario.from_yaml(failure.path)
     assert saved.prompts == (PROMPT,) and saved.meta["seeded_from"]["mutations"] == [mutation]
+    assert len(Emulator.from_file(failure.path).script) == len(failure.run.replies)  # what harness emulate serves
     _, judgement = replay_agent(agent, failure.path)
     assert invariant in {v.invariant for v in judgement.violations}
     # the same budget at the same seed, from scratch: the conversations are too short to reach the defect
