@@ -21,6 +21,7 @@ Imported only when a wire campaign runs (``fuzz_command`` imports it then): ``ha
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -511,14 +512,22 @@ def fuzz_seeded(
         console.print(f"[bold yellow]INCONCLUSIVE: UNSTEADY AGENT[/] (exit {INCONCLUSIVE})", highlight=False)
         say(console, str(exc))
         return INCONCLUSIVE
-    codes = [_report(console, campaign, agent, chosen) for campaign in found]
+    codes = [_report(console, campaign, agent, chosen, len(found)) for campaign in found]
     return VIOLATION if VIOLATION in codes else max(codes, default=0)
 
 
-def _report(console: Any, campaign: Any, agent: Any, chosen: WireOptions) -> int:
+def _report(console: Any, campaign: Any, agent: Any, chosen: WireOptions, conversations: int) -> int:
+    """One conversation's summary, verdict, finding and page (``--html``: one page per conversation
+    when the cassette holds several, ``NAME-conversation-N.html``)."""
     console.print()
     say(console, campaign.headline())
-    code = _print_wire_verdict(console, campaign.result, agent, chosen)
+    code = _print_wire_verdict(console, campaign.result, agent, dataclasses.replace(chosen, html=None))
+    if chosen.html is not None:
+        page = chosen.html
+        if conversations > 1:
+            page = page.with_name(f"{page.stem}-conversation-{campaign.seed.number}{page.suffix}")
+        _write_wire_report(page, campaign.result, campaign.command, chosen.deviations)
+        say(console, f"page: {page}")
     finding = campaign.finding()
     if finding is not None:
         say(console, f"finding: {finding}")

@@ -49,6 +49,8 @@ class SeededCampaign:
     """Example 0 failed: the recorded conversation itself breaks an invariant."""
     mutations: list[str] = field(default_factory=list)
     """The failure's mutations, each named by its recorded step."""
+    command: str = ""
+    """The command that runs this conversation's campaign again."""
 
     def headline(self) -> str:
         """What ran, in one line: example 0 and the mutated examples."""
@@ -116,10 +118,10 @@ def run_seeded_campaign(
         for recorded in seeds:
             campaign = _campaign(agent, served, recorded, chosen, on_example)
             found.append(campaign)
+            campaign.command = _found_by(target or f"--agent {chosen.name}", cassette, recorded, chosen)
             failure = campaign.result.failure
             if failure is not None and save:
-                command = _found_by(target or f"--agent {chosen.name}", cassette, recorded, chosen)
-                failure.path = save_wire_regression(failure, save_dir, command)
+                failure.path = save_wire_regression(failure, save_dir, campaign.command)
     return found
 
 

@@ -112,12 +112,16 @@ def test_harness_fuzz_from_cassette_reports_example_0_the_mutated_examples_and_t
 ) -> None:
     agent = "tests.harness.agents.planted:deep_retry_without_wait"
     args = ["fuzz", "--agent", agent, "--from-cassette", str(chat_cassette), "--examples", str(EXAMPLES)]
-    result = CliRunner().invoke(main, [*args, "--seed", "0", "--save-dir", str(tmp_path), "--conversation", "1"])
+    page = tmp_path / "seeded.html"
+    args += ["--seed", "0", "--save-dir", str(tmp_path), "--conversation", "1", "--html", str(page)]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output
     flat = " ".join(result.output.split())
     assert "example 0 was the recording unchanged" in flat and "mutated examples ran" in flat
     assert "finding: W6 after: recorded reply" in flat
     assert load_wire_regressions(tmp_path, agent)
+    shown = page.read_text(encoding="utf-8")  # the page says how to run this seeded campaign again
+    assert "harness-timeline" in shown and f"--from-cassette {chat_cassette} --conversation 1 --seed 0" in shown
 
 
 @pytest.mark.parametrize(
