@@ -191,6 +191,10 @@ class _Plan:
                     f"--script {failure.path})"
                 )
                 raise WireViolationError(failure.judgement, failure.run, failure.scenario, notes + _raised(failure.run))
+            reasons = inconclusive(seeded.result.stats)
+            if reasons:  # green means tested, seeded or not
+                said = [f"{self.name}: {seeded.headline()}: {_exit_said(INCONCLUSIVE)}", *(f"- {r}" for r in reasons)]
+                raise AssertionError("\n".join(said))
 
     def _failed(self, found: WireViolationError, served: Any, stats: AgentStats) -> WireViolationError:
         """The failure, with whole replies removed where they can be, saved where the next run

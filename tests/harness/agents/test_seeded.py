@@ -174,6 +174,16 @@ def test_agent_test_from_cassette_finds_the_deep_defect_and_replays_it_first(
         test()
 
 
+def test_agent_test_from_cassette_is_inconclusive_when_nothing_reached_the_wire(
+    chat_cassette: Path, tmp_path: Path, twelve_examples: None
+) -> None:
+    def offline(prompt: str, *, base_url: str, api_key: str) -> str:
+        raise RuntimeError("never sends a request")
+
+    with pytest.raises(AssertionError, match=r"example 0 was the recording unchanged.*inconclusive"):
+        agent_test(offline, from_cassette=chat_cassette, regressions=tmp_path)()
+
+
 def test_an_agent_cmd_is_seeded_from_a_recording(chat_cassette: Path, tmp_path: Path) -> None:
     script = tmp_path / "agent.py"
     root = Path(__file__).resolve().parents[3]
