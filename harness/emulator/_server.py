@@ -42,7 +42,7 @@ from harness.emulator._journal import JournalFile, record
 from harness.emulator._loopback import FrontDoor, LoopbackServer
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
 from harness.script import Turn, as_turn
-from harness.wire import Route, is_credential_header, path_pattern
+from harness.wire import Route, is_credential_header, path_pattern, read_json
 from openprogram.providers import register_fake_base_url, register_in_process_transport
 
 PROVIDER_MODULES: tuple[str, ...] = ("openai", "anthropic", "gemini", "bedrock", "ollama")
@@ -452,59 +452,21 @@ def _kept_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
 def decode_body(content_type: str | None, body: bytes) -> tuple[Any, str | None]:
     """The request's JSON object, or the body as text and why a provider would refuse it: every
     route takes a JSON object, and a client's malformed request must get the provider's 400, not
-    a server error (an empty body, another content type, bytes that are not UTF-8, text that is
-    not JSON or nests too deeply, an integer too long to read, JSON that is not an object)."""
+    a server error (an empty body, another content type, and what ``harness.wire.read_json``
+    refuses: bytes that are not UTF-8, text that is not JSON or nests too deeply, an integer too
+    long to read, a lone surrogate; then JSON that is not an object)."""
     text = body.decode("utf-8", "replace")
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         return text, f"the body must be JSON sent as application/json, not {media}"
     if not body.strip():
         return text, "the request has no body; send a JSON object"
-    try:
-        parsed = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        return text, f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset {exc.start})"
-    except RecursionError:
-        return text, "the body's JSON is nested too deeply to read"
-    except ValueError as exc:
-        return text, f"the body is not valid JSON: {str(exc).split(';')[0]}"
+    parsed, problem = read_json(body)
+    if problem is not None:
+        return text, problem
     if not isinstance(parsed, dict):
         return parsed, f"the body must be a JSON object, got {_json_kind(parsed)}"
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _deeper_than(parsed, MAX_DEPTH):
-        return text, f"the body's JSON nests deeper than {MAX_DEPTH} levels"
-    if _SURROGATE_ESCAPE.search(body):  # a pair decodes to one character; a lone half is no text
-        try:
-            json.dumps(parsed, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            lone = exc.object[exc.start : exc.end]
-            return (
-                text,
-                f"the body's JSON holds a lone UTF-16 surrogate ({lone.encode('unicode_escape').decode()}), not text",
-            )
     return parsed, None
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-MAX_DEPTH = 256
-"""The deepest JSON body answered: far beyond any real request (a tool schema nests a few dozen
-levels), far enough below the interpreter's recursion limit that rendering and journaling the
-body never hit it, whichever thread the request is answered on."""
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests more than ``limit`` arrays and objects deep, found without recursion."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 def _json_kind(value: Any) -> str:

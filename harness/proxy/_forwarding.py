@@ -56,6 +56,10 @@ HOP_BY_HOP: Final = frozenset(
 )
 """Headers of one hop (or of the proxy itself), never recorded or forwarded."""
 
+TRANSPORT_CUT: Final = "harness_transport_cut"
+"""Set on a reply (never stored) whose body the upstream's connection ended short of what its framing
+(``Content-Length``, chunks) promised: how it ended. The client is handed it cut the same way."""
+
 TIMEOUT: Final = httpx2.Timeout(600.0, connect=15.0)
 """A model may think for minutes before its first byte; a host that does not answer is said fast."""
 
@@ -151,18 +155,26 @@ class Forwarder:
         client = self._client()
         request = client.build_request(method, url, headers=headers, content=body)
         response = await client.send(request, stream=True)
+        parts: list[bytes] = []
+        cut: str | None = None
         try:
-            content = b"".join([part async for part in response.aiter_raw()])
+            async for part in response.aiter_raw():
+                parts.append(part)
+        except (httpx2.RemoteProtocolError, httpx2.ReadError) as exc:  # a length or chunk promised, not sent
+            cut = f"{type(exc).__name__}: {exc}"
         finally:
             await response.aclose()
         recorded: dict[str, list[str]] = {}
         for name, value in response.headers.multi_items():
             recorded.setdefault(name, []).append(value)
-        return {
+        reply: dict[str, Any] = {
             "status": {"code": response.status_code, "message": response.reason_phrase},
             "headers": recorded,
-            "body": {"string": content},
+            "body": {"string": b"".join(parts)},
         }
+        if cut is not None:
+            reply[TRANSPORT_CUT] = cut
+        return reply
 
     def _client(self) -> httpx2.AsyncClient:
         loop = id(asyncio.get_running_loop())

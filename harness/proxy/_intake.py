@@ -9,19 +9,14 @@ never held whole; Content-Encoding is undone through ``harness.wire.decoded``, t
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Final
 
-from harness.wire import BodyDecodingError, BodyTooLargeError, content_codings, decoded, without_codings
+from harness.wire import BodyDecodingError, BodyTooLargeError, content_codings, decoded, read_json, without_codings
 
 MAX_BODY: Final = 100 * 1024 * 1024
 """``--max-body``'s default, 100 MiB: the largest request a provider documents taking (the Gemini
 API's inline data, raised to 100 MB in January 2026; Anthropic's Messages API takes 32 MB)."""
-
-MAX_DEPTH: Final = 128
-"""How deep a request's JSON may nest; far beyond a real request (a tool's schema nests a few
-levels), far within what the harness's recursive readers (matching, scrubbing) take."""
 
 _PATH: Final = re.compile(r"(?:/[A-Za-z0-9\-._~%!$&'()*+,;=:@]*)*")
 """A path of RFC 3986 characters: no ``#``, ``\\`` or space that would change the URL it is sent to."""
@@ -91,40 +86,6 @@ async def _read(request: Any, limit: int) -> bytes:
 
 
 def json_problem(body: bytes) -> str | None:
-    """What keeps ``body`` from being the UTF-8 JSON every provider takes, in a few words; ``None`` if nothing."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"invalid UTF-8 at byte {exc.start} ({body[exc.start : exc.start + 1]!r})"
-    try:
-        document = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        return f"nested deeper than {MAX_DEPTH} levels"
-    except ValueError as exc:  # JSONDecodeError, and _no_constant's
-        return str(exc) if not isinstance(exc, json.JSONDecodeError) else f"{exc.msg} at byte {exc.pos}"
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _deeper_than(document, MAX_DEPTH):
-        return f"nested deeper than {MAX_DEPTH} levels"
-    if b"\\ud" in body or b"\\uD" in body:  # only an escape can spell a surrogate: look only then
-        try:
-            json.dumps(document, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"a lone surrogate escape (\\u{ord(exc.object[exc.start]):04x}) that is no character"
-    return None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _deeper_than(document: Any, limit: int) -> bool:
-    """Whether ``document`` nests past ``limit`` containers: walked a level at a time, containers only."""
-    level, depth = [document], 1
-    while level:
-        below: list[Any] = []
-        for value in level:
-            children = value.values() if type(value) is dict else value if type(value) is list else ()
-            below += [child for child in children if type(child) is dict or type(child) is list]
-        if below and depth >= limit:
-            return True
-        level, depth = below, depth + 1
-    return False
+    """What keeps ``body`` from being the UTF-8 JSON every provider takes, in a few words; ``None`` if
+    nothing: the emulator's reader (``harness.wire.read_json``), so both servers take the same bodies."""
+    return read_json(body)[1]

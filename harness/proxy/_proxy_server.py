@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from harness.emulator import FrontDoor, LoopbackServer
 from harness.proxy._cassette_select import CassetteChoiceError, Cassettes, Outcome, split_selection
-from harness.proxy._forwarding import HOP_BY_HOP, Forwarder, kept_headers, recorded_uri
+from harness.proxy._forwarding import HOP_BY_HOP, TRANSPORT_CUT, Forwarder, kept_headers, recorded_uri
 from harness.proxy._intake import MAX_BODY, ClientLeft, IntakeError, body_of, checked_path
 from harness.proxy._sigv4 import SigningError
 from harness.recording import (
@@ -235,10 +235,20 @@ class Proxy:
             text = redact(str(error), self.cassettes.secrets)
             refused.append(f"{method} {path} ({cassette}): {text}")
             return 502, f"harness proxy: {text}"
+        return self._kept(recording, vcr_request, response, f"{method} {path} ({cassette})")
+
+    def _kept(self, recording: Any, vcr_request: Any, response: dict[str, Any], said: str) -> dict[str, Any]:
+        """The upstream's reply recorded and handed on, unless the upstream cut it (short of its framing,
+        or inside its last event): then it is kept out of the cassette, named, and the client gets it cut."""
+        framing = response.pop(TRANSPORT_CUT, None)
+        if framing is not None:
+            how = redact(str(framing), self.cassettes.secrets)
+            self.cassettes.refused.append(f"{said}: the upstream cut its reply ({how}); not recorded")
+            return {**response, _CUT_MARK: True}
         recorded: dict[str, Any]
         recorded, cut = recording.record_whole(vcr_request, response)
-        if cut:  # kept out of the cassette, and the client gets it cut as the upstream cut it
-            refused.append(f"{method} {path} ({cassette}): the upstream cut its streamed reply {_CUT_SAID % cut}")
+        if cut:
+            self.cassettes.refused.append(f"{said}: the upstream cut its streamed reply {_CUT_SAID % cut}")
             return {**recorded, _CUT_MARK: True}
         return recorded
 

@@ -4,9 +4,10 @@ Those three packages sit in one layer and may not import each other, so what all
 lives here, a layer below (DESIGN section 2): the routes (``_routes``: one table of provider,
 endpoint, path and stream, and a recorded URL read back into one), the credential vocabulary
 (``_credentials``: header and query names, URL userinfo, the forms a value takes), reading
-Content-Encoding (``_encodings``), SSE framing (``_sse``), NDJSON lines (``_ndjson``) and AWS event-stream framing
-(``_eventstream``), each one codec for writing and reading, streamed fields joined per choice,
-call and block (``_joins``), the one atomic file writer (``_atomic``) and ``clip`` (``_clip``).
+Content-Encoding (``_encodings``), SSE framing (``_sse``), NDJSON lines (``_ndjson``) and AWS
+event-stream framing (``_eventstream``), each one codec for writing and reading, streamed fields
+joined per choice, call and block (``_joins``), a request body read as JSON with one depth limit
+(``_json_text``), the one atomic file writer (``_atomic``) and ``clip`` (``_clip``).
 Lazy (``harness._lazy_exports``): the pytest plugin loads recording's facade with every session.
 """
 
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
         with_eventstream_crc,
     )
     from harness.wire._joins import joined_fields, string_fields
+    from harness.wire._json_text import MAX_DEPTH, read_json
     from harness.wire._ndjson import NDJSON, ndjson_lines, ndjson_whole
     from harness.wire._routes import (
         ENDPOINTS,
@@ -117,6 +119,8 @@ _EXPORTS = {
     "ndjson_whole": "._ndjson",
     "joined_fields": "._joins",
     "string_fields": "._joins",
+    "MAX_DEPTH": "._json_text",
+    "read_json": "._json_text",
     "ENDPOINTS": "._routes",
     "ROUTES": "._routes",
     "VALUE_PATTERNS": "._routes",
@@ -195,6 +199,8 @@ __all__ = [
     "sse_frame",
     "sse_whole",
     "string_fields",
+    "MAX_DEPTH",
+    "read_json",
     "surface_prefix",
     "target_of",
     "value_forms",

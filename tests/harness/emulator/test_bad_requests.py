@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from harness.emulator import Emulator
+from harness.wire import MAX_DEPTH
 
 GEMINI = "/v1beta/models/gemini-2.5-flash:generateContent"
 PATHS = {
@@ -34,8 +35,8 @@ BODIES: dict[str, tuple[bytes, str, str]] = {
     "an array": (b'[{"model": "m"}]', JSON, "the body must be a JSON object, got an array"),
     "a string": (b'"hello"', JSON, "the body must be a JSON object, got a string"),
     "null": (b"null", JSON, "the body must be a JSON object, got null"),
-    "nested deeply": (b"[" * 100_000 + b"]" * 100_000, JSON, "the body's JSON is nested too deeply to read"),
-    "an object nested deeply": (b'{"a":' * 20_000 + b"1" + b"}" * 20_000, JSON, "nested too deeply"),
+    "nested deeply": (b"[" * 100_000 + b"]" * 100_000, JSON, "the body's JSON nests deeper than 128 levels"),
+    "an object nested deeply": (b'{"a":' * 20_000 + b"1" + b"}" * 20_000, JSON, "nests deeper than 128 levels"),
     "a huge number": (b'{"max_tokens": ' + b"9" * 10_000 + b"}", JSON, "Exceeds the limit (4300 digits)"),
     "a lone surrogate": (
         b'{"model": "m\\ud800"}',
@@ -248,7 +249,7 @@ def _nested(levels: int) -> bytes:
     return b'{"model": "m", "messages": [], "x": ' + b"[" * (levels - 1) + b"]" * (levels - 1) + b"}"
 
 
-def test_nesting_is_answered_up_to_256_levels_and_refused_beyond_at_every_depth(tmp_path: Path) -> None:
+def test_nesting_is_answered_up_to_the_wire_limit_and_refused_beyond_at_every_depth(tmp_path: Path) -> None:
     # Bodies just under the interpreter's own limit once parsed, then failed while rendered or
     # journaled, a few frames deeper: a 500 on the port, a RecursionError in process.
     emulator = Emulator("deep enough", after_last="repeat", journal=tmp_path / "journal.jsonl")
@@ -257,10 +258,10 @@ def test_nesting_is_answered_up_to_256_levels_and_refused_beyond_at_every_depth(
         def post(levels: int) -> httpx2.Response:
             return client.post("http://emulator" + PATHS["openai chat"], content=_nested(levels), headers=HEADERS)
 
-        assert post(256).status_code == 200
-        refused = post(257)
+        assert post(MAX_DEPTH).status_code == 200
+        refused = post(MAX_DEPTH + 1)
         assert refused.status_code == 400
-        assert refused.json()["error"]["message"] == "emulator: the body's JSON nests deeper than 256 levels"
+        assert refused.json()["error"]["message"] == f"emulator: the body's JSON nests deeper than {MAX_DEPTH} levels"
         assert {post(levels).status_code for levels in range(900, 1001)} == {400}
     with emulator:
         served = httpx2.post(emulator.base_url + PATHS["openai chat"], content=_nested(970), headers=HEADERS)

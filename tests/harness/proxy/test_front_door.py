@@ -24,8 +24,16 @@ import yaml
 
 from harness.emulator import Emulator, FrontDoor
 from harness.proxy import Proxy
-from harness.proxy._intake import MAX_DEPTH, json_problem
-from harness.wire import BodyDecodingError, BodyTooLargeError, RouteError, check_values, decoded, route_by_path
+from harness.proxy._intake import json_problem
+from harness.wire import (
+    MAX_DEPTH,
+    BodyDecodingError,
+    BodyTooLargeError,
+    RouteError,
+    check_values,
+    decoded,
+    route_by_path,
+)
 from tests.harness.proxy.conftest import CHAT, KEY
 from tests.harness.support import console_script, run_cli
 
@@ -125,9 +133,9 @@ def _attack(port: int, port_c: int) -> None:
     deep = b"[" * 100_000 + b"]" * 100_000
     bomb = gzip.compress(b" " * (LIMIT + 1))
     for sent, coding, said in [
-        (deep, "", "nested deeper"),
-        (b'{"messages": ["\\ud800"]}', "", "lone surrogate"),
-        (b'{"model": "\xff"}', "", "invalid UTF-8"),
+        (deep, "", "nests deeper than 128 levels"),
+        (b'{"messages": ["\\ud800"]}', "", "lone UTF-16 surrogate (\\ud800)"),
+        (b'{"model": "\xff"}', "", "not UTF-8 text (byte 0xff at offset 11)"),
         (b"model=gpt", "", "Expecting value"),
         (b"\x1f\x8bnot gzip at all", "gzip", "does not decode"),
     ]:
@@ -269,7 +277,7 @@ def test_json_a_provider_takes_passes_and_what_it_would_refuse_is_named() -> Non
     nested = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
     assert json_problem(nested) is None
     assert json_problem(json.dumps({"t": "\U0001f600 caf\u00e9"}).encode()) is None  # a surrogate pair is a character
-    assert "nested deeper" in str(json_problem(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)))
-    assert "nested deeper" in str(json_problem(b'{"a": ' * 600 + b"1" + b"}" * 600))
+    assert "nests deeper than" in str(json_problem(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)))
+    assert "nests deeper than" in str(json_problem(b'{"a": ' * 600 + b"1" + b"}" * 600))
     assert "NaN is not JSON" in str(json_problem(b'{"a": NaN}'))
-    assert "invalid UTF-8 at byte 7" in str(json_problem(b'{"a": "\xc3"}'))
+    assert "not UTF-8 text (byte 0xc3 at offset 7)" in str(json_problem(b'{"a": "\xc3"}'))

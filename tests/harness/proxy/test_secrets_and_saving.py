@@ -92,12 +92,28 @@ class _Upstream(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if behaviour in ("short", "chunks"):  # framed, then the connection ends before the framing says
+            self._framed_then_cut(behaviour)
+            return
         body = _chat_reply(f"answer to {behaviour}")
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _framed_then_cut(self, framing: str) -> None:
+        sent = _event("Hello") + _event("wor")
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        if framing == "short":
+            self.send_header("content-length", str(len(sent) + 100))
+        else:
+            self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(sent if framing == "short" else b"%x\r\n%s\r\n" % (len(sent), sent))
+        self.wfile.flush()
 
 
 @pytest.fixture
@@ -398,3 +414,18 @@ def test_an_upstream_refused_at_start_is_named_without_its_key(tmp_path: Path) -
     )
     assert done.returncode == 2 and "--upstream 'ftp://gw/' is not an http(s) URL" in done.stderr
     assert CLIENT_KEY not in done.stderr + done.stdout and GEMINI_KEY not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("framing", ["short", "chunks"])
+def test_a_reply_the_upstream_cut_short_of_its_framing_reaches_the_client_cut_and_is_not_recorded(
+    tmp_path: Path, upstream: str, framing: str
+) -> None:
+    """A Content-Length or a chunked body the upstream's connection ends early: the client must see a
+    cut (not a clean end, not a 502 posing as the provider), and no replay may serve it as whole."""
+    cassette = tmp_path / "c.yaml"
+    with Proxy(cassette, mode="once", upstream=upstream) as proxy:
+        status, _, ended = _post(proxy.base_url, CHAT_PATH, {**_chat("hi"), "stream": True}, {"x-test": framing})
+    outcome = proxy.finish()
+    assert status == 200 and ended != "whole"
+    assert not cassette.exists() or "Hello" not in cassette.read_text()
+    assert any("the upstream cut its reply" in line and "not recorded" in line for line in outcome.problems)
