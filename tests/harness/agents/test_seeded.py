@@ -36,7 +36,7 @@ SHARED = Path(__file__).resolve().parents[4] / "shared" / "provider-cassettes"
 PROMPT = "Add 1 to each number from 1 to 5, one call at a time."
 DEEP = [ModelTurn(calls=(Call("add", {"a": n, "b": 1}, id=f"call_{n}"),)) for n in range(1, 6)]
 """Five tool rounds, then the answer: six recorded replies, past the fourth round where the deep defects live."""
-EXAMPLES = 12
+EXAMPLES = 10
 
 
 def record(path: Path, agent: Callable[..., Any], turns: list[ModelTurn], *prompts: str) -> Path:
@@ -158,7 +158,7 @@ def test_conversation_needs_a_cassette_and_one_it_holds(chat_cassette: Path) -> 
 @pytest.fixture
 def twelve_examples() -> Iterator[None]:
     before = settings.get_current_profile_name()
-    settings.register_profile("seeded-twelve", max_examples=EXAMPLES, deadline=None, database=None, derandomize=True)
+    settings.register_profile("seeded-twelve", max_examples=12, deadline=None, database=None, derandomize=True)
     settings.load_profile("seeded-twelve")
     yield
     settings.load_profile(before)
