@@ -161,10 +161,10 @@ def metered(base: type[Emulator], meter: Meter) -> type[Emulator]:
             meter.begin()
             return super().open(inbox)
 
-        def close(self, live: Any) -> None:  # ... and ends
+        def close(self, live: Any, **how: Any) -> None:  # ... and ends (abandoned or not)
             if "started" in meter.current:
                 meter.end()
-            super().close(live)
+            super().close(live, **how)
 
     return Metered
 
