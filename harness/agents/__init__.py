@@ -13,7 +13,8 @@ saved scenario; ``judge`` and ``Deviation`` (``_wire_invariants``) are the invar
 (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run, under a base URL of its
 own; ``ProcessAgent`` (``_process_agent``) an agent in any language, run as a process, and
 ``serve_lines`` the long-lived mode's loop for a Python agent, in one call;
-``AgentCampaignResult`` and ``Verdict`` (``_campaign_result``) what a campaign found and can say,
+``run_seeded_campaign`` (``_seeded``, with ``judge_recording``) a campaign seeded by a recorded
+conversation; ``AgentCampaignResult`` and ``Verdict`` (``_campaign_result``) what a campaign found and can say,
 the same on the console and the HTML page. ``_agent_output`` keeps what the agent prints per
 conversation, ``_first_failure`` shows what a run raised (the agent's frames, the hints that fit).
 """
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
     from harness.agents._process_agent import ProcessAgent, serve_lines
-    from harness.agents._recordings import judge_recording
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
+    from harness.agents._seeded import SeededCampaign, SeedError, chosen_seeds, judge_recording, run_seeded_campaign
     from harness.agents._wire_invariants import INVARIANTS, Deviation, Judgement, Violation, judge
     from harness.agents._wire_regressions import load_wire_regressions, replay_agent, scenario_of
 
@@ -66,7 +67,11 @@ _EXPORTS = {
     "Judgement": "._wire_invariants",
     "Violation": "._wire_invariants",
     "judge": "._wire_invariants",
-    "judge_recording": "._recordings",
+    "judge_recording": "._seeded",
+    "run_seeded_campaign": "._seeded",
+    "SeedError": "._seeded",
+    "SeededCampaign": "._seeded",
+    "chosen_seeds": "._seeded",
     "KINDS": "._replies",
     "TIERS": "._replies",
     "kinds_for": "._replies",
@@ -86,6 +91,8 @@ __all__ = [
     "KINDS",
     "ProcessAgent",
     "Run",
+    "SeedError",
+    "SeededCampaign",
     "TIERS",
     "UnsteadyAgentError",
     "Verdict",
@@ -94,6 +101,7 @@ __all__ = [
     "WireFailure",
     "WireViolationError",
     "agent_test",
+    "chosen_seeds",
     "converse",
     "judge",
     "judge_recording",
@@ -102,6 +110,7 @@ __all__ = [
     "replay_agent",
     "replies",
     "run_agent_campaign",
+    "run_seeded_campaign",
     "scenario_of",
     "serve_lines",
     "tier_of",

@@ -51,15 +51,15 @@ def agent_test(
     regressions: str | os.PathLike[str] | None = None,
     name: str | None = None,
     hostile: bool = False,
+    from_cassette: str | os.PathLike[str] | None = None,
 ) -> Callable[[], None]:
     """A pytest test of ``agent`` (or of the command ``cmd``, in any language): its saved wire
     regressions replayed first, then a campaign under the active Hypothesis profile.
 
-    ``cmd`` is the agent's argv (a string is split as a shell would); ``mode="lines"`` keeps one
-    process for the whole campaign (docs/wire-campaigns.md, "Any language"). ``name`` is what its
-    saved scenarios name (``meta.agent``): for an agent made by a factory in another module, the
-    ``MODULE:CALLABLE`` it is imported by. ``time_bound``: the seconds a run may take before it is
-    abandoned (W3); a run that cannot be cancelled is left behind, and the failure counts it."""
+    ``cmd``: the agent's argv (split as a shell would); ``mode="lines"`` keeps one process for the campaign
+    (docs/wire-campaigns.md). ``name``: what its saved scenarios name (``meta.agent``), for a factory's agent the
+    ``MODULE:CALLABLE`` it is imported by. ``time_bound``: seconds a run may take (W3; one that cannot be cancelled
+    is left behind and counted). ``from_cassette``: around each recorded conversation (docs/seeded-campaigns.md)."""
     if (agent is None) == (cmd is None):
         raise TypeError("give agent_test an agent callable or cmd=[...], one of them")
     unusable: str | None = None
@@ -73,7 +73,7 @@ def agent_test(
     if agent is not None:  # a declaration no judgement could use is refused at once (a list, of Deviation)
         declared = deviations_of(agent) if deviations is None else declared_deviations(deviations)
     text = prompt or getattr(agent, "wire_prompt", None) or DEFAULT_PROMPT
-    plan = _Plan(agent, str(name), text, declared, max_replies, time_bound, hostile, regressions)
+    plan = _Plan(agent, str(name), text, declared, max_replies, time_bound, hostile, regressions, from_cassette)
 
     def test() -> None:
         __tracebackhide__ = True  # the failure's text is the agent's story, not this function's source
@@ -113,11 +113,12 @@ class _Plan:
     time_bound: float
     hostile: bool
     regressions: str | os.PathLike[str] | None = None
+    cassette: str | os.PathLike[str] | None = None
 
     def campaign(self) -> None:
         __tracebackhide__ = True
         try:
-            self._campaign()
+            self._seeded() if self.cassette is not None else self._campaign()
         except KeyboardInterrupt:  # Ctrl-C: pytest ends with 130, as harness fuzz does, not 2
             import pytest
 
@@ -161,6 +162,39 @@ class _Plan:
             for raised in list(stats.raised.values())[:5] if stats.requests else []:
                 said += ["", raised.headline, raised.traceback]
             raise AssertionError("\n".join(said))
+
+    def _seeded(self) -> None:
+        """The campaign seeded by the recording: its failure saved where the next run replays it first."""
+        __tracebackhide__ = True
+        from harness.agents._seeded import run_seeded_campaign
+        from harness.campaigns import DEFAULT_SEED
+
+        assert self.agent is not None and self.cassette is not None  # checked before the campaign
+        found = run_seeded_campaign(
+            self.agent,
+            self.cassette,
+            examples=settings().max_examples,
+            seed=DEFAULT_SEED,
+            deviations=self.deviations,
+            max_replies=self.max_replies,
+            time_bound=self.time_bound,
+            save_dir=self.regressions,
+            name=self.name,
+            hostile=self.hostile,
+        )
+        for seeded in found:
+            failure = seeded.result.failure
+            if failure is not None:
+                notes = (
+                    f"\n\n{seeded.headline()}\n{seeded.finding()}\n\n{_exit_said(VIOLATION)}; saved as "
+                    f"{failure.path}, replayed first by this test from now on (serve it by hand: harness emulate "
+                    f"--script {failure.path})"
+                )
+                raise WireViolationError(failure.judgement, failure.run, failure.scenario, notes + _raised(failure.run))
+            reasons = inconclusive(seeded.result.stats)
+            if reasons:  # green means tested, seeded or not
+                said = [f"{self.name}: {seeded.headline()}: {_exit_said(INCONCLUSIVE)}", *(f"- {r}" for r in reasons)]
+                raise AssertionError("\n".join(said))
 
     def _failed(self, found: WireViolationError, served: Any, stats: AgentStats) -> WireViolationError:
         """The failure, with whole replies removed where they can be, saved where the next run

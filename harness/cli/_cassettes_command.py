@@ -37,6 +37,7 @@ def show_command(cassette: Path, width: int, html: Path | None = None) -> None:
         steps = read_steps(cassette) if html is not None else []
     except ConversionError as exc:
         raise click.UsageError(one_line(exc)) from None
+    click.echo(f"seed a wire campaign with it: harness fuzz --agent MODULE:CALLABLE --from-cassette {cassette}")
     if html is not None:
         from harness.agents import judge_recording
         from harness.report import cassette_report

@@ -9,12 +9,19 @@ The agent is checked before any run (a callable no run could call, a command tha
 a declaration no judgement could use: a usage error, exit 2), so a campaign never runs a hundred
 conversations that all raise the same mistake.
 
+``--from-cassette FILE [--conversation N]`` seeds the campaign with a recorded conversation
+(``harness.agents.run_seeded_campaign``): the summary and verdict are the same, per conversation,
+with what the seed adds around them (example 0 was the recording unchanged, how many mutated
+examples ran, the finding's mutations named by their recorded steps); the exit code is the worst
+over the conversations.
+
 Imported only when a wire campaign runs (``fuzz_command`` imports it then): ``harness --help`` and
 ``harness fuzz --tools`` pay nothing for the agents layer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -27,7 +34,7 @@ import click
 
 from harness.agents._agent_output import shown
 from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, found_by, run_agent_campaign
-from harness.agents._campaign_result import INCONCLUSIVE, INTERRUPTED, AgentStats, UnsteadyAgentError
+from harness.agents._campaign_result import INCONCLUSIVE, INTERRUPTED, VIOLATION, AgentStats, UnsteadyAgentError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, as_recorded, check_signature
 from harness.agents._first_failure import agent_traceback, nothing_tested
 from harness.agents._process_agent import AgentCommandError, ProcessAgent, end_every_group
@@ -71,6 +78,10 @@ def fuzz_agent(
     never is: its process group is killed at its bound."""
     from rich.console import Console
 
+    cassette = options.get("from_cassette")
+    if cassette is None and options.get("conversation") is not None:
+        raise click.UsageError("--conversation picks a conversation of --from-cassette: give it with --from-cassette")
+    seeds = _seeds(cassette, options.get("conversation")) if cassette is not None else None
     agent, name = _command_agent(command, mode) if command is not None else _python_agent(str(path))
     if command is not None:
         _end_groups_when_stopped()
@@ -78,6 +89,9 @@ def fuzz_agent(
     html_ready(chosen.html)
     console = Console(file=sys.stdout)  # bound now: the agent's writes during the campaign go to its runs' logs
     tiers = "provider, network, invalid (--hostile)" if chosen.hostile else "provider, network"
+    if cassette is not None and seeds is not None:
+        code = fuzz_seeded(console, agent, name, chosen, cassette, options.get("conversation"), tiers)
+        raise SystemExit(code) if code else SystemExit(0)
     console.print(
         f"harness fuzz: {chosen.examples} conversations, seed {chosen.seed}, agent {name}, "
         f"replies of the tiers {tiers}",
@@ -95,6 +109,18 @@ def fuzz_agent(
         os._exit(code)
     if code:
         raise SystemExit(code)
+
+
+def _seeds(cassette: Path, conversation: int | None) -> Any:
+    """The cassette's conversations, read before the agent is: a file no campaign can be seeded
+    from is one line on stderr and exit 2."""
+    from harness.agents import SeedError, chosen_seeds
+
+    try:
+        return chosen_seeds(cassette, conversation)
+    except SeedError as exc:
+        click.echo(f"harness fuzz: {exc}", err=True)
+        raise SystemExit(USAGE_ERROR) from None
 
 
 def _interrupted() -> None:
@@ -449,3 +475,64 @@ def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -
             raised_heading=raised_heading(stats) if stats.raised else "",
         ),
     )
+
+
+def fuzz_seeded(
+    console: Any, agent: Any, name: str, chosen: WireOptions, cassette: Path, conversation: int | None, tiers: str
+) -> int:
+    """Run and report the seeded campaign; returns the exit code."""
+    which = f"conversation {conversation}" if conversation is not None else "each conversation in turn"
+    say(
+        console,
+        f"harness fuzz: seeded by {cassette} ({which}), {chosen.examples} examples per conversation "
+        f"(example 0 the recording unchanged), seed {chosen.seed}, agent {name}, replies of the tiers {tiers}",
+    )
+    try:
+        with _Progress(console, chosen.examples) as progress:
+            from harness.agents import run_seeded_campaign
+
+            found = run_seeded_campaign(
+                agent,
+                cassette,
+                conversation=conversation,
+                examples=chosen.examples,
+                seed=chosen.seed,
+                deviations=chosen.deviations,
+                max_replies=chosen.max_turns,
+                time_bound=chosen.time_bound,
+                save_dir=chosen.save_dir,
+                on_example=progress.update,
+                name=name,
+                hostile=chosen.hostile,
+                target=getattr(agent, "wire_target", None),
+            )
+    except KeyboardInterrupt:
+        _interrupted()
+    except UnsteadyAgentError as exc:
+        console.print(f"[bold yellow]INCONCLUSIVE: UNSTEADY AGENT[/] (exit {INCONCLUSIVE})", highlight=False)
+        say(console, str(exc))
+        return INCONCLUSIVE
+    codes = [_report(console, campaign, agent, chosen, len(found)) for campaign in found]
+    return VIOLATION if VIOLATION in codes else max(codes, default=0)
+
+
+def _report(console: Any, campaign: Any, agent: Any, chosen: WireOptions, conversations: int) -> int:
+    """One conversation's summary, verdict, finding and page (``--html``: one page per conversation
+    when the cassette holds several, ``NAME-conversation-N.html``)."""
+    console.print()
+    say(console, campaign.headline())
+    code = _print_wire_verdict(console, campaign.result, agent, dataclasses.replace(chosen, html=None))
+    if chosen.html is not None:
+        page = chosen.html
+        if conversations > 1:
+            page = page.with_name(f"{page.stem}-conversation-{campaign.seed.number}{page.suffix}")
+        _write_wire_report(page, campaign.result, campaign.command, chosen.deviations)
+        say(console, f"page: {page}")
+    finding = campaign.finding()
+    if finding is not None:
+        say(console, f"finding: {finding}")
+    return code
+
+
+def say(console: Any, text: str) -> None:
+    console.print(text, markup=False, highlight=False)

@@ -113,6 +113,21 @@ def command_started() -> float:
     help="With --agent or --agent-cmd: also serve replies no conforming provider sends (two calls sharing an id, "
     "a status the wire never uses); by default only what a provider or the network between sends.",
 )
+@click.option(
+    "--from-cassette",
+    "from_cassette",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --agent or --agent-cmd: seed the campaign with a recorded conversation (a cassette the recorded "
+    "fixture or harness proxy wrote): example 0 replays it unchanged, every other example mutates it.",
+)
+@click.option(
+    "--conversation",
+    "conversation",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --from-cassette: the cassette's conversation to seed from (from 1) [default: each in turn].",
+)
 def fuzz_command(
     examples: int | None,
     seed: int | None,
@@ -128,6 +143,8 @@ def fuzz_command(
     agent_cmd: str | None = None,
     agent_cmd_mode: str = "process",
     deviations: tuple[str, ...] = (),
+    from_cassette: Path | None = None,
+    conversation: int | None = None,
 ) -> None:
     """Generate adversarial model behaviour and check every run against the reference and the invariants.
 
@@ -144,11 +161,15 @@ def fuzz_command(
         _refuse_with_an_agent(agent_path, agent_cmd, tools_module, given)
         wire: dict[str, Any] = {"examples": examples, "seed": seed, "save_dir": save_dir, "max_turns": max_turns}
         wire.update(html=html, hostile=hostile, time_bound=time_bound, started=command_started())
+        wire.update(from_cassette=from_cassette, conversation=conversation)
         from harness.cli._fuzz_agent import fuzz_agent
 
         fuzz_agent(agent_path, agent_cmd, agent_cmd_mode, deviations, wire)
         return
-    for flag, value in (("--hostile", hostile), ("--time-bound", time_bound is not None), ("--deviation", deviations)):
+    if conversation is not None and from_cassette is None:
+        raise click.UsageError("--conversation picks a conversation of --from-cassette: give it with --from-cassette")
+    wire_only = (("--hostile", hostile), ("--time-bound", time_bound is not None), ("--deviation", deviations))
+    for flag, value in (*wire_only, ("--from-cassette", from_cassette is not None)):
         if value:
             raise click.UsageError(f"{flag} is for a wire campaign: give it with --agent or --agent-cmd")
     if given("agent_cmd_mode") is click.core.ParameterSource.COMMANDLINE:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         redact,
         request_secrets,
     )
-    from harness.recording._tools import render_timeline, to_scenario
+    from harness.recording._tools import ConversionError, read_steps, render_timeline, to_scenario
     from harness.recording._transcript import Call, Said, conversation
     from harness.recording._vcr import CassetteCorruptError
 
@@ -67,6 +67,8 @@ _EXPORTS = {
     "redact": "._scrub",
     "request_secrets": "._scrub",
     "render_timeline": "._tools",
+    "read_steps": "._tools",
+    "ConversionError": "._tools",
     "to_scenario": "._tools",
     "CassetteCorruptError": "._vcr",
     "Call": "._transcript",
@@ -86,6 +88,7 @@ __all__ = [
     "LiveError",
     "MissingExtraError",
     "RecordingError",
+    "ConversionError",
     "Request",
     "Said",
     "backend",
@@ -97,6 +100,7 @@ __all__ = [
     "load",
     "open_recording",
     "recorded_backend",
+    "read_steps",
     "recorded_client",
     "redact",
     "render_timeline",

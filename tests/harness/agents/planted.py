@@ -533,3 +533,77 @@ if __name__ == "__main__":  # python -m tests.harness.agents.planted NAME: the l
     from harness.agents import serve_lines
 
     serve_lines(globals()[sys.argv[1]])
+
+
+DEEP_ROUNDS = 4
+"""Tool rounds a deep-defect agent handles correctly before its defect shows."""
+
+
+def make_deep(defect: str) -> Callable[..., str]:
+    """The loop of :func:`make`, correct for its first :data:`DEEP_ROUNDS` tool rounds, then with
+    ``defect`` (``retry_without_wait``: W6; ``return_cut_text``: W5): a bug only a long
+    conversation reaches, so a campaign from scratch (a few replies per conversation) misses it and
+    one seeded by a recording of five rounds or more finds it."""
+
+    def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
+        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        for rounds in range(20):
+            deep = rounds >= DEEP_ROUNDS
+            text, calls, finish = _complete(client, messages, waits=not (deep and defect == "retry_without_wait"))
+            if finish is None and not (deep and defect == "return_cut_text"):
+                raise CutStream(f"the stream ended without a finish reason after {text!r}")
+            if not calls:
+                return text
+            messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+            for call in calls:
+                result = _execute(call["function"]["name"], call["function"]["arguments"])
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        raise RuntimeError("no answer after 20 rounds")
+
+    agent.__name__ = f"deep_{defect}"
+    return agent
+
+
+deep_retry_without_wait = make_deep("retry_without_wait")
+deep_return_cut_text = make_deep("return_cut_text")
+"""Each deep defect by name, for ``harness fuzz --agent tests.harness.agents.planted:NAME --from-cassette FILE``."""
+
+
+def bedrock_agent(prompt: str, *, base_url: str, api_key: str) -> str:
+    """The loop on Bedrock's Converse API through ``boto3`` (one attempt: botocore's own retries
+    would back off for seconds on every drawn error status)."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=base_url,
+        config=Config(retries={"max_attempts": 0}),
+        region_name="us-east-1",
+        aws_access_key_id="emulated",
+        aws_secret_access_key="emulated",
+    )
+    specs = [
+        {"toolSpec": {"name": t["function"]["name"], "inputSchema": {"json": t["function"]["parameters"]}}}
+        for t in TOOLS
+    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": prompt}]}]
+    for _ in range(20):
+        reply = client.converse(modelId="m-1", messages=messages, toolConfig={"tools": specs})
+        content = reply["output"]["message"]["content"]
+        uses = [block["toolUse"] for block in content if "toolUse" in block]
+        if not uses:
+            return "".join(block.get("text", "") for block in content)
+        messages.append({"role": "assistant", "content": content})
+        results = [
+            {
+                "toolResult": {
+                    "toolUseId": u["toolUseId"],
+                    "content": [{"text": _execute(u["name"], json.dumps(u["input"]))}],
+                }
+            }
+            for u in uses
+        ]
+        messages.append({"role": "user", "content": results})
+    raise RuntimeError("no answer after 20 rounds")

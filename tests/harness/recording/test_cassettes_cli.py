@@ -106,6 +106,7 @@ def test_show_renders_each_interaction_with_only_what_its_request_added(conversa
         "   user: And doubled?",
         "   ← reply (stop): 6.",
         "     usage: 10 in, 5 out",
+        f"seed a wire campaign with it: harness fuzz --agent MODULE:CALLABLE --from-cassette {conversation}",
     ]
 
 
@@ -114,7 +115,7 @@ def test_show_reports_an_error_reply_with_the_providers_message(tmp_path: Path) 
     path = write(tmp_path / "error.yaml", interaction([ASK], 400, error))
     result = invoke("cassettes", "show", str(path))
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1].startswith("   ← error: HTTP 400")
+    assert result.output.splitlines()[-2].startswith("   ← error: HTTP 400")
     assert "Invalid schema for function 'add'" in result.output
 
 

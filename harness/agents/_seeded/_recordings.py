@@ -36,11 +36,11 @@ def judge_recording(steps: Sequence[Any]) -> RecordingJudgement | None:
     ``None`` when the cassette holds no such conversation (a single request shows neither)."""
     from harness.agents._wire_invariants import INVARIANTS, judge
 
-    conversations = [c for c in _conversations(steps) if len(c.steps) >= 2]
-    if not conversations:
+    judgeable = [c for c in conversations(steps) if len(c.steps) >= 2]
+    if not judgeable:
         return None
     judged = RecordingJudgement({name: INVARIANTS[name] for name in RECORDED})
-    for conversation in conversations:
+    for conversation in judgeable:
         indexes = [step.interaction.index for step in conversation.steps]
         said = f"interactions #{indexes[0]}-#{indexes[-1]} ({' '.join(conversation.wire)}, {len(indexes)} requests)"
         judged.conversations.append(said)
@@ -61,7 +61,7 @@ def judge_recording(steps: Sequence[Any]) -> RecordingJudgement | None:
     return judged
 
 
-def _conversations(steps: Sequence[Any]) -> list[_Conversation]:
+def conversations(steps: Sequence[Any]) -> list[_Conversation]:
     """A request continues the one before when it speaks the same wire and either names the
     previous response (Responses' ``previous_response_id``) or repeats the previous request's first
     message and carries more messages. Unlike a timeline's lanes, a history that was rewritten
@@ -120,7 +120,7 @@ def _run(steps: Sequence[Any]) -> Any:
             number=number,
             request=_request(step),
             arrived=0.0,
-            reply=_turn(step, anonymous),
+            reply=recorded_turn(step, anonymous),
             answered=0.0,
             response_id=_response_id(step),
         )
@@ -157,7 +157,7 @@ def _without_ids(said: Any) -> Any:
     )
 
 
-def _turn(step: Any, anonymous: bool) -> Any:
+def recorded_turn(step: Any, anonymous: bool) -> Any:
     """The recorded reply as the turn the invariants compare the next request with."""
     from harness.scenarios import Call, ModelTurn
 
