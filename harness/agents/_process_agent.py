@@ -446,6 +446,15 @@ def _conversation_number(base_url: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
+def _restore(before: dict[str, str | None]) -> None:
+    """Put the environment back as it was before a conversation set its variables."""
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 def serve_lines(agent: Callable[..., Any], *, given: TextIO | None = None, answers: TextIO | None = None) -> None:
     """Serve ``agent(prompt, *, base_url, api_key)`` (or a coroutine function) over the ``lines``
     protocol: the whole long-lived mode of a Python agent in one call. End the agent's module with::
@@ -474,6 +483,7 @@ def serve_lines(agent: Callable[..., Any], *, given: TextIO | None = None, answe
             asked = json.loads(line)
             said: dict[str, Any] = {"conversation": asked.get("conversation")}
             env = {str(k): str(v) for k, v in (asked.get("env") or {}).items()}
+            before = {name: os.environ.get(name) for name in env}  # put back after: no conversation's URL outlives it
             os.environ.update(env)
             printed, sys.stdout = sys.stdout, sys.stderr  # the agent's prints are output, never an answer
             try:
@@ -488,6 +498,7 @@ def serve_lines(agent: Callable[..., Any], *, given: TextIO | None = None, answe
                 said["error"] = f"{type(exc).__name__}: {exc}"
             finally:
                 sys.stdout = printed
+                _restore(before)
             out.write(json.dumps(said) + "\n")
             out.flush()
     except KeyboardInterrupt:  # stopped with the campaign

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html as html_module
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -141,7 +142,9 @@ def test_serve_lines_runs_a_python_agent_per_line_its_prints_kept_out_of_the_ans
         for n, p in ((1, "hi"), (2, "fail"))
     ]
     answers = io.StringIO()
+    before = os.environ.get("OPENAI_BASE_URL")
     serve_lines(agent, given=io.StringIO("".join(json.dumps(a) + "\n" for a in asked)), answers=answers)
+    assert os.environ.get("OPENAI_BASE_URL") == before  # no conversation's URL outlives it (the next client reads it)
     lines = [json.loads(line) for line in answers.getvalue().splitlines()]
     assert lines == [
         {"conversation": 1, "answer": "answered hi"},
