@@ -89,6 +89,15 @@ class SpineRow:
     faulted: list[int] = field(default_factory=list)
     """The requests of ``requests`` answered by the fault before the step, not by the step."""
 
+    def badge(self, number: int) -> str:
+        """The same, short enough for the request's folded line."""
+        if self.step is None:
+            return "drawn: off the recording"
+        where = f"recorded reply {self.step} of {self.of}"
+        if number in self.faulted:
+            return f"fault before {where}"
+        return f"{where}, mutated" if self.kind == "mutated" else where
+
     def said(self, number: int) -> str:
         """What answered request ``number``, as its entry on the timeline says it."""
         if self.step is None:
@@ -275,6 +284,7 @@ def _on_the_spine(timeline: Timeline, spine: Spine) -> None:
             entry = entries.get(f"{timeline.key}-w{number}")
             if entry is not None:
                 entry.options = {"served": row.said(number), **entry.options}
+                entry.label = row.badge(number)
 
 
 def wire_timeline(
