@@ -30,7 +30,12 @@ in process and on loopback, pydantic-ai (OpenAI chat) in process where it is imp
 (``tests/harness/agents/node/openai_loop.mjs``, ``harness fuzz --agent-cmd``) with a process per
 conversation and with one long-lived process (``--agent-cmd-mode lines``), where node and
 tests/node/node_modules are there. Its bare runs are the same command's, in the same mode: node's
-start-up is the agent's time in both. Medians of ``--repeat`` repetitions, same seed
+start-up is the agent's time in both. And a **seeded** campaign (``harness fuzz --from-cassette``,
+``run_seeded_campaign``) of the planted loop in process, seeded by a recording the benchmark makes
+of the same agent first (vcrpy, the emulator serving five calls of ``add``, one at a time, then the
+answer): example 0 the recording unchanged, then mutations of it (a fault before a recorded reply,
+a reply replaced, a call's arguments), replies drawn fresh once the agent leaves it; its bare run
+serves the recorded six-reply script. Medians of ``--repeat`` repetitions, same seed
 each time (the same conversations). The target: the harness's share at most a quarter.
 """
 
@@ -384,7 +389,8 @@ def measure(conversations: int, repeat: int, seed: int, out: Callable[[str], Non
             campaigns[row.label].append(campaign(row, conversations, seed))
     out(
         f"{conversations} conversations a run, median of {repeat}, seed {seed}; "
-        f"bare: a fixed two-reply script; campaign: harness fuzz --agent\n"
+        f"bare: a fixed two-reply script (seeded: the recorded six); campaign: harness fuzz --agent "
+        "(seeded: --from-cassette)\n"
     )
     out(
         "| agent | bare run | campaign | the agent (asked to wait) | the wire | the harness | "
