@@ -30,7 +30,12 @@ in process and on loopback, pydantic-ai (OpenAI chat) in process where it is imp
 (``tests/harness/agents/node/openai_loop.mjs``, ``harness fuzz --agent-cmd``) with a process per
 conversation and with one long-lived process (``--agent-cmd-mode lines``), where node and
 tests/node/node_modules are there. Its bare runs are the same command's, in the same mode: node's
-start-up is the agent's time in both. Medians of ``--repeat`` repetitions, same seed
+start-up is the agent's time in both. And a **seeded** campaign (``harness fuzz --from-cassette``,
+``run_seeded_campaign``) of the planted loop in process, seeded by a recording the benchmark makes
+of the same agent first (vcrpy, the emulator serving five calls of ``add``, one at a time, then the
+answer): example 0 the recording unchanged, then mutations of it (a fault before a recorded reply,
+a reply replaced, a call's arguments), replies drawn fresh once the agent leaves it; its bare run
+serves the recorded six-reply script. Medians of ``--repeat`` repetitions, same seed
 each time (the same conversations). The target: the harness's share at most a quarter.
 """
 
@@ -51,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import Emulator, turn
 from harness.agents import _conversation as campaign_module
-from harness.agents import run_agent_campaign
+from harness.agents import run_agent_campaign, run_seeded_campaign
 from harness.emulator import Fault
 
 PROMPT = "What is 2 + 3? Use your tools."
@@ -178,6 +183,35 @@ class Contender:
     agent: Callable[..., Any]
     in_process: bool
     is_async: bool
+    seeded: Path | None = None
+    """A cassette: the campaign is ``harness fuzz --from-cassette`` (the bare run serves what it recorded)."""
+
+
+DEEP = 5
+"""Tool rounds in the recording a seeded row starts from: past the fourth, where seeding earns its keep."""
+
+
+def deep_script() -> list[Any]:
+    """What the recording's emulator served: ``DEEP`` calls of ``add``, one at a time, then the answer."""
+    return [*(turn.tool_call("add", a=n, b=1) for n in range(1, DEEP + 1)), turn.text("The answer is 5.")]
+
+
+def recording(agent: Callable[..., Any]) -> Path:
+    """A cassette of ``agent``'s own conversation with the emulator serving :func:`deep_script`,
+    recorded as the ``recorded`` fixture records (vcrpy, the emulator on loopback)."""
+    import tempfile
+
+    import vcr
+
+    path = Path(tempfile.mkdtemp(prefix="seeded-benchmark-")) / "deep.yaml"
+    emulator = Emulator(*deep_script())
+    base_url = emulator.start()
+    try:
+        with vcr.use_cassette(str(path), record_mode="all", filter_headers=["authorization"]):
+            agent(PROMPT, base_url=base_url, api_key=API_KEY)
+    finally:
+        emulator.stop()
+    return path
 
 
 def contenders() -> tuple[list[Contender], list[str]]:
@@ -186,6 +220,13 @@ def contenders() -> tuple[list[Contender], list[str]]:
     rows = [
         Contender("planted loop (openai SDK, sync, streamed), in process", planted.agent, True, False),
         Contender("planted loop (openai SDK, sync, streamed), on loopback", planted.loopback_agent, False, False),
+        Contender(
+            f"planted loop, in process, seeded by its own recording ({DEEP} tool rounds)",
+            planted.agent,
+            True,
+            False,
+            recording(planted.agent),
+        ),
     ]
     skipped = []
     try:  # the agent CI fuzzes (tests/harness/agents/frameworks.py), which imports every framework
@@ -250,7 +291,8 @@ class Campaign:
 def bare(contender: Contender, conversations: int) -> Bare:
     """N conversations against a fixed script: a call of ``add``, then the answer."""
     meter = Meter(loopback=not contender.in_process)
-    emulator = metered(Emulator, meter)(turn.tool_call("add", a=2, b=3), turn.text("The answer is 5."))
+    script = deep_script() if contender.seeded else [turn.tool_call("add", a=2, b=3), turn.text("The answer is 5.")]
+    emulator = metered(Emulator, meter)(*script)
     base_url = "http://emulator.invalid" if contender.in_process else emulator.start()
     loop = asyncio.new_event_loop() if contender.is_async else None
     try:
@@ -280,15 +322,23 @@ def bare(contender: Contender, conversations: int) -> Bare:
     return Bare(seconds, meter.serving - meter.choosing, meter.requests)
 
 
+def run(contender: Contender, conversations: int, seed: int, on_example: Callable[[Any], None]) -> Any:
+    """The campaign from scratch, or seeded: example 0 the recording, then its mutations."""
+    if contender.seeded is None:
+        return run_agent_campaign(contender.agent, conversations, seed, save=False, on_example=on_example)
+    (seeded,) = run_seeded_campaign(
+        contender.agent, contender.seeded, examples=conversations, seed=seed, save=False, on_example=on_example
+    )
+    return seeded.result
+
+
 def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
     meter = Meter(loopback=not contender.in_process)  # an agent in process is given the loopback root too
     original = campaign_module.WireEmulator
     campaign_module.WireEmulator = metered(original, meter)  # type: ignore[misc]
     try:
         started = time.perf_counter()
-        result = run_agent_campaign(
-            contender.agent, conversations, seed, save=False, on_example=lambda _stats: meter.take()
-        )
+        result = run(contender, conversations, seed, lambda _stats: meter.take())
         seconds = time.perf_counter() - started
     finally:
         campaign_module.WireEmulator = original  # type: ignore[misc]
@@ -339,7 +389,8 @@ def measure(conversations: int, repeat: int, seed: int, out: Callable[[str], Non
             campaigns[row.label].append(campaign(row, conversations, seed))
     out(
         f"{conversations} conversations a run, median of {repeat}, seed {seed}; "
-        f"bare: a fixed two-reply script; campaign: harness fuzz --agent\n"
+        f"bare: a fixed two-reply script (seeded: the recorded six); campaign: harness fuzz --agent "
+        "(seeded: --from-cassette)\n"
     )
     out(
         "| agent | bare run | campaign | the agent (asked to wait) | the wire | the harness | "

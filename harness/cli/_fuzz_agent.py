@@ -452,7 +452,7 @@ def _check_save_dir(save_dir: Path | None) -> None:
         raise click.UsageError(f"{said} {target}: {existing} is not writable, so a scenario cannot be saved there")
 
 
-def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -> None:
+def _write_wire_report(html: Path, result: Any, command: str, deviations: Any, spine: Any = None) -> None:
     """``--agent --html``: the report package sits below ``harness.agents`` (pyproject's
     import-linter layers) and cannot read a request's menu or a traceback, so it is handed the
     agents layer's readers, the ones the console used."""
@@ -473,6 +473,7 @@ def _write_wire_report(html: Path, result: Any, command: str, deviations: Any) -
             output=shown(run.log) if run is not None and run.log else "",
             raised=agent_traceback(run.raised) if failure is not None and run.raised is not None else "",
             raised_heading=raised_heading(stats) if stats.raised else "",
+            spine=spine,
         ),
     )
 
@@ -526,7 +527,7 @@ def _report(console: Any, campaign: Any, agent: Any, chosen: WireOptions, conver
         page = chosen.html
         if conversations > 1:
             page = page.with_name(f"{page.stem}-conversation-{campaign.seed.number}{page.suffix}")
-        _write_wire_report(page, campaign.result, campaign.command, chosen.deviations)
+        _write_wire_report(page, campaign.result, campaign.command, chosen.deviations, campaign.spine())
         say(console, f"page: {page}")
     finding = campaign.finding()
     if finding is not None:

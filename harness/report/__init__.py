@@ -14,7 +14,7 @@ an agent sent and the replies it was served (``_campaign_page``). This package s
 what they hold.
 """
 
-from harness.report._campaign_page import WireCampaignLike, wire_campaign_report, wire_timeline
+from harness.report._campaign_page import Spine, SpineRow, WireCampaignLike, wire_campaign_report, wire_timeline
 from harness.report._cassette_lanes import StepLike
 from harness.report._env import MissingReportExtra
 from harness.report._model import Entry, Lane, ProblemShown, RecordingJudgement, Timeline
@@ -37,6 +37,8 @@ __all__ = [
     "MissingReportExtra",
     "ProblemShown",
     "RecordingJudgement",
+    "Spine",
+    "SpineRow",
     "StepLike",
     "Timeline",
     "campaign_report",

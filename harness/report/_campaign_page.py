@@ -73,6 +73,53 @@ class WireCampaignLike(Protocol):
         ...
 
 
+@dataclass
+class SpineRow:
+    """A row of a seeded campaign's spine: recorded reply ``step`` of ``of`` (from 1; ``None``: a
+    reply drawn once the agent left the recording), the requests it answered and the marks of
+    what changed it. ``kind``: ``recorded``, ``mutated`` (replaced, or its arguments), ``fault``
+    (a fault served before it), ``unreached`` (the run ended or left before it), ``drawn``."""
+
+    kind: str
+    step: int | None
+    of: int
+    label: str
+    requests: list[int] = field(default_factory=list)
+    marks: list[str] = field(default_factory=list)
+    faulted: list[int] = field(default_factory=list)
+    """The requests of ``requests`` answered by the fault before the step, not by the step."""
+
+    def badge(self, number: int) -> str:
+        """The same, short enough for the request's folded line."""
+        if self.step is None:
+            return "drawn: off the recording"
+        where = f"recorded reply {self.step} of {self.of}"
+        if number in self.faulted:
+            return f"fault before {where}"
+        return f"{where}, mutated" if self.kind == "mutated" else where
+
+    def said(self, number: int) -> str:
+        """What answered request ``number``, as its entry on the timeline says it."""
+        if self.step is None:
+            return f"a drawn reply ({'; '.join(self.marks)}): the agent had left the recording"
+        where = f"recorded reply {self.step} of {self.of} ({self.label})"
+        if number in self.faulted:
+            return f"the fault before {where}: {'; '.join(self.marks)}"
+        if self.kind == "fault":
+            return f"{where}, served on the retry after the fault"
+        return f"{where}, {'; '.join(self.marks)}" if self.marks else where
+
+
+@dataclass
+class Spine:
+    """A seeded campaign's recorded conversation, as the spine its failure is drawn on
+    (``harness.agents``' ``SeededCampaign.spine()``): ``left``, the replies drawn off it."""
+
+    headline: str
+    rows: list[SpineRow]
+    left: int = 0
+
+
 SHOWN_EXCEPTIONS = 10
 """Distinct exceptions shown with their traceback, as the console shows them (its heading counts the rest)."""
 
@@ -129,6 +176,7 @@ class _WireCampaign:
     serve: str = ""
     scenario_yaml: str = ""
     failure: Timeline | None = None
+    spine: Spine | None = None
 
 
 def wire_campaign_report(
@@ -142,6 +190,7 @@ def wire_campaign_report(
     output: str = "",
     raised: str = "",
     raised_heading: str = "",
+    spine: Spine | None = None,
 ) -> str:
     """The campaign (what it exercised, the invariants' verdicts, the time split) and, on a
     violation, the shrunk conversation as a timeline with the violation on its request.
@@ -151,16 +200,19 @@ def wire_campaign_report(
     The verdicts are the result's own (``result.verdicts``), the ones the console prints.
     ``nothing_tested``: why no run reached the emulator (the first run's traceback and hints);
     ``output``: the agent's output in the conversation shown; ``raised``: its traceback;
-    ``raised_heading``: the console's heading over the distinct exceptions the runs raised."""
+    ``raised_heading``: the console's heading over the distinct exceptions the runs raised;
+    ``spine``: a seeded campaign's recording, the failure drawn on it."""
     failure = result.failure
     campaign = _campaign(result, command, invariants, deviations, output, raised)
-    campaign.raised_heading = raised_heading
+    campaign.raised_heading, campaign.spine = raised_heading, spine
     if failure is None and result.stats.requests == 0:
         campaign.nothing_tested = (
             nothing_tested or f"no run sent a request to the emulator ({result.stats.first_error})"
         )
     if failure is not None:
         _show_failure(campaign, failure, tools_of)
+        if spine is not None and campaign.failure is not None:
+            _on_the_spine(campaign.failure, spine)
     return render(
         "wire_campaign.html.j2", kind="wire-campaign", title=f"harness fuzz --agent · seed {result.seed}", c=campaign
     )
@@ -222,6 +274,17 @@ def _show_failure(campaign: _WireCampaign, failure: Any, tools_of: ToolsOf | Non
         declared=failure.judgement.declared,
         tools_of=tools_of,
     )
+
+
+def _on_the_spine(timeline: Timeline, spine: Spine) -> None:
+    """Each request of the failure says which recorded step answered it, and how it was changed."""
+    entries = {entry.anchor: entry for lane in timeline.lanes for entry in lane.entries}
+    for row in spine.rows:
+        for number in row.requests:
+            entry = entries.get(f"{timeline.key}-w{number}")
+            if entry is not None:
+                entry.options = {"served": row.said(number), **entry.options}
+                entry.label = row.badge(number)
 
 
 def wire_timeline(

@@ -15,7 +15,7 @@ The replies then follow the recording while the agent's requests still match it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from harness.agents._replies import _args as as_arguments
 from harness.agents._seeded._seed import Seed, Shape, results
 from harness.emulator import WireRequest
 from harness.recording import conversation
+from harness.report import Spine, SpineRow
 from harness.scenarios import ModelTurn
 from harness.strategies import arguments, invalid_arguments
 
@@ -117,6 +118,20 @@ def _kind(reply: ModelTurn, provider: str) -> str:
     return {"cut stream": "a cut stream", "dropped connection": "a dropped connection"}.get(kind, f"a {kind}")
 
 
+@dataclass(frozen=True)
+class Served:
+    """What answered request ``number``: recorded step ``step`` (from 0; ``None``: a reply drawn
+    once the agent left the recording), changed by ``mutation`` (``fault``: the fault served
+    before the step, whose retry gets it)."""
+
+    number: int
+    step: int | None
+    mutation: Mutation | None
+    fault: bool = False
+    reply: ModelTurn | None = None
+    """The reply drawn (``step`` ``None``)."""
+
+
 @dataclass
 class SeededReplies:
     """The replies of one seeded example: the recording with ``planned`` applied, followed while
@@ -135,13 +150,23 @@ class SeededReplies:
     ids: int = 0
     drawn: list[ModelTurn] = field(default_factory=list)
     final: ModelTurn | None = None
+    trail: list[Served] = field(default_factory=list)
+    """What answered each request, in order: the page's spine."""
 
     def __call__(self, number: int, request: WireRequest) -> ModelTurn | None:
         if self.final is not None:
+            self.trail.append(Served(number, None, None, reply=self.final))
             return self.final
         if self.diverged_at is None and not self._matches(request):
             self.diverged_at = number
+        step, mutation = self.step, self.planned.get(self.step)
         reply = self._recorded() if self.diverged_at is None else self._fresh()
+        if self.diverged_at is None:
+            faulted = mutation is not None and mutation.change == "fault before" and self.step == step
+            kept = mutation is None or (mutation.change == "fault before" and not faulted)
+            self.trail.append(Served(number, step, None if kept else mutation, faulted))
+        else:
+            self.trail.append(Served(number, None, None, reply=reply))
         for call in reply.calls:
             self.names[call.id or ""] = call.name
         if is_final(reply):
@@ -184,3 +209,25 @@ class SeededReplies:
         """A fresh call id in the wire's style that no recorded call has."""
         self.ids += 1
         return f"{_prefix(self.seed.provider)}fresh{self.ids}"
+
+
+def spine_of(seed: Seed, trail: Sequence[Served], headline: str) -> Spine:
+    """Each recorded step a row, with the requests it answered and its mutation; the replies
+    drawn once the agent left the recording a branch after the last step it reached."""
+    rows = [SpineRow("unreached", step + 1, len(seed.replies), seed.label(step)) for step in range(len(seed.replies))]
+    left: list[SpineRow] = []
+    for served in trail:
+        if served.step is None:
+            said = kind_of(served.reply, seed.provider) if served.reply is not None else "a reply"
+            calls = ", ".join(call.name for call in served.reply.calls) if served.reply is not None else ""
+            left.append(SpineRow("drawn", None, len(seed.replies), calls or said, [served.number], [said]))
+            continue
+        row = rows[served.step]
+        row.requests.append(served.number)
+        row.kind = "recorded" if row.kind == "unreached" else row.kind
+        if served.mutation is not None:
+            row.kind = "fault" if served.fault else "mutated"
+            row.marks.append(served.mutation.detail)
+            row.faulted += [served.number] if served.fault else []
+    reached = max((s.step for s in trail if s.step is not None), default=-1)
+    return Spine(headline, rows[: reached + 1] + left + rows[reached + 1 :], len(left))

@@ -25,11 +25,12 @@ from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, SHRI
 from harness.agents._campaign_result import AgentCampaignResult, AgentStats, WireFailure, WireViolationError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, REQUEST_SLACK, Run, Serving, agent_name, serving
 from harness.agents._replies import kind_of
-from harness.agents._seeded._mutations import Mutation, SeededReplies, mutations
+from harness.agents._seeded._mutations import Mutation, SeededReplies, Served, mutations, spine_of
 from harness.agents._seeded._seed import Seed, chosen_seeds
 from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
 from harness.campaigns import DEFAULT_SEED
+from harness.report import Spine
 from harness.scenarios import ModelTurn
 
 SEEDED_SHRINK_RUNS = 40
@@ -51,6 +52,13 @@ class SeededCampaign:
     """The failure's mutations, each named by its recorded step."""
     command: str = ""
     """The command that runs this conversation's campaign again."""
+    trail: list[Served] = field(default_factory=list)
+    """What answered each request of the failing run: the recorded step, mutated or not, or a drawn reply."""
+
+    def spine(self) -> Spine:
+        """The recording as the spine of the failure's page: each recorded step with the requests
+        it answered and its mutation, and the replies drawn once the agent left it."""
+        return spine_of(self.seed, self.trail, self.headline())
 
     def headline(self) -> str:
         """What ran, in one line: example 0 and the mutated examples."""
@@ -136,9 +144,11 @@ def _campaign(
     exploring = _Exploration(check, on_example)
     exploring.attempts = SHRINK_RUNS - SEEDED_SHRINK_RUNS  # the shrinker's budget counts up from here
     outcome = SeededCampaign(recorded, AgentCampaignResult(chosen.name, exploring.stats, chosen.seed, False))
-    run = _converse(agent, served, recorded, SeededReplies(recorded, {}), chosen, faults=0)
+    unchanged = SeededReplies(recorded, {})
+    run = _converse(agent, served, recorded, unchanged, chosen, faults=0)
     judgement = judge(run, chosen.deviations)
     exploring.count(run, judgement)
+    outcome.trail = unchanged.trail  # the page's spine, unless a failure's run replaces it
     if judgement.violations:  # the recording itself: nothing mutated could say more
         outcome.recording_fails = True
         outcome.result.failure = _failure(run, judgement, recorded, chosen, [])
@@ -147,8 +157,10 @@ def _campaign(
         outcome.mutated = exploring.stats.conversations - 1
         if exploring.failing:  # Hypothesis ran the minimal example last; then whole mutations go, where they can
             minimal = exploring.failing[-1]
-            planned, drawn = tried[id(minimal)]
-            run, judgement, planned, fresh = _fewer_mutations(agent, served, recorded, chosen, minimal, planned, drawn)
+            planned, drawn, trail = tried[id(minimal)]
+            run, judgement, planned, fresh, outcome.trail = _fewer_mutations(
+                agent, served, recorded, chosen, minimal, (planned, drawn, trail)
+            )
             outcome.mutations = [m.name(recorded) for m in planned]
             if fresh:  # what the agent was served once it left the recording belongs to the finding too
                 kinds = ", ".join(kind_of(reply, recorded.provider) for reply in fresh)
@@ -160,12 +172,16 @@ def _campaign(
     return outcome
 
 
+Tried = tuple[list[Mutation], list[ModelTurn], list[Served]]
+"""A failing example's mutations, the replies it drew once the agent left the recording, its trail."""
+
+
 def _checker(
     agent: Callable[..., Any], served: Serving, recorded: Seed, chosen: _Options
-) -> tuple[Callable[[Any], tuple[Run, Judgement]], dict[int, tuple[list[Mutation], list[ModelTurn]]]]:
+) -> tuple[Callable[[Any], tuple[Run, Judgement]], dict[int, Tried]]:
     """The Hypothesis example: mutations drawn, the run judged; each failure's mutations kept by
     the failure's id, so the minimal one can be named."""
-    tried: dict[int, tuple[list[Mutation], list[ModelTurn]]] = {}
+    tried: dict[int, Tried] = {}
     strategy = mutations(recorded, chosen.hostile)
 
     def check(data: Any) -> tuple[Run, Judgement]:
@@ -176,7 +192,7 @@ def _checker(
         judgement = judge(run, chosen.deviations)
         if judgement.violations:
             error = WireViolationError(judgement, run, scenario_of(run, chosen.name, judgement))
-            tried[id(error)] = (planned, replies.drawn)
+            tried[id(error)] = (planned, replies.drawn, replies.trail)
             raise error
         return run, judgement
 
@@ -189,15 +205,15 @@ def _fewer_mutations(
     recorded: Seed,
     chosen: _Options,
     found: WireViolationError,
-    planned: list[Mutation],
-    drawn: list[ModelTurn],
-) -> tuple[Run, Judgement, list[Mutation], list[ModelTurn]]:
+    minimal: Tried,
+) -> tuple[Run, Judgement, list[Mutation], list[ModelTurn], list[Served]]:
     """The failure with every mutation it does not need removed, one at a time (a removal is kept
     when the same invariant still breaks): Hypothesis's shrinker does this too, within its budget
     of runs, and a replay without one mutation is one run. The replies the failing run drew once it
     left the recording are served again, in order, where the agent leaves it again."""
     invariant = found.judgement.violations[0].invariant
-    best = (found.run, found.judgement, planned, drawn)
+    planned, drawn, trail = minimal
+    best = (found.run, found.judgement, planned, drawn, trail)
     removing = True
     while removing and len(best[2]) > 1:
         removing = False
@@ -210,7 +226,8 @@ def _fewer_mutations(
             same = [v for v in judgement.violations if v.invariant == invariant]
             if same:
                 served_fresh = drawn[: replies.fresh]
-                best, removing = (run, Judgement((same[0],), judgement.declared), candidate, served_fresh), True
+                kept = Judgement((same[0],), judgement.declared)
+                best, removing = (run, kept, candidate, served_fresh, replies.trail), True
                 break
     return best
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import vcr
 from click.testing import CliRunner
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from harness.agents import (
     SeedError,
@@ -122,6 +122,27 @@ def test_harness_fuzz_from_cassette_reports_example_0_the_mutated_examples_and_t
     assert load_wire_regressions(tmp_path, agent)
     shown = page.read_text(encoding="utf-8")  # the page says how to run this seeded campaign again
     assert "harness-timeline" in shown and f"--from-cassette {chat_cassette} --conversation 1 --seed 0" in shown
+    _the_failure_is_drawn_on_the_recording(shown, flat)
+
+
+def _the_failure_is_drawn_on_the_recording(shown: str, flat: str) -> None:
+    """The page's spine: a row per recorded step with the requests it answered, the fault marked on
+    the step it precedes (the step the finding names), and the same words on the failure's requests."""
+    from tests.harness.report.dom import parse
+
+    page = parse(shown)
+    rows = page.find_all(cls="spine-row", tag="li")
+    assert [row.attrs.get("data-step") for row in rows] == [str(n) for n in range(1, 7)]
+    assert "recorded reply 1 of 6" in rows[0].text() and "add#call_1" in rows[0].text()
+    (marked,) = [row for row in rows if row.attrs.get("data-kind") != "recorded"]
+    step = marked.attrs["data-step"]
+    assert f"finding: W6 after: recorded reply {step} of 6" in flat  # the step the finding names
+    assert marked.attrs["data-kind"] == "fault" and "fault before it: preceded by a 429" in " ".join(
+        marked.text().split()
+    )
+    served = [" ".join(code.text().split()) for code in page.find(cls="harness-timeline").find_all(tag="code")]
+    assert any(text.startswith(f"the fault before recorded reply {step} of 6") for text in served), served
+    assert any(text.endswith("served on the retry after the fault") for text in served), served
 
 
 @pytest.mark.parametrize(
@@ -239,7 +260,8 @@ def _no_retry_after_on_bedrock(seed: Any) -> None:
 
     from harness.agents._seeded._mutations import mutations
 
-    @settings(max_examples=10, database=None, derandomize=True)
+    # a machine shared by several runs can be slow to draw the first examples: that is not what this checks
+    @settings(max_examples=10, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
     @given(mutations(seed, hostile=False))
     def drawn(planned: list[Any]) -> None:
         for mutation in planned:
@@ -259,9 +281,29 @@ def test_the_recording_is_followed_while_requests_match_it_and_left_once_they_do
         kept = SeededReplies(seed, {0: Mutation(0, "arguments", outside)})
         run = served.converse(planted.agent, kept, prompt=seed.prompt, request_bound=12, time_bound=10)
         assert kept.diverged_at is None and run.replies == [outside, *seed.replies[1:]]
-        left = SeededReplies(seed, {0: Mutation(0, "replaced", elsewhere)})
+        left = SeededReplies(seed, {0: Mutation(0, "replaced", elsewhere, "replaced by a lookup call")})
         run = served.converse(planted.agent, left, prompt=seed.prompt, request_bound=12, time_bound=10)
         assert left.diverged_at == 2 and len(run.replies) == 2  # no data to draw from: the final answer
+    _leaving_the_recording_is_drawn_off_the_spine(chat_cassette, seed, left.trail)
+
+
+def _leaving_the_recording_is_drawn_off_the_spine(cassette: Path, seed: Any, trail: list[Any]) -> None:
+    """On the page, the replies drawn once the agent left come after the last recorded step it
+    reached, marked as off the recording, and the steps it never reached say so."""
+    from harness.agents import INVARIANTS
+    from harness.agents._seeded._mutations import spine_of
+    from harness.report import wire_campaign_report
+    from tests.harness.report.dom import parse
+
+    (held,) = run_seeded_campaign(planted.agent, cassette, examples=1, save=False)
+    spine = spine_of(seed, trail, held.headline())
+    page = parse(wire_campaign_report(held.result, command=held.command, invariants=INVARIANTS, spine=spine))
+    rows = [(row.attrs["data-kind"], " ".join(row.text().split())) for row in page.find_all(cls="spine-row", tag="li")]
+    assert [kind for kind, _ in rows] == ["mutated", "drawn", *["unreached"] * 5], rows
+    assert "recorded reply 1 of 6 add#call_1 · answered request 1 · mutated: replaced by" in rows[0][1]
+    assert rows[1][1].startswith("left the recording: drawn reply") and "answered request 2" in rows[1][1]
+    assert "off the recording" in rows[1][1] and all("not reached" in said for _, said in rows[2:])
+    assert "example 0 (the recording unchanged)" in page.find(tag="section", id="spine").text()
 
 
 def test_each_conversation_of_a_cassette_runs_in_turn_and_conversation_picks_one(tmp_path: Path) -> None:

@@ -209,3 +209,31 @@ def test_a_recording_judged_by_the_wire_invariants_in_the_browser(
     assert _visible(page, ".entry.violation") == [True]
     marked = _seen(page, ".entry.violation")
     assert "interaction #2" in marked and "violates [W2]" in marked and "Pack a light jacket" in marked
+
+
+def test_a_seeded_campaign_drawn_on_its_recording_in_the_browser(browser: Browser, shots: Path, tmp_path: Path) -> None:
+    from harness.agents import INVARIANTS, run_seeded_campaign
+    from harness.report import wire_campaign_report
+    from harness.scenarios import ModelTurn
+    from tests.harness.agents import planted
+    from tests.harness.agents.test_seeded import DEEP, record
+    from tests.harness.report.worlds import tools_of
+
+    cassette = record(tmp_path / "deep.yaml", planted.agent, [*DEEP, ModelTurn(text="2, 3, 4, 5 and 6.")])
+    (seeded,) = run_seeded_campaign(planted.deep_retry_without_wait, cassette, examples=3, seed=0, save_dir=tmp_path)
+    page_text = wire_campaign_report(
+        seeded.result, command=seeded.command, invariants=INVARIANTS, tools_of=tools_of, spine=seeded.spine()
+    )
+    path = tmp_path / "seeded.html"
+    path.write_text(page_text, encoding="utf-8")
+    page = _open(browser, shots, path, "wire-campaign-seeded")
+    rows = page.evaluate("[...document.querySelectorAll('#spine li.spine-row')].map(r => r.dataset.kind)")
+    assert rows == ["recorded"] * 4 + ["fault", "recorded"], rows  # the six recorded replies, the fault on the fifth
+    marked = _seen(page, "#spine li.fault")
+    assert marked.startswith("recorded reply 5 of 6 add#call_5") and "fault before it: preceded by a 429" in marked
+    # its links lead to the requests of the failure it answered, whose folded lines say which step answered them
+    target = page.evaluate("document.querySelector('#spine li.fault a').getAttribute('href')")
+    assert target == "#t1-w5", target
+    request = _seen(page, target).lower()
+    assert request.startswith("request 5") and "fault before recorded reply 5 of 6" in request, request
+    assert "recorded reply 5 of 6" in _seen(page, "#t1-w6").lower()  # the retry got the recorded reply
