@@ -9,7 +9,7 @@ plugin and ``harness --help`` pay nothing for it.
 
 ``run_agent_campaign`` (``_campaign``) is ``harness fuzz --agent`` and ``--agent-cmd``;
 ``agent_test`` (``_agent_test``) its pytest form; ``replay_agent`` (``_wire_regressions``) serves a
-saved scenario; ``judge`` and ``Deviation`` (``_wire_invariants``) are the invariants; ``replies``
+saved scenario; ``judge`` and ``Deviation`` (``_invariants``) are the invariants; ``replies``
 (``_replies``) the vocabulary; ``converse`` (``_conversation``) one run, under a base URL of its
 own; ``ProcessAgent`` (``_process_agent``) an agent in any language, run as a process, and
 ``serve_lines`` the long-lived mode's loop for a Python agent, in one call;
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
         WireViolationError,
     )
     from harness.agents._conversation import Agent, Exchange, Run, WireEmulator, converse
+    from harness.agents._invariants import INVARIANTS, Deviation, Judgement, Violation, judge
     from harness.agents._process_agent import ProcessAgent, serve_lines
     from harness.agents._replies import KINDS, TIERS, kinds_for, replies, tier_of
     from harness.agents._seeded import SeededCampaign, SeedError, chosen_seeds, judge_recording, run_seeded_campaign
-    from harness.agents._wire_invariants import INVARIANTS, Deviation, Judgement, Violation, judge
     from harness.agents._wire_regressions import load_wire_regressions, replay_agent, scenario_of
 
 _EXPORTS = {
@@ -62,11 +62,11 @@ _EXPORTS = {
     "Run": "._conversation",
     "WireEmulator": "._conversation",
     "converse": "._conversation",
-    "INVARIANTS": "._wire_invariants",
-    "Deviation": "._wire_invariants",
-    "Judgement": "._wire_invariants",
-    "Violation": "._wire_invariants",
-    "judge": "._wire_invariants",
+    "INVARIANTS": "._invariants",
+    "Deviation": "._invariants",
+    "Judgement": "._invariants",
+    "Violation": "._invariants",
+    "judge": "._invariants",
     "judge_recording": "._seeded",
     "run_seeded_campaign": "._seeded",
     "SeedError": "._seeded",

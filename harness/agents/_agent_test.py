@@ -34,7 +34,7 @@ from harness.agents._campaign_result import (
 )
 from harness.agents._conversation import DEFAULT_PROMPT, DEFAULT_TIME_BOUND, agent_name, check_signature, serving
 from harness.agents._first_failure import agent_traceback, nothing_tested
-from harness.agents._wire_invariants import INVARIANTS, Deviation, declared_deviations, deviations_of
+from harness.agents._invariants import INVARIANTS, Deviation, declared_deviations, deviations_of
 from harness.agents._wire_regressions import load_wire_regressions, replay_agent, save_wire_regression
 from harness.scenarios import Scenario
 

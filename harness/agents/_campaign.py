@@ -3,7 +3,7 @@
 ``run_agent_campaign(agent)`` is ``harness fuzz --agent MODULE:CALLABLE`` (and ``--agent-cmd``):
 a conversation per example, its replies one list drawn with ``st.data()`` on the test's own thread
 (``_plans``, over the vocabulary of ``_replies``) and served one per request as they arrive, under
-the conversation's own base URL (``_conversation``), each run judged (``_wire_invariants``). The
+the conversation's own base URL (``_conversation``), each run judged (``_invariants``). The
 first violation shrinks like any Hypothesis failure, then :func:`fewer_replies` removes whole
 replies; the minimal run's replies become a scenario file (``_wire_regressions``), served by hand
 with ``harness emulate --script FILE``.
@@ -45,8 +45,8 @@ from harness.agents._conversation import (
     scripted,
     serving,
 )
+from harness.agents._invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._plans import FirstPhase, Menus, PlannedReplies
-from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
 from harness.campaigns._loop_campaign import DEFAULT_SEED, campaign_settings
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.agents._conversation import Run
+from harness.agents._invariants import INVARIANTS, Judgement, Violation, reply_kinds
 from harness.agents._replies import KINDS, TIERS, retry_after, tier_of
-from harness.agents._wire_invariants import INVARIANTS, Judgement, Violation, reply_kinds
 from harness.emulator import WireRequest
 from harness.scenarios import Scenario
 

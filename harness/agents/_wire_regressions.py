@@ -23,8 +23,8 @@ from harness.agents._conversation import (
     scripted,
     serving,
 )
+from harness.agents._invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._replies import is_final
-from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.checking import scenario_dir
 from harness.scenarios import ModelTurn, Scenario
 from harness.wire import write_atomic

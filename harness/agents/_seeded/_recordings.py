@@ -34,7 +34,7 @@ def judge_recording(steps: Sequence[Any]) -> RecordingJudgement | None:
     """W1 and W2 over each conversation of a cassette (``harness.recording``'s decoded steps) that
     has at least two requests: a ``RecordingJudgement`` for ``cassette_report(..., judged=)``, or
     ``None`` when the cassette holds no such conversation (a single request shows neither)."""
-    from harness.agents._wire_invariants import INVARIANTS, judge
+    from harness.agents._invariants import INVARIANTS, judge
 
     judgeable = [c for c in conversations(steps) if len(c.steps) >= 2]
     if not judgeable:

@@ -24,10 +24,10 @@ from typing import Any
 from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, SHRINK_RUNS, _Exploration, tally
 from harness.agents._campaign_result import AgentCampaignResult, AgentStats, WireFailure, WireViolationError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, REQUEST_SLACK, Run, Serving, agent_name, serving
+from harness.agents._invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._replies import kind_of
 from harness.agents._seeded._mutations import Mutation, SeededReplies, Served, mutations, spine_of
 from harness.agents._seeded._seed import Seed, chosen_seeds
-from harness.agents._wire_invariants import Deviation, Judgement, declared_deviations, deviations_of, judge
 from harness.agents._wire_regressions import save_wire_regression, scenario_of
 from harness.campaigns import DEFAULT_SEED
 from harness.report import Spine
