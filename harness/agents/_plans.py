@@ -20,7 +20,17 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.agents._conversation import as_recorded
-from harness.agents._replies import FINAL, Tool, is_final, kinds_for, numbered, servable, strict_tools, unnumbered
+from harness.agents._replies import (
+    FINAL,
+    Tool,
+    is_final,
+    kinds_for,
+    numbered,
+    request_features,
+    servable,
+    strict_tools,
+    unnumbered,
+)
 from harness.emulator import WireRequest
 from harness.scenarios import ModelTurn
 
@@ -39,18 +49,18 @@ class PlannedReplies:
 
     def __init__(self, data: Any, max_replies: int, hostile: bool, menus: Menus) -> None:
         self.data, self.max_replies, self.hostile, self.menus = data, max_replies, hostile, menus
-        self.planned_for = (menus.menu, menus.provider)
+        self.planned_for = (menus.menu, menus.provider, menus.features)
         self.plan: list[ModelTurn] | None = None
         if menus.menu is not None:
-            self.plan = self._draw(menus.menu, menus.provider)
+            self.plan = self._draw(menus.menu, menus.provider, menus.features)
         self.asked = False
         self.served = 0
         self.prefix = "call_"
         self.count = 0
         self.final: ModelTurn | None = None
 
-    def _draw(self, menu: tuple[Tool, ...], provider: str) -> list[ModelTurn]:
-        plans = _plans(menu, self.max_replies, provider, self.hostile, self.menus.forced)
+    def _draw(self, menu: tuple[Tool, ...], provider: str, features: frozenset[str]) -> list[ModelTurn]:
+        plans = _plans(menu, self.max_replies, provider, self.hostile, self.menus.forced, features)
         drawn: list[ModelTurn] = self.data.draw(plans, label="replies")
         return drawn
 
@@ -66,9 +76,12 @@ class PlannedReplies:
             specs = as_recorded(request).tools
             menu = _menu(tuple(Tool(spec.name, spec.parameters, spec.name in strict) for spec in specs))
             provider = request.route.provider
-            self.menus.menu, self.menus.provider = menu, provider
-            if self.plan is None or (menu, provider) != self.planned_for:  # the first conversation, or a new menu
-                self.plan = self._draw(menu, provider)
+            features = request_features(provider, request.body)
+            self.menus.menu, self.menus.provider, self.menus.features = menu, provider, features
+            if (
+                self.plan is None or (menu, provider, features) != self.planned_for
+            ):  # the first conversation, or a new menu
+                self.plan = self._draw(menu, provider, features)
         assert self.plan is not None
         if self.final is not None:
             return self.final
@@ -91,6 +104,9 @@ class Menus:
     provider: str = "openai"
     forced: str | None = None
     """The kind the next conversation's one reply is (the first phase), ``None``: a drawn plan."""
+    features: frozenset[str] = frozenset()
+    """What the agent's last first request enabled (``_replies.request_features``): the kinds
+    that need it are drawn only then."""
 
 
 @dataclass
@@ -109,7 +125,9 @@ class FirstPhase:
 
     def offered(self) -> tuple[str, ...]:
         """The kinds the campaign could serve: its tiers', less those the menu rules out."""
-        return servable(self.menus.menu, self.hostile) if self.menus.menu is not None else kinds_for(self.hostile)
+        if self.menus.menu is None:
+            return kinds_for(self.hostile)
+        return servable(self.menus.menu, self.hostile, self.menus.features)
 
     def run(self, examples: int) -> Iterator[str]:
         """Sets each kind in turn for the next conversation (yielded: run it), then ends the phase."""
@@ -119,7 +137,9 @@ class FirstPhase:
         try:
             for kind in order:
                 # the menu is known once the first conversation has sent its first request
-                if self.menus.menu is not None and kind not in servable(self.menus.menu, self.hostile):
+                if self.menus.menu is not None and kind not in servable(
+                    self.menus.menu, self.hostile, self.menus.features
+                ):
                     continue
                 self.menus.forced = kind
                 yield kind
@@ -132,16 +152,22 @@ _PLANS: dict[tuple[Any, ...], tuple[tuple[Tool, ...], st.SearchStrategy[list[Mod
 
 
 def _plans(
-    menu: tuple[Tool, ...], max_replies: int, provider: str, hostile: bool, forced: str | None = None
+    menu: tuple[Tool, ...],
+    max_replies: int,
+    provider: str,
+    hostile: bool,
+    forced: str | None = None,
+    features: frozenset[str] = frozenset(),
 ) -> st.SearchStrategy[list[ModelTurn]]:
     """One strategy per menu and wire, built once (a strategy is validated when first drawn);
-    ``hostile`` adds the ``invalid`` tier; ``forced``: one reply of that kind."""
-    key = (id(menu), max_replies, provider, hostile, forced)
+    ``hostile`` adds the ``invalid`` tier; ``forced``: one reply of that kind; ``features``: what
+    the request enables."""
+    key = (id(menu), max_replies, provider, hostile, forced, features)
     found = _PLANS.get(key)
     if found is None or found[0] is not menu:
         if len(_PLANS) > 64:
             _PLANS.clear()
-        replies = unnumbered(menu, provider, hostile, forced)
+        replies = unnumbered(menu, provider, hostile, forced, features)
         # at least one reply: an empty plan is the final answer alone, which the first reply's
         # simplest kind already is
         size = 1 if forced is not None else max_replies

@@ -118,15 +118,33 @@ SENDS_RETRY_AFTER: frozenset[str] = frozenset({"openai", "anthropic", "gemini"})
 too). AWS sends none: a Bedrock error carries none, and W6 has nothing to judge there."""
 
 
+NEEDS: Mapping[str, str] = {}
+"""Kinds a reply can be only when the agent's request makes it possible -> the feature
+(:func:`request_features`) it needs: a provider sends reasoning only to a request that enabled it,
+a usage-only chunk only to one that asked for usage. Drawn where the request allows them, as
+the menu decides which tools a call may name."""
+
+
+def request_features(provider: str, body: object) -> frozenset[str]:
+    """What the agent's first request enables on ``provider``'s wire, as the features of
+    :data:`NEEDS` (the kinds that need them are drawn only then)."""
+    return frozenset()
+
+
 def tier_of(kind: str) -> str:
     """The realism tier of a reply kind (the same on every wire: what differs per wire, the
     statuses, is drawn from that wire's own)."""
     return _TIER_OF_KIND[kind]
 
 
-def kinds_for(hostile: bool = False) -> tuple[str, ...]:
-    """The kinds a campaign draws: ``provider`` and ``network``; ``hostile`` adds ``invalid``."""
-    return tuple(kind for kind in KINDS if hostile or tier_of(kind) != "invalid")
+def kinds_for(hostile: bool = False, features: frozenset[str] | None = None) -> tuple[str, ...]:
+    """The kinds a campaign draws: ``provider`` and ``network``; ``hostile`` adds ``invalid``;
+    given the request's ``features``, only the kinds it makes possible (:data:`NEEDS`)."""
+    return tuple(
+        kind
+        for kind in KINDS
+        if (hostile or tier_of(kind) != "invalid") and (features is None or NEEDS.get(kind, "") in features | {""})
+    )
 
 
 ANSWERS: tuple[str, ...] = ("Done.", "The answer is 5.", "I could not finish that.")
@@ -240,22 +258,32 @@ def tier_of_reply(reply: ModelTurn, provider: str | None = None) -> str:
 
 
 def replies(
-    tools: Sequence[Tool], next_id: Callable[[], str], provider: str = "openai", hostile: bool = False
+    tools: Sequence[Tool],
+    next_id: Callable[[], str],
+    provider: str = "openai",
+    hostile: bool = False,
+    features: frozenset[str] = frozenset(),
 ) -> st.SearchStrategy[ModelTurn]:
     """One reply to a request of an agent whose menu is ``tools``, on ``provider``'s wire (its own
-    statuses); ``hostile`` adds the ``invalid`` tier. ``next_id`` numbers the calls (each call of a
-    conversation gets a fresh id, so a result names the one call it answers)."""
-    return _reply(_Menu.of(tuple(tools), hostile), next_id, _Wire.of(provider, hostile), None)
+    statuses); ``hostile`` adds the ``invalid`` tier; ``features``: what the request enables
+    (:func:`request_features`). ``next_id`` numbers the calls (each call of a conversation gets a
+    fresh id, so a result names the one call it answers)."""
+    return _reply(_Menu.of(tuple(tools), hostile), next_id, _Wire.of(provider, hostile, features), None)
 
 
 def unnumbered(
-    tools: tuple[Tool, ...], provider: str = "openai", hostile: bool = False, kind: str | None = None
+    tools: tuple[Tool, ...],
+    provider: str = "openai",
+    hostile: bool = False,
+    kind: str | None = None,
+    features: frozenset[str] = frozenset(),
 ) -> st.SearchStrategy[ModelTurn]:
     """:func:`replies` before its calls are numbered (:func:`numbered`): one strategy per menu and
     wire, built once, since a strategy made afresh for every reply is validated afresh too, which
     cost more than drawing the reply (a campaign draws one for every request of every conversation).
-    ``kind``: a reply of that kind only (a campaign's first phase serves each kind once)."""
-    key = (*(id(tool) for tool in tools), provider, hostile, kind)
+    ``kind``: a reply of that kind only (a campaign's first phase serves each kind once);
+    ``features``: what the request enables (:func:`request_features`)."""
+    key = (*(id(tool) for tool in tools), provider, hostile, kind, features)
     found = _BUILT.get(key)
     if found is None or found[0] != tools:
         if len(_BUILT) > 64:
@@ -263,16 +291,17 @@ def unnumbered(
         # a reply of a given kind sends arguments that fail a schema to a tool that is not strict:
         # to a strict one they are a kind of their own
         menu = _Menu.of(tools, hostile and kind is None)
-        found = _BUILT[key] = (tools, _reply(menu, None, _Wire.of(provider, hostile), kind))
+        found = _BUILT[key] = (tools, _reply(menu, None, _Wire.of(provider, hostile, features), kind))
     return found[1]
 
 
-def servable(tools: Sequence[Tool], hostile: bool = False) -> tuple[str, ...]:
-    """The kinds a campaign's tiers allow that a reply to this menu can be: calls need a tool,
-    arguments a strict tool rules out need a strict tool, and arguments that break a schema a tool
-    that is not strict and whose schema they can break."""
+def servable(tools: Sequence[Tool], hostile: bool = False, features: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The kinds a campaign's tiers allow that a reply to this menu and request can be: calls need a
+    tool, arguments a strict tool rules out need a strict tool, arguments that break a schema a
+    tool that is not strict and whose schema they can break, and a kind of :data:`NEEDS` the
+    request's ``features``."""
     loose = [t for t in tools if not t.strict]
-    possible = set(kinds_for(hostile))
+    possible = set(kinds_for(hostile, features))
     if not tools:
         possible -= {"valid call", "several calls", "text and a call", "duplicate ids", *STRICT_KINDS}
     if not loose:
@@ -304,8 +333,8 @@ class _Wire:
 
     @staticmethod
     @functools.cache
-    def of(provider: str, hostile: bool) -> _Wire:
-        drawn = kinds_for(hostile)
+    def of(provider: str, hostile: bool, features: frozenset[str] = frozenset()) -> _Wire:
+        drawn = kinds_for(hostile, features)
         known = provider if provider in ERROR_STATUSES else "openai"
         return _Wire(
             model=st.sampled_from([k for k in MODEL_KINDS if k in drawn]),
