@@ -27,12 +27,12 @@ from harness.agents._replies import (
     FINAL,
     RETRY_AFTER,
     SENDS_RETRY_AFTER,
+    as_arguments,
     is_final,
     kind_of,
     numbered,
     unnumbered,
 )
-from harness.agents._replies import _args as as_arguments
 from harness.agents._seeded._seed import Seed, Shape, results
 from harness.emulator import WireRequest
 from harness.recording import conversation

@@ -24,17 +24,11 @@ scenario never holds a 529 on OpenAI's wire unless the campaign asked for hostil
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import strategies as st
-
-from harness.scenarios import Call, ModelTurn
-from harness.strategies import arguments, invalid_arguments
+from harness.scenarios import ModelTurn
 
 MODEL_KINDS: tuple[str, ...] = (
     "final answer",
@@ -257,44 +251,6 @@ def tier_of_reply(reply: ModelTurn, provider: str | None = None) -> str:
     return tier_of(kind_of(reply, provider))
 
 
-def replies(
-    tools: Sequence[Tool],
-    next_id: Callable[[], str],
-    provider: str = "openai",
-    hostile: bool = False,
-    features: frozenset[str] = frozenset(),
-) -> st.SearchStrategy[ModelTurn]:
-    """One reply to a request of an agent whose menu is ``tools``, on ``provider``'s wire (its own
-    statuses); ``hostile`` adds the ``invalid`` tier; ``features``: what the request enables
-    (:func:`request_features`). ``next_id`` numbers the calls (each call of a conversation gets a
-    fresh id, so a result names the one call it answers)."""
-    return _reply(_Menu.of(tuple(tools), hostile), next_id, _Wire.of(provider, hostile, features), None)
-
-
-def unnumbered(
-    tools: tuple[Tool, ...],
-    provider: str = "openai",
-    hostile: bool = False,
-    kind: str | None = None,
-    features: frozenset[str] = frozenset(),
-) -> st.SearchStrategy[ModelTurn]:
-    """:func:`replies` before its calls are numbered (:func:`numbered`): one strategy per menu and
-    wire, built once, since a strategy made afresh for every reply is validated afresh too, which
-    cost more than drawing the reply (a campaign draws one for every request of every conversation).
-    ``kind``: a reply of that kind only (a campaign's first phase serves each kind once);
-    ``features``: what the request enables (:func:`request_features`)."""
-    key = (*(id(tool) for tool in tools), provider, hostile, kind, features)
-    found = _BUILT.get(key)
-    if found is None or found[0] != tools:
-        if len(_BUILT) > 64:
-            _BUILT.clear()
-        # a reply of a given kind sends arguments that fail a schema to a tool that is not strict:
-        # to a strict one they are a kind of their own
-        menu = _Menu.of(tools, hostile and kind is None)
-        found = _BUILT[key] = (tools, _reply(menu, None, _Wire.of(provider, hostile, features), kind))
-    return found[1]
-
-
 def servable(tools: Sequence[Tool], hostile: bool = False, features: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The kinds a campaign's tiers allow that a reply to this menu and request can be: calls need a
     tool, arguments a strict tool rules out need a strict tool, arguments that break a schema a
@@ -318,155 +274,3 @@ def servable(tools: Sequence[Tool], hostile: bool = False, features: frozenset[s
 def _breakable(schema: Mapping[str, Any]) -> bool:
     """Whether some arguments fail ``schema``: it types a property, requires one or closes the object."""
     return bool(schema.get("properties") or schema.get("required")) or schema.get("additionalProperties") is False
-
-
-@dataclass(frozen=True)
-class _Wire:
-    """What a wire's replies are drawn from: its kinds (by the campaign's tiers) and its statuses."""
-
-    model: st.SearchStrategy[str]
-    failing: st.SearchStrategy[str]
-    statuses: st.SearchStrategy[int]
-    unused: st.SearchStrategy[int]
-    in_band: st.SearchStrategy[int]
-    retry_after: bool
-
-    @staticmethod
-    @functools.cache
-    def of(provider: str, hostile: bool, features: frozenset[str] = frozenset()) -> _Wire:
-        drawn = kinds_for(hostile, features)
-        known = provider if provider in ERROR_STATUSES else "openai"
-        return _Wire(
-            model=st.sampled_from([k for k in MODEL_KINDS if k in drawn]),
-            failing=st.sampled_from([k for k in (*FAILURE_KINDS, "unused status") if k in drawn]),
-            statuses=st.sampled_from(ERROR_STATUSES[known]),
-            unused=st.sampled_from(UNUSED_STATUSES[known]),
-            in_band=st.sampled_from(IN_BAND_ERRORS[known]),
-            retry_after=known in SENDS_RETRY_AFTER,
-        )
-
-
-@dataclass(frozen=True)
-class _Menu:
-    """The tools a reply's calls are drawn from: any (``every``); the ones that may be sent
-    arguments that fail their schema (``loose``: not strict, unless hostile); the strict ones."""
-
-    tools: tuple[Tool, ...]
-    every: st.SearchStrategy[Tool]
-    loose: st.SearchStrategy[Tool] | None
-    strict: st.SearchStrategy[Tool]
-
-    @staticmethod
-    def of(tools: tuple[Tool, ...], hostile: bool) -> _Menu:
-        every = _menu(tools)
-        loose = tuple(t for t in tools if hostile or not t.strict)
-        # the same strategy when every tool may be sent them: the draws of a menu without strict
-        # tools are the ones they always were
-        chosen = None if not loose else every if loose == tools else _menu(loose)
-        return _Menu(tools, every, chosen, _menu(tuple(t for t in tools if t.strict)))
-
-
-def _menu(tools: tuple[Tool, ...]) -> st.SearchStrategy[Tool]:
-    return st.sampled_from(tools) if tools else st.nothing()
-
-
-def numbered(reply: ModelTurn, next_id: Callable[[], str]) -> ModelTurn:
-    """The reply with its calls' placeholder ids replaced by the conversation's next ones, in order
-    (a duplicate keeps sharing its id)."""
-    if not reply.calls:
-        return reply
-    ids: dict[str | None, str] = {}
-    calls = tuple(
-        dataclasses.replace(call, id=ids[call.id] if call.id in ids else ids.setdefault(call.id, next_id()))
-        for call in reply.calls
-    )
-    return dataclasses.replace(reply, calls=calls)
-
-
-# Built once (a strategy is validated when first drawn): same strategies, same choices, so what a
-# seed generates does not change.
-_BUILT: dict[tuple[Any, ...], tuple[tuple[Tool, ...], st.SearchStrategy[ModelTurn]]] = {}
-_FAILING = st.integers(0, 3)
-_ANSWERS = st.sampled_from(ANSWERS)
-_RETRY_AFTER = st.sampled_from(RETRY_AFTER)
-_DAMAGE = st.sampled_from(("malformed_chunk", "bad_checksum"))
-_NOT_JSON = st.sampled_from(NOT_JSON)
-_FIRST, _SECOND = "#1", "#2"
-"""Placeholder ids, numbered after the draw by :func:`numbered`."""
-
-
-@st.composite
-def _reply(
-    draw: st.DrawFn, menu: _Menu, next_id: Callable[[], str] | None, wire: _Wire, forced: str | None
-) -> ModelTurn:
-    """One reply (of the ``forced`` kind if given); its call ids from ``next_id``, or placeholders
-    for :func:`numbered` when ``None``."""
-    placeholders = iter((_FIRST, _SECOND))
-    new_id: Callable[[], str] = next_id if next_id is not None else lambda: next(placeholders)
-
-    if forced is None:
-        failing = draw(_FAILING, label="failure") == 3
-        kind = draw(wire.failing if failing else wire.model, label="kind")
-    else:
-        kind = forced
-    answer = draw(_ANSWERS, label="text")
-    if kind == "final answer":
-        return ModelTurn(text=answer)
-    if kind == "length cut-off":
-        return ModelTurn(text="The answer is", stop="length")
-    if kind in ("error status", "unused status"):
-        status = draw(wire.statuses if kind == "error status" else wire.unused, label="status")
-        if not wire.retry_after:
-            return ModelTurn(kind="error", message=f"emulated {status}", wire=(("status", status),))
-        wait = draw(_RETRY_AFTER, label="retry_after")
-        return ModelTurn(kind="error", message=f"emulated {status}", wire=(("status", status), ("retry_after", wait)))
-    if kind == "cut stream":
-        return ModelTurn(kind="hang_up", text=answer)
-    if kind == "dropped connection":
-        return ModelTurn(kind="raise", text=answer, message="connection dropped")
-    if kind == "in-band error":
-        status = draw(wire.in_band, label="status")
-        return ModelTurn(text=answer, wire=(("error_event", status),))
-    if kind == "malformed chunk":
-        damage = draw(_DAMAGE, label="damage")
-        return ModelTurn(text=answer, wire=((damage, True),))
-    if kind == "cut inside an event":
-        return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
-    return _calling(draw, kind, menu, new_id)
-
-
-def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:
-    """A reply of calls (the draws in the order they always had: a seed keeps its conversations).
-    Arguments that fail a schema go to a tool that may be sent them: a strict tool is sent them
-    only as its own kind (the ``invalid`` tier); a menu with no such tool gets a valid call."""
-    if kind == "unknown tool" or not menu.tools:
-        return ModelTurn(calls=(Call(UNKNOWN_TOOL, {}, id=new_id()),))
-    bad = kind in ("invalid arguments", "non-JSON arguments", *STRICT_KINDS)
-    if kind in STRICT_KINDS:
-        tool = draw(menu.strict, label="tool")
-        kind = kind.removesuffix(" to a strict tool")
-    elif bad and menu.loose is not None:
-        tool = draw(menu.loose, label="tool")
-    else:
-        tool, kind = draw(menu.every, label="tool"), "valid call" if bad else kind
-    if kind == "invalid arguments":
-        return ModelTurn(calls=(Call(tool.name, _args(draw(invalid_arguments(tool.schema))), id=new_id()),))
-    if kind == "non-JSON arguments":
-        return ModelTurn(calls=(Call(tool.name, raw=draw(_NOT_JSON), id=new_id()),))
-    first = Call(tool.name, _args(draw(arguments(tool.schema), label="arguments")), id=new_id())
-    if kind == "valid call":
-        return ModelTurn(calls=(first,))
-    if kind == "text and a call":
-        return ModelTurn(text="Let me check.", calls=(first,))
-    other = draw(menu.every, label="second tool")
-    second_args = _args(draw(arguments(other.schema), label="second arguments"))
-    second = Call(other.name, second_args, id=first.id if kind == "duplicate ids" else new_id())
-    return ModelTurn(calls=(first, second))
-
-
-def _args(value: Any) -> dict[str, Any]:
-    """Arguments as a JSON object a scenario file can hold (a schema may allow anything)."""
-    if not isinstance(value, dict):
-        return {"value": value}
-    copied: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
-    return copied
