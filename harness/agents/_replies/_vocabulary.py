@@ -112,6 +112,12 @@ SENDS_RETRY_AFTER: frozenset[str] = frozenset({"openai", "anthropic", "gemini"})
 too). AWS sends none: a Bedrock error carries none, and W6 has nothing to judge there."""
 
 
+WELL_FORMED: frozenset[str] = frozenset({"final answer", "valid call", "several calls", "text and a call"})
+"""Kinds whole and well-formed by the provider's documentation (W8, DESIGN 6): a run served only
+these ends by returning, not raising. Not here: what a model gets wrong (arguments that fail the
+schema, an unknown tool: a framework may raise on them by design), a length cut-off, and every
+failure of the service in front of the model."""
+
 NEEDS: Mapping[str, str] = {}
 """Kinds a reply can be only when the agent's request makes it possible -> the feature
 (:func:`request_features`) it needs: a provider sends reasoning only to a request that enabled it,
