@@ -8,8 +8,10 @@
 //     back rewritten, W2), and a streamed answer refused when `onError` saw an error or the stream
 //     ended without its stop reason (`finishReason` "other"), W5.
 // A read timeout as the AI SDK takes one (its `timeout` call setting): `chunkMs`, the longest wait
-// for a stream's next chunk, and `stepMs`, a deadline for each step (one model call with its
-// retries; the only bound on a reply that is not streamed).
+// between a stream's chunks once content has come, and `stepMs`, a deadline for each step (one
+// model call with its retries): the only bound on a reply that is not streamed, and on a stream
+// that stalls before its first content, which `chunkMs` does not arm for (vercel/ai#16538; the
+// `firstChunkMs` added for it is not in ai 6.0.326).
 // @ai-sdk/anthropic's base URL includes /v1 (its default is https://api.anthropic.com/v1), unlike
 // the Anthropic SDK's: ANTHROPIC_BASE_URL, the root, would send it to ROOT/messages.
 import { createAnthropic } from "@ai-sdk/anthropic";
