@@ -3,7 +3,7 @@ say per campaign what it found, so a release of the harness (new reply kinds, ne
 of a framework is checked against the documented verdicts in one command:
 
     python -m tests.harness.agents.campaigns_rerun [--jobs N] [--examples 100] [--seed 21]
-        [--only TEXT ...] [--out DIR] [--time-bound 20] [--list]
+        [--only TEXT ...] [--out DIR] [--time-bound 20] [--hostile] [--list]
 
 Run it from the checkout with the ``agents`` extra installed (the Python frameworks) and ``npm ci``
 done in ``tests/node`` (the JavaScript ones). The campaigns: each agent of ``frameworks.AGENTS``
@@ -84,24 +84,32 @@ def campaigns() -> list[Campaign]:
 # -- one campaign, in its own process ---------------------------------------------------------
 
 
-def run_one(campaign: Campaign, examples: int, seed: int, time_bound: float, saved: Path) -> dict[str, Any]:
+def run_one(
+    campaign: Campaign, examples: int, seed: int, time_bound: float, saved: Path, hostile: bool = False
+) -> dict[str, Any]:
     """The campaign's line: run in this process (the worker), as ``harness fuzz`` runs it."""
     from harness.agents import ProcessAgent, UnsteadyAgentError, run_agent_campaign
     from harness.scenarios._scenario_parts import import_user_object
 
     agent = ProcessAgent(campaign.target, mode="lines") if campaign.command else import_user_object(campaign.target)
     line: dict[str, Any] = {"agent": campaign.name, "target": campaign.target, "examples": examples, "seed": seed}
+    line["hostile"] = hostile
     try:
-        result = run_agent_campaign(agent, examples, seed, time_bound=time_bound, save_dir=saved, name=campaign.target)
+        result = run_agent_campaign(
+            agent, examples, seed, time_bound=time_bound, save_dir=saved, name=campaign.target, hostile=hostile
+        )
     except UnsteadyAgentError as exc:
         return line | {"verdict": "inconclusive", "message": f"unsteady agent: {exc}"}
     stats = result.stats
+    raised: Counter[str] = Counter()
+    for each in stats.raised.values():
+        raised[each.name] += each.count
     line |= {
         "conversations": stats.conversations,
         "requests": stats.requests,
         "served": dict(sorted(stats.kinds.items())),
         "endings": dict(sorted(stats.endings.items())),
-        "raised": dict(Counter(raised.name for raised in stats.raised.values() for _ in range(raised.count))),
+        "raised": dict(raised),
         "campaign_seconds": round(stats.wall_seconds, 1),
     }
     if result.failure is not None:
@@ -119,7 +127,8 @@ def _worker(arguments: argparse.Namespace) -> None:
     """The worker is told the campaign, not left to find it: a node campaign's worker then never
     imports the Python frameworks (seconds of start-up on a busy machine)."""
     chosen = Campaign(arguments.worker, arguments.target, arguments.command, None)
-    line = run_one(chosen, arguments.examples, arguments.seed, arguments.time_bound, Path(arguments.saved))
+    saved = Path(arguments.saved)
+    line = run_one(chosen, arguments.examples, arguments.seed, arguments.time_bound, saved, arguments.hostile)
     print("CAMPAIGN " + json.dumps(line, ensure_ascii=False), flush=True)
 
 
@@ -140,6 +149,7 @@ def launch(campaign: Campaign, arguments: argparse.Namespace, out: Path) -> dict
     worker += ["--examples", str(arguments.examples), "--seed", str(arguments.seed)]
     worker += ["--time-bound", str(arguments.time_bound), "--saved", str(saved), "--target", campaign.target]
     worker += ["--command"] if campaign.command else []
+    worker += ["--hostile"] if arguments.hostile else []
     began = time.monotonic()
     line: dict[str, Any] = {"agent": campaign.name, "target": campaign.target}
     try:
@@ -158,7 +168,7 @@ def launch(campaign: Campaign, arguments: argparse.Namespace, out: Path) -> dict
     line["wall_seconds"] = round(time.monotonic() - began, 1)
     line["documented"] = documented_text(campaign.documented)
     # the docs' verdicts are at their budget: a smaller campaign may stop before a documented finding
-    at_docs_budget = (arguments.examples, arguments.seed) == (100, 21)
+    at_docs_budget = (arguments.examples, arguments.seed, arguments.hostile) == (100, 21, False)
     line["changed"] = at_docs_budget and verdict_text(line) != line["documented"]
     return line
 
@@ -176,7 +186,8 @@ def verdict_text(line: dict[str, Any]) -> str:
 def summary(lines: list[dict[str, Any]], arguments: argparse.Namespace) -> str:
     """The markdown summary: one row per campaign, then the kinds served over all of them."""
     rows = [
-        f"# Framework campaigns: {arguments.examples} conversations each, seed {arguments.seed}",
+        f"# Framework campaigns: {arguments.examples} conversations each, seed {arguments.seed}"
+        + (", hostile" if arguments.hostile else ""),
         "",
         "`documented` is the verdict docs/wire-findings.md has (100 conversations, seed 21); `changed` is"
         " said only at that budget.",
@@ -240,6 +251,7 @@ def parser() -> argparse.ArgumentParser:
     parsing.add_argument("--campaign-timeout", type=float, default=1800.0, help="seconds before a campaign is given up")
     parsing.add_argument("--only", nargs="*", default=[], help="campaigns whose name contains one of these")
     parsing.add_argument("--out", default="campaigns-rerun", help="where the lines, summary and scenarios go")
+    parsing.add_argument("--hostile", action="store_true", help="also draw the invalid tier (findings/hostile)")
     parsing.add_argument("--list", action="store_true", help="list the campaigns and stop")
     parsing.add_argument("--worker", help=argparse.SUPPRESS)
     parsing.add_argument("--saved", help=argparse.SUPPRESS)
