@@ -16,6 +16,8 @@
 //                           yet, which its docs say clients ignore (provider: W8; chat completions
 //                           streams carry no event types: there, add an unknown field instead)
 //   unauthorized            a 401 on every request, counted (provider: W7, a retry sends it again)
+//   insufficient_quota      OpenAI's 429 for an account out of quota, counted (provider: W7): the
+//                           SDKs retry every 429 unless told `x-should-retry: false`
 // main() reads each stream as a careful loop does (`choices[0]?`), so what it prints is the SDK's
 // own behaviour. A finding's file ends as the others here do: print what the framework did, exit 0 while the
 // finding reproduces and 1 once a release fixed it.
@@ -64,6 +66,11 @@ export const REPLIES = {
   unauthorized(response) {
     response.writeHead(401, { "content-type": "application/json" });
     response.end(JSON.stringify({ error: { message: "Incorrect API key", type: "invalid_request_error", code: null } }));
+  },
+  insufficient_quota(response) {
+    const error = { message: "You exceeded your current quota", type: "insufficient_quota", code: "insufficient_quota" };
+    response.writeHead(429, { "content-type": "application/json" });
+    response.end(JSON.stringify({ error }));
   },
 };
 

@@ -95,13 +95,16 @@ export const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, s
 
 // 429, 500 and 503 are retried here, after their Retry-After (the SDK's own retries are off: its
 // back-off would make a campaign slow without testing the loop); `waits` false is the planted defect.
+// A 429 that says the account is out of quota (OpenAI's `insufficient_quota`) is not retried: the
+// same request can only be refused again (W7).
 export async function withRetries(send, waits = true) {
   for (let attempt = 0; ; attempt++) {
     try {
       return await send();
     } catch (error) {
       const status = error?.status;
-      if (![429, 500, 503].includes(status) || attempt === 2) throw error;
+      const outOfQuota = error?.code === "insufficient_quota" || error?.type === "insufficient_quota";
+      if (![429, 500, 503].includes(status) || outOfQuota || attempt === 2) throw error;
       if (waits) {
         const asked = error.headers?.get?.("retry-after") ?? error.headers?.["retry-after"];
         await sleep(Number(asked ?? 1));

@@ -19,6 +19,9 @@ framework's behaviour with. Each reply is a function of the socket (``BaseHTTPRe
   completions streams carry no event types: there, add an unknown field to a chunk instead.
 - ``unauthorized``: a 401 on every request, counted (``provider``; a client that sends it again
   unchanged: W7).
+- ``insufficient_quota``: OpenAI's 429 for an account out of quota, counted (``provider``: W7). The
+  ``openai`` SDKs retry every 429 unless the reply says ``x-should-retry: false``
+  (openai/openai-python#1671), so every framework over them sends it three times by default.
 
 Swap the client in ``main`` for the framework's agent (its ``base_url`` is the printed one), keep
 the reply that shows the finding, and assert what the framework did, as the other reproductions
@@ -108,6 +111,12 @@ def unauthorized(handler: BaseHTTPRequestHandler) -> None:
     handler.wfile.write(body.encode())
 
 
+def insufficient_quota(handler: BaseHTTPRequestHandler) -> None:
+    error = {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}
+    _head(handler, 429, "application/json")
+    handler.wfile.write(json.dumps({"error": error}).encode())
+
+
 @contextmanager
 def serving(reply: Reply) -> Iterator[str]:
     """A loopback server answering every POST with ``reply``; yields its root URL."""
@@ -141,7 +150,7 @@ def main() -> None:
     import anthropic
     import openai
 
-    for reply in (stall, split_utf8, usage_only_final_chunk, unknown_event, unauthorized):
+    for reply in (stall, split_utf8, usage_only_final_chunk, unknown_event, unauthorized, insufficient_quota):
         REQUESTS.clear()
         with serving(reply) as root:
             client = openai.OpenAI(base_url=f"{root}/v1", api_key="k", timeout=2.0, max_retries=0)
