@@ -9,6 +9,14 @@ given one in process (pydantic-ai's ``GoogleProvider`` too); LangChain's ``ChatA
 ``ChatGoogleGenerativeAI`` and ``ChatBedrockConverse`` and everything over boto3 build their own,
 so those agents are served on loopback.
 
+Every agent sets a read timeout of ``READ_TIMEOUT`` seconds the way its framework documents one
+(pydantic-ai's ``ModelSettings.timeout``, LangChain's ``timeout``, LiteLLM's ``timeout``, the
+OpenAI client's ``timeout``, botocore's ``Config(read_timeout=...)``): the SDKs' defaults (600 s
+for openai and anthropic, 60 s for botocore) outlast the campaign's 20 s time bound, so a stream
+that stops sending without closing would hold the run past it (W3). Where the agent is given an
+``http_client``, the timeout travels on each request (``request.extensions["timeout"]``), set by
+the SDK from its own option: the client's own timeout is httpx's default, which the SDKs replace.
+
 Deviations are declared on the agent (``wire_deviations``) only where the framework documents the
 behaviour; ``docs/wire-campaigns.md`` has the findings with our judgement of each.
 """
@@ -50,15 +58,22 @@ litellm.suppress_debug_info = True
 MODEL = "gpt-test"
 GEMINI = "gemini-2.5-flash"
 BEDROCK = "us.amazon.nova-micro-v1:0"
+READ_TIMEOUT = 2.0
+"""Seconds a client waits for the next bytes: a stall ends each attempt, and with the retries of
+each framework a run whose every reply stalls ends inside the campaign's 20 s time bound (2 to 12 s
+measured on a loaded machine; LiteLLM's OpenAI route, whose retries wrap the SDK's, the longest)."""
 AWS = {"region_name": "us-east-1", "aws_access_key_id": "emulated", "aws_secret_access_key": "emulated"}
 
 
 def _boto3_client(base_url: str) -> Any:
     """A Bedrock Runtime client against the emulator, with one retry (botocore's legacy mode counts
-    ``max_attempts`` as retries): the default four would make each error status cost seconds."""
+    ``max_attempts`` as retries): the default four would make each error status cost seconds. Its
+    read timeout is botocore's ``Config`` option (60 s by default), as a user building the client sets
+    it: LangChain's ``ChatBedrockConverse(timeout=...)`` applies only to a client it builds itself."""
     from botocore.config import Config
 
-    return boto3.client("bedrock-runtime", endpoint_url=base_url, config=Config(retries={"max_attempts": 1}), **AWS)
+    config = Config(retries={"max_attempts": 1}, read_timeout=READ_TIMEOUT, connect_timeout=READ_TIMEOUT)
+    return boto3.client("bedrock-runtime", endpoint_url=base_url, config=config, **AWS)
 
 
 def add(a: int, b: int) -> int:
@@ -73,10 +88,14 @@ def lookup(word: str) -> str:
 
 # -- pydantic-ai --------------------------------------------------------------------------------
 
+SETTINGS: Any = {"timeout": READ_TIMEOUT}
+"""pydantic-ai's per-request ``timeout`` (``ModelSettings``), which it hands to the provider's SDK;
+Bedrock is not among the models it supports, so that agent's client carries the timeout."""
+
 
 async def pydantic_ai_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
     provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
-    agent = Agent(OpenAIChatModel(MODEL, provider=provider), tools=[add, lookup])
+    agent = Agent(OpenAIChatModel(MODEL, provider=provider), tools=[add, lookup], model_settings=SETTINGS)
     result = await agent.run(prompt)
     return str(result.output)
 
@@ -84,7 +103,7 @@ async def pydantic_ai_chat(prompt: str, *, base_url: str, api_key: str, http_cli
 async def pydantic_ai_chat_streamed(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
     """The same agent, streamed: an ``event_stream_handler`` makes pydantic-ai ask for a stream."""
     provider = OpenAIProvider(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
-    agent = Agent(OpenAIChatModel(MODEL, provider=provider), tools=[add, lookup])
+    agent = Agent(OpenAIChatModel(MODEL, provider=provider), tools=[add, lookup], model_settings=SETTINGS)
 
     async def ignore(context: Any, events: Any) -> None:
         async for _ in events:
@@ -96,21 +115,21 @@ async def pydantic_ai_chat_streamed(prompt: str, *, base_url: str, api_key: str,
 
 async def pydantic_ai_anthropic(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
     provider = AnthropicProvider(base_url=base_url, api_key=api_key, http_client=http_client)
-    agent = Agent(AnthropicModel("claude-test", provider=provider), tools=[add, lookup])
+    agent = Agent(AnthropicModel("claude-test", provider=provider), tools=[add, lookup], model_settings=SETTINGS)
     result = await agent.run(prompt)
     return str(result.output)
 
 
 async def pydantic_ai_gemini(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
     provider = GoogleProvider(api_key=api_key, base_url=base_url, http_client=http_client)
-    agent = Agent(GoogleModel(GEMINI, provider=provider), tools=[add, lookup])
+    agent = Agent(GoogleModel(GEMINI, provider=provider), tools=[add, lookup], model_settings=SETTINGS)
     result = await agent.run(prompt)
     return str(result.output)
 
 
 async def pydantic_ai_bedrock(prompt: str, *, base_url: str, api_key: str) -> str:
     provider = BedrockProvider(bedrock_client=_boto3_client(base_url))
-    agent = Agent(BedrockConverseModel(BEDROCK, provider=provider), tools=[add, lookup])
+    agent = Agent(BedrockConverseModel(BEDROCK, provider=provider), tools=[add, lookup])  # the client's read_timeout
     result = await agent.run(prompt)
     return str(result.output)
 
@@ -119,7 +138,9 @@ async def pydantic_ai_bedrock(prompt: str, *, base_url: str, api_key: str) -> st
 
 
 async def _openai_agents(prompt: str, base_url: str, api_key: str, http_client: Any, responses: bool) -> str:
-    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client)
+    client = openai.AsyncOpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, timeout=READ_TIMEOUT
+    )
     model: Any = (
         OpenAIResponsesModel(MODEL, openai_client=client)
         if responses
@@ -160,21 +181,28 @@ def _langchain_text(result: dict[str, Any]) -> str:
 
 
 async def langchain_chat(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
-    model = ChatOpenAI(model=MODEL, base_url=f"{base_url}/v1", api_key=api_key, http_async_client=http_client)
+    model = ChatOpenAI(
+        model=MODEL, base_url=f"{base_url}/v1", api_key=api_key, http_async_client=http_client, timeout=READ_TIMEOUT
+    )
     agent = create_agent(model, tools=[add, lookup])
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
 
 
 async def langchain_chat_streamed(prompt: str, *, base_url: str, api_key: str, http_client: Any) -> str:
     model = ChatOpenAI(
-        model=MODEL, base_url=f"{base_url}/v1", api_key=api_key, http_async_client=http_client, streaming=True
+        model=MODEL,
+        base_url=f"{base_url}/v1",
+        api_key=api_key,
+        http_async_client=http_client,
+        streaming=True,
+        timeout=READ_TIMEOUT,
     )
     agent = create_agent(model, tools=[add, lookup])
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
 
 
 async def langchain_anthropic(prompt: str, *, base_url: str, api_key: str) -> str:
-    model = ChatAnthropic(model="claude-test", base_url=base_url, api_key=api_key)
+    model = ChatAnthropic(model="claude-test", base_url=base_url, api_key=api_key, timeout=READ_TIMEOUT)
     agent = create_agent(model, tools=[add, lookup])
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
 
@@ -182,7 +210,9 @@ async def langchain_anthropic(prompt: str, *, base_url: str, api_key: str) -> st
 async def langchain_gemini(prompt: str, *, base_url: str, api_key: str, max_retries: int = 3) -> str:
     """Three attempts: the default six, with google-genai's back-off from 1 s doubling, take about
     30 s to give up on a service that keeps failing, past the campaign's 20 s bound (W3)."""
-    model = ChatGoogleGenerativeAI(model=GEMINI, google_api_key=api_key, base_url=base_url, max_retries=max_retries)
+    model = ChatGoogleGenerativeAI(
+        model=GEMINI, google_api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=READ_TIMEOUT
+    )
     agent = create_agent(model, tools=[add, lookup])
     return _langchain_text(await agent.ainvoke({"messages": [("user", prompt)]}))
 
@@ -237,7 +267,14 @@ async def _litellm(prompt: str, model: str, api_base: str | None, api_key: str, 
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         response = await litellm.acompletion(
-            model=model, api_base=api_base, api_key=api_key, messages=messages, tools=_TOOLS, num_retries=2, **options
+            model=model,
+            api_base=api_base,
+            api_key=api_key,
+            messages=messages,
+            tools=_TOOLS,
+            num_retries=2,
+            timeout=READ_TIMEOUT,
+            **options,
         )
         message = response.choices[0].message
         calls = message.tool_calls or []

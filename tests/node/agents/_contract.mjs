@@ -7,6 +7,7 @@
 // and a JSON line back (`{"conversation", "answer"}` or `{"conversation", "error"}`).
 import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { Agent } from "undici";
 
 // stdout carries the answer alone: what frameworks print with console.log or console.info (the AI
 // SDK's notice at its first warning is a console.info) goes to stderr, kept for the report.
@@ -19,6 +20,16 @@ export const CLAUDE = "claude-test";
 export function root() {
   return process.env.HARNESS_BASE_URL;
 }
+
+/** A read timeout, as the SDKs over fetch take one: their own `timeout` (openai, @anthropic-ai/sdk)
+ * is cleared once the response's headers arrive (openai/openai-node#1825), so a body that stops
+ * sending without closing waits for undici's defaults (`headersTimeout` and `bodyTimeout`, 300 s
+ * each), past the campaign's 20 s time bound (W3). An undici `Agent` with both at 2 s, given to the
+ * SDK as its `fetchOptions.dispatcher` (the SDKs' documented way to configure fetch), ends a
+ * stalled attempt; the SDK's own `timeout` still bounds the wait for the headers. */
+export const READ_TIMEOUT_MS = 2_000;
+export const dispatcher = new Agent({ headersTimeout: READ_TIMEOUT_MS, bodyTimeout: READ_TIMEOUT_MS });
+export const CLIENT_OPTIONS = { timeout: READ_TIMEOUT_MS, fetchOptions: { dispatcher } };
 
 export const ADD = { name: "add", description: "Add two integers." };
 export const LOOKUP = { name: "lookup", description: "Look a word up." };

@@ -7,6 +7,11 @@
 //     schemas (`z.strictObject`: a plain `z.object` strips a key the model added and sends the call
 //     back rewritten, W2), and a streamed answer refused when `onError` saw an error or the stream
 //     ended without its stop reason (`finishReason` "other"), W5.
+// A read timeout as the AI SDK takes one (its `timeout` call setting): `chunkMs`, the longest wait
+// between a stream's chunks once content has come, and `stepMs`, a deadline for each step (one
+// model call with its retries): the only bound on a reply that is not streamed, and on a stream
+// that stalls before its first content, which `chunkMs` does not arm for (vercel/ai#16538; the
+// `firstChunkMs` added for it is not in ai 6.0.326).
 // @ai-sdk/anthropic's base URL includes /v1 (its default is https://api.anthropic.com/v1), unlike
 // the Anthropic SDK's: ANTHROPIC_BASE_URL, the root, would send it to ROOT/messages.
 import { createAnthropic } from "@ai-sdk/anthropic";
@@ -48,7 +53,8 @@ const providerOptions =
     : undefined;
 
 main(async (prompt) => {
-  const options = { model: model(), tools, prompt, providerOptions, stopWhen: stepCountIs(10) };
+  const timeout = { stepMs: 10_000, chunkMs: 2_000 };
+  const options = { model: model(), tools, prompt, providerOptions, stopWhen: stepCountIs(10), timeout };
   if (mode === "generate") return (await generateText(options)).text;
   if (mode !== "stream") throw new Error(`unknown mode ${mode}: generate or stream`);
   if (checked !== "checked") return await streamText(options).text;

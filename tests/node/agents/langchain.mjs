@@ -7,21 +7,25 @@
 // fetches from tiktoken.pages.dev, which offline stalls every run. Two retries, not LangChain.js's
 // default six: with its back-off (from 1 s, doubling) a service that keeps failing holds a run
 // about 100 s before it raises, past the campaign's 20 s time bound (W3; docs/wire-campaigns.md).
+// A read timeout (CLIENT_OPTIONS, _contract.mjs): `timeout` as the models take it, and undici's
+// dispatcher through the SDK client's options (`configuration`, `clientOptions`).
 import { ChatAnthropic } from "@langchain/anthropic";
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import { createAgent } from "langchain";
 import { z } from "zod";
-import { ADD, CLAUDE, LOOKUP, MODEL, add, lookup, main } from "./_contract.mjs";
+import { ADD, CLAUDE, CLIENT_OPTIONS, LOOKUP, MODEL, add, lookup, main } from "./_contract.mjs";
 
 const [provider = "openai", stream] = process.argv.slice(2);
 
 function model() {
   if (provider === "openai") {
-    return new ChatOpenAI({ model: MODEL, maxRetries: 2, configuration: { baseURL: process.env.OPENAI_BASE_URL } });
+    const configuration = { baseURL: process.env.OPENAI_BASE_URL, fetchOptions: CLIENT_OPTIONS.fetchOptions };
+    return new ChatOpenAI({ model: MODEL, maxRetries: 2, timeout: CLIENT_OPTIONS.timeout, configuration });
   }
   if (provider === "anthropic") {
-    return new ChatAnthropic({ model: CLAUDE, maxRetries: 2, anthropicApiUrl: process.env.ANTHROPIC_BASE_URL });
+    const anthropicApiUrl = process.env.ANTHROPIC_BASE_URL;
+    return new ChatAnthropic({ model: CLAUDE, maxRetries: 2, anthropicApiUrl, clientOptions: CLIENT_OPTIONS });
   }
   throw new Error(`unknown provider ${provider}: openai or anthropic`);
 }

@@ -1,18 +1,18 @@
 // The OpenAI Agents SDK for JS (`@openai/agents`): an agent with two tools, run by `run()`.
 //   node openai-agents.mjs API [stream]   API: chat (OpenAIChatCompletionsModel) | responses
 // Streamed on chat it returns a cut stream's text (W5: docs/wire-campaigns.md, "The JavaScript frameworks").
-// The client is `new OpenAI()`, reading OPENAI_BASE_URL and OPENAI_API_KEY from the environment;
-// tracing is off (it uploads traces to OpenAI otherwise).
+// The client is `new OpenAI()`, reading OPENAI_BASE_URL and OPENAI_API_KEY from the environment,
+// with a read timeout (CLIENT_OPTIONS, _contract.mjs: the Agents SDK has none of its own); tracing is off (it uploads traces to OpenAI otherwise).
 import { Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
 import OpenAI from "openai";
 import { z } from "zod";
-import { ADD, LOOKUP, MODEL, add, lookup, main } from "./_contract.mjs";
+import { ADD, CLIENT_OPTIONS, LOOKUP, MODEL, add, lookup, main } from "./_contract.mjs";
 
 setTracingDisabled(true);
 const [api = "chat", stream] = process.argv.slice(2);
 
 function model() {
-  const client = new OpenAI();
+  const client = new OpenAI(CLIENT_OPTIONS);
   if (api === "chat") return new OpenAIChatCompletionsModel(client, MODEL);
   if (api === "responses") return new OpenAIResponsesModel(client, MODEL);
   throw new Error(`unknown API ${api}: chat or responses`);

@@ -1,12 +1,12 @@
 // A tool-call loop over `@anthropic-ai/sdk` (messages, streamed): the Anthropic wire, where a cut
 // stream loses its stop reason. `node anthropic_loop.mjs`.
-import { require, serve, TOOLS, execute, withRetries } from "./serve.mjs";
+import { require, serve, TOOLS, execute, withRetries, CLIENT_OPTIONS } from "./serve.mjs";
 
 const { Anthropic } = require("@anthropic-ai/sdk");
 const tools = TOOLS.map(({ name, description, parameters }) => ({ name, description, input_schema: parameters }));
 
 async function converse(prompt, env) {
-  const client = new Anthropic({ baseURL: env.ANTHROPIC_BASE_URL, apiKey: env.ANTHROPIC_API_KEY, maxRetries: 0 });
+  const client = new Anthropic({ baseURL: env.ANTHROPIC_BASE_URL, apiKey: env.ANTHROPIC_API_KEY, ...CLIENT_OPTIONS });
   const messages = [{ role: "user", content: prompt }];
   for (let round = 0; round < 20; round++) {
     const message = await withRetries(() =>

@@ -5,7 +5,7 @@
 //   endless          (W3) after an unknown tool the loop never accepts an answer again
 //   cut_text         (W5) a stream cut before its finish reason is returned as the answer
 //   retry_now        (W6) rate limits are retried at once, ignoring Retry-After
-import { require, serve, TOOLS, execute, withRetries } from "./serve.mjs";
+import { require, serve, TOOLS, execute, withRetries, CLIENT_OPTIONS } from "./serve.mjs";
 
 const { OpenAI } = require("openai");
 const defects = new Set(process.argv.slice(2));
@@ -35,7 +35,7 @@ async function complete(client, messages) {
 }
 
 async function converse(prompt, env) {
-  const client = new OpenAI({ baseURL: env.OPENAI_BASE_URL, apiKey: env.OPENAI_API_KEY, maxRetries: 0 });
+  const client = new OpenAI({ baseURL: env.OPENAI_BASE_URL, apiKey: env.OPENAI_API_KEY, ...CLIENT_OPTIONS });
   const messages = [{ role: "user", content: prompt }];
   let insist = false;
   for (let round = 0; round < 20; round++) {

@@ -79,17 +79,32 @@ export function execute(name, text) {
   return `error: no tool named ${name}`;
 }
 
+/** The SDK client options of every loop here: a 2 s read timeout. The SDK's own `timeout` is
+ * cleared when the headers arrive (openai/openai-node#1825), so the body's reads are bounded by an
+ * undici dispatcher (`bodyTimeout`; undici's defaults are 300 s) given through `fetchOptions`; a
+ * stream that stops sending without closing then ends the attempt instead of the campaign's time
+ * bound ending the run (W3). */
+const { Agent } = require("undici");
+export const CLIENT_OPTIONS = {
+  maxRetries: 0,
+  timeout: 2_000,
+  fetchOptions: { dispatcher: new Agent({ headersTimeout: 2_000, bodyTimeout: 2_000 }) },
+};
+
 export const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 
 // 429, 500 and 503 are retried here, after their Retry-After (the SDK's own retries are off: its
 // back-off would make a campaign slow without testing the loop); `waits` false is the planted defect.
+// A 429 that says the account is out of quota (OpenAI's `insufficient_quota`) is not retried: the
+// same request can only be refused again (W7).
 export async function withRetries(send, waits = true) {
   for (let attempt = 0; ; attempt++) {
     try {
       return await send();
     } catch (error) {
       const status = error?.status;
-      if (![429, 500, 503].includes(status) || attempt === 2) throw error;
+      const outOfQuota = error?.code === "insufficient_quota" || error?.type === "insufficient_quota";
+      if (![429, 500, 503].includes(status) || outOfQuota || attempt === 2) throw error;
       if (waits) {
         const asked = error.headers?.get?.("retry-after") ?? error.headers?.["retry-after"];
         await sleep(Number(asked ?? 1));
