@@ -367,9 +367,18 @@ def ending(delivery: Delivery) -> str:
     after = f"after {last}" if last else "before its first event"
     if reset:
         return f"the connection was reset mid-chunk, {after}"
+    if delivery.stalls:
+        return _stalled(len(events), last)
     if rest.strip():
         return f"the body ended cleanly inside an event, {after}"
     return f"the body ended cleanly {after}"
+
+
+def _stalled(count: int, last: str | None) -> str:
+    if not count:
+        return "the stream stalled before its first event"
+    ordinal = {1: "first", 2: "second", 3: "third"}.get(count, f"{count}th")
+    return f"the stream stalled after its {ordinal} event, {last}"
 
 
 def _events(body: bytes) -> tuple[list[bytes], bytes]:
