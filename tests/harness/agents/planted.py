@@ -32,7 +32,8 @@ import anthropic
 import openai
 
 READ_TIMEOUT = 0.75
-"""Seconds a loop waits for the next bytes: above a slow first byte (0.3 s, with room for a loaded machine), far below the time bound."""
+"""Seconds a loop waits for the next bytes: above a slow first byte (0.3 s, with room for a loaded
+machine), far below the time bound."""
 
 DEFECTS = (
     "drop_second_result",
