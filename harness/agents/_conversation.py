@@ -108,7 +108,7 @@ class Exchange:
         if reply is None or reply.kind in ("error", "raise", "aborted"):
             return False
         faults = dict(reply.wire)
-        if "error_event" in faults:
+        if "error_event" in faults or "stall" in faults:  # a stall's stop reason never comes, streamed or not
             return False
         if not self.request.streaming:
             return True
@@ -341,6 +341,7 @@ class WireEmulator(Emulator):
             if abandoned:
                 self.abandoned.add(live.number)
             self._conversations.pop(live.number, None)
+        self.release_stalls()  # a stream still stalled is this conversation's: its connection closes
 
     def answer(self, method: str, path: str, query: str, headers: Any, body: bytes) -> Any:
         found = _CONVERSATION.match(path)

@@ -3,7 +3,8 @@
 A fault either replaces the reply (``fault.status``: any HTTP status with the provider's own
 error body) or changes how a rendered turn is delivered (dropped mid-stream, cut before its
 terminal event, cut inside an event, the provider's own error event in place of the stop reason,
-slow, a broken JSON delta, an unknown event, gzip). The delivery faults wrap a
+slow, a broken JSON delta, an unknown event, gzip; the bytes re-cut at other boundaries, as TCP
+delivers them; a stream that stalls without closing; a status that comes late). The delivery faults wrap a
 turn (``fault.slow(0.05, turn.text("hi"))``) and combine by wrapping each other
 (``fault.gzip(fault.slow(0.01, turn.text("hi")))``); without a turn they deliver a short text.
 
@@ -17,13 +18,19 @@ what its in-band error looks like: ``stream_error(status, message, reply, reques
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gzip as _gzip
+import itertools
 import json
+import threading
+import time
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import httpx2
 
 from harness.emulator._exchange import WireReply, WireRequest
 from harness.script import turn
@@ -58,6 +65,9 @@ class Fault:
     error_event: int | None = None
     cut_mid_event: bool = False
     bad_checksum: bool = False
+    split: tuple[int, ...] = ()
+    stall_after: int | None = None
+    first_byte: float = 0.0
 
     def describe(self) -> str:
         changed = {
@@ -149,17 +159,49 @@ class fault:
         whose ``accept-encoding`` admits gzip (as a real server would; botocore's does not)."""
         return _wrap(inner, gzip=True)
 
+    @staticmethod
+    def split(sizes: Sequence[int], inner: Wrapped = None) -> Fault:
+        """The body's bytes re-cut into pieces of ``sizes`` bytes in turn (repeated to its end), as
+        TCP delivers them: a piece may end inside an event, a UTF-8 character or an event-stream
+        frame's prelude, and hold several events. The bytes are the reply's, unchanged."""
+        sizes = tuple(sizes)
+        if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+            raise ValueError(f"split takes a list of piece sizes in bytes (1 or more each), got {list(sizes)!r:.60}")
+        return _wrap(inner, split=sizes)
+
+    @staticmethod
+    def stall(after_events: int = 1, inner: Wrapped = None) -> Fault:
+        """The stream sends its first ``after_events`` events (never its stop reason), then nothing
+        more, the connection open, until the client gives up (its read timeout) or the emulator
+        stops (the connection then closes). A reply that is not streamed gets its status and headers
+        and no body."""
+        if after_events < 0:
+            raise ValueError("after_events must be 0 or more")
+        return _wrap(inner, stall_after=after_events)
+
+    @staticmethod
+    def slow_first_byte(seconds: float, inner: Wrapped = None) -> Fault:
+        """The status and headers come ``seconds`` late (a model slow to start), then the reply whole."""
+        if seconds < 0:
+            raise ValueError("seconds must be 0 or more")
+        return _wrap(inner, first_byte=seconds)
+
 
 _IN_BAND_MESSAGES = {429: "Too many requests", 500: "Internal server error", 529: "Overloaded"}
 
 
 @dataclass
 class Delivery:
-    """A reply as it goes out: the chunks to send, a pause before each, and where to hang up."""
+    """A reply as it goes out: the chunks to send, a pause before each, and where to hang up; or
+    when to send the status (``first_byte``) and whether to hold the connection open, silent, after
+    the last chunk (``stalls``) until ``released`` (the emulator stops) or the client gives up."""
 
     reply: WireReply
     delay: float = 0.0
     drop_after: int | None = None
+    first_byte: float = 0.0
+    stalls: bool = False
+    released: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def parts(self) -> list[bytes]:
@@ -228,9 +270,10 @@ def apply(
     if chunks is None and spec.error_event is not None:
         return Delivery(module.error_reply(spec.error_event, spec.message, request), delay=spec.delay)
     if chunks is not None and (spec.truncate or spec.cut_mid_event or spec.error_event is not None):
-        terminal: Callable[[WireReply, WireRequest], int] | None = getattr(module, "terminal", None)
-        cut = terminal(reply, request) if terminal is not None else 1
-        chunks = chunks[: max(0, len(chunks) - cut)]
+        chunks = chunks[: max(0, len(chunks) - _terminal_count(reply, request, module))]
+    if spec.stall_after is not None:  # the events before the stall, never the stop reason
+        whole = chunks if chunks is not None else [reply.body or b""]
+        chunks = whole[: min(spec.stall_after, max(0, len(whole) - _terminal_count(reply, request, module)))]
     if chunks and (spec.malformed or spec.bad_checksum):
         breaker = getattr(module, "malformed", _break_json)
         if spec.bad_checksum:
@@ -253,8 +296,60 @@ def apply(
             chunks = _gzip_chunks(chunks)
         else:
             body = _gzip.compress(body or b"")
+    if spec.split:
+        chunks = rechunk(b"".join(chunks) if chunks is not None else body or b"", spec.split)
     out = WireReply(reply.status, headers, body if chunks is None else None, chunks)
-    return Delivery(out, delay=spec.delay, drop_after=spec.drop_after)
+    stalls = spec.stall_after is not None
+    return Delivery(out, delay=spec.delay, drop_after=spec.drop_after, first_byte=spec.first_byte, stalls=stalls)
+
+
+def _terminal_count(reply: WireReply, request: WireRequest, module: Any) -> int:
+    """How many of a stream's last chunks carry its stop reason (a whole body: its one part)."""
+    if reply.chunks is None:
+        return 1
+    terminal: Callable[[WireReply, WireRequest], int] | None = getattr(module, "terminal", None)
+    return terminal(reply, request) if terminal is not None else 1
+
+
+def rechunk(data: bytes, sizes: Sequence[int]) -> list[bytes]:
+    """``data`` cut into pieces of ``sizes`` bytes in turn, the sizes repeated until it ends (what
+    TCP may hand a reader: any boundary, several events in one read)."""
+    pieces, start = [], 0
+    for size in itertools.cycle(sizes):
+        if start >= len(data):
+            break
+        pieces.append(data[start : start + size])
+        start += size
+    return pieces
+
+
+class ReadTimeout(Exception):
+    """The client's read timeout passed while the delivery waited: what its socket would raise."""
+
+
+async def wait_async(delivery: Delivery, seconds: float | None, read_timeout: float | None) -> None:
+    """Wait ``seconds`` (``None``: the stall, until released) as a client reading the socket sees
+    it: past its ``read_timeout`` it gets :class:`ReadTimeout`; a released stall returns."""
+    limit = seconds if read_timeout is None else read_timeout if seconds is None else min(seconds, read_timeout)
+    if seconds is not None and limit == seconds:
+        await asyncio.sleep(seconds)
+        return
+    deadline = None if limit is None else time.monotonic() + limit
+    while not delivery.released.is_set():  # polled: a cancelled run's task stops here at once
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise ReadTimeout(f"emulator: no bytes for {read_timeout:g}s (the client's read timeout)")
+        await asyncio.sleep(0.05 if left is None else min(0.05, left))
+
+
+def wait_sync(delivery: Delivery, seconds: float | None, read_timeout: float | None) -> None:
+    """:func:`wait_async` for a synchronous client's thread."""
+    limit = seconds if read_timeout is None else read_timeout if seconds is None else min(seconds, read_timeout)
+    if seconds is not None and limit == seconds:
+        time.sleep(seconds)
+        return
+    if not delivery.released.wait(limit) and limit is not None:
+        raise ReadTimeout(f"emulator: no bytes for {read_timeout:g}s (the client's read timeout)")
 
 
 def ending(delivery: Delivery) -> str:
@@ -272,9 +367,18 @@ def ending(delivery: Delivery) -> str:
     after = f"after {last}" if last else "before its first event"
     if reset:
         return f"the connection was reset mid-chunk, {after}"
+    if delivery.stalls:
+        return _stalled(len(events), last)
     if rest.strip():
         return f"the body ended cleanly inside an event, {after}"
     return f"the body ended cleanly {after}"
+
+
+def _stalled(count: int, last: str | None) -> str:
+    if not count:
+        return "the stream stalled before its first event"
+    ordinal = {1: "first", 2: "second", 3: "third"}.get(count, f"{count}th")
+    return f"the stream stalled after its {ordinal} event, {last}"
 
 
 def _events(body: bytes) -> tuple[list[bytes], bytes]:
@@ -354,3 +458,82 @@ def _chunk_name(chunk: Any) -> str:
         field = next((f for f in ("tool_calls", "content", "thinking") if chunk["message"].get(f)), None)
         return f"a `message.{field}` line" if field else "a line with an empty message"
     return "a data event"
+
+
+# -- sending a delivery: on loopback (uvicorn) and in process (httpx2 streams) -------------------
+
+
+class ConnectionDropped(Exception):
+    """Raised inside a streamed body to make the server hang up mid-reply."""
+
+
+async def deliver(
+    delivery: Delivery, drop: Callable[[str], Exception], read_timeout: float | None = None
+) -> AsyncIterator[bytes]:
+    """The reply's parts, each after the fault's delay; at the drop point, half of that part and
+    then ``drop(reason)``, as a connection reset mid-chunk leaves it: uvicorn then closes the
+    socket mid-body, the in-process stream raises it to httpx2. A stall holds after the last part
+    until released (then ``drop``) or, in process, the client's ``read_timeout`` passes."""
+    parts = delivery.parts
+    cut = None if delivery.drop_after is None else min(delivery.drop_after, max(len(parts) - 1, 0))
+    for sent, part in enumerate(parts):
+        if cut is not None and sent >= cut:
+            if len(part) > 1:
+                yield part[: len(part) // 2]
+            raise drop(f"emulator: connection dropped after {sent} chunk(s)")
+        if delivery.delay:
+            await wait_async(delivery, delivery.delay, read_timeout)
+        yield part
+    if delivery.stalls:
+        await wait_async(delivery, None, read_timeout)
+        raise drop("emulator: the stalled stream was closed (the emulator stopped)")
+
+
+def read_timeout_of(request: httpx2.Request) -> float | None:
+    """The client's read timeout (httpx2 passes its timeouts in ``request.extensions``)."""
+    timeout = request.extensions.get("timeout")
+    read = timeout.get("read") if isinstance(timeout, dict) else None
+    return float(read) if isinstance(read, int | float) else None
+
+
+def timed_out(request: httpx2.Request, exc: ReadTimeout) -> httpx2.ReadTimeout:
+    return httpx2.ReadTimeout(str(exc), request=request)
+
+
+class AsyncStream(httpx2.AsyncByteStream):
+    def __init__(self, delivery: Delivery, request: httpx2.Request) -> None:
+        self._delivery, self._request = delivery, request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for part in deliver(self._delivery, httpx2.RemoteProtocolError, read_timeout_of(self._request)):
+                yield part
+        except ReadTimeout as exc:
+            raise timed_out(self._request, exc) from None
+
+
+class SyncStream(httpx2.SyncByteStream):
+    def __init__(self, delivery: Delivery, request: httpx2.Request) -> None:
+        self._delivery, self._request = delivery, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._parts(read_timeout_of(self._request))
+        except ReadTimeout as exc:
+            raise timed_out(self._request, exc) from None
+
+    def _parts(self, read_timeout: float | None) -> Iterator[bytes]:
+        parts = self._delivery.parts
+        drop = self._delivery.drop_after
+        cut = None if drop is None else min(drop, max(len(parts) - 1, 0))
+        for sent, part in enumerate(parts):
+            if cut is not None and sent >= cut:  # half of it first, as deliver does
+                if len(part) > 1:
+                    yield part[: len(part) // 2]
+                raise httpx2.RemoteProtocolError(f"emulator: connection dropped after {sent} chunk(s)")
+            if self._delivery.delay:
+                wait_sync(self._delivery, self._delivery.delay, read_timeout)
+            yield part
+        if self._delivery.stalls:
+            wait_sync(self._delivery, None, read_timeout)
+            raise httpx2.RemoteProtocolError("emulator: the stalled stream was closed (the emulator stopped)")

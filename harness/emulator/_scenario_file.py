@@ -53,6 +53,9 @@ _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
     "malformed_chunk": lambda _, inner: fault.malformed_chunk(inner),
     "unknown_event": lambda _, inner: fault.unknown_event(inner),
     "gzip": lambda _, inner: fault.gzip(inner),
+    "split": lambda sizes, inner: fault.split(sizes, inner),
+    "stall": lambda events, inner: fault.stall(events, inner),
+    "slow_first_byte": lambda seconds, inner: fault.slow_first_byte(seconds, inner),
 }
 """Each ``wire:`` fault name of a scenario file -> its ``harness.emulator._faults`` builder."""
 

@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -37,7 +37,20 @@ from urllib.parse import parse_qsl
 import httpx2
 
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
-from harness.emulator._faults import Delivery, Fault, apply
+from harness.emulator._faults import (
+    AsyncStream,
+    ConnectionDropped,
+    Delivery,
+    Fault,
+    ReadTimeout,
+    SyncStream,
+    apply,
+    deliver,
+    read_timeout_of,
+    timed_out,
+    wait_async,
+    wait_sync,
+)
 from harness.emulator._journal import JournalFile, record
 from harness.emulator._loopback import FrontDoor, LoopbackServer
 from harness.emulator._scenario_file import AFTER_LAST, AfterLast, load_script
@@ -115,6 +128,7 @@ class Emulator:
         """``journal=FILE``: every request also written to FILE as a JSON line, flushed as it is answered."""
         self._loopback: LoopbackServer | None = None
         self._undeclare: Callable[[], None] = lambda: None
+        self._stalled: list[Delivery] = []
         self.door = FrontDoor()
         """Whom the port answers (``harness emulate --allow-origin``, ``--allow-remote``)."""
 
@@ -310,9 +324,23 @@ class Emulator:
                 return Delivery(_error_reply(module, entry.status, entry.message, request, entry.retry_after))
             scripted = self._resolve(entry.turn, request, number)
             rendered = _render(module, scripted, request, self.ids)
-            return rendered if isinstance(rendered, Delivery) else apply(entry, rendered, request, module)
+            if isinstance(rendered, Delivery):
+                return rendered
+            delivery = apply(entry, rendered, request, module)
+            if delivery.stalls:
+                with self._lock:
+                    self._stalled.append(delivery)
+            return delivery
         rendered = _render(module, self._resolve(entry, request, number), request, self.ids)
         return rendered if isinstance(rendered, Delivery) else Delivery(rendered)
+
+    def release_stalls(self) -> None:
+        """Close every stalled stream still held open (``stop`` does; so does a campaign whose
+        conversation is over): its client sees the connection close, nothing is left waiting."""
+        with self._lock:
+            stalled, self._stalled = self._stalled, []
+        for delivery in stalled:
+            delivery.released.set()
 
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
@@ -368,10 +396,12 @@ class Emulator:
             else:
                 delivery = self.answer(*arguments)
             reply = delivery.reply
+            if delivery.first_byte:
+                await asyncio.sleep(delivery.first_byte)
             if reply.chunks is None and not delivery.delay and delivery.drop_after is None:
                 return Response(reply.body or b"", status_code=reply.status, headers=reply.headers)
             return StreamingResponse(
-                _deliver(delivery, _ConnectionDropped), status_code=reply.status, headers=reply.headers
+                deliver(delivery, ConnectionDropped), status_code=reply.status, headers=reply.headers
             )
 
         async def journal(request: Request) -> Response:
@@ -417,6 +447,7 @@ class Emulator:
     def stop(self) -> None:
         """Stop serving (waiting for the server thread, ``STOP_WAIT``) and close the journal file."""
         loopback, self._loopback = self._loopback, None
+        self.release_stalls()  # uvicorn waits for open responses: a stalled one must end first
         if loopback is not None:
             self._undeclare()
             loopback.stop(timeout=self.STOP_WAIT)
@@ -486,53 +517,6 @@ def _render(module: ModuleType, scripted: Turn, request: WireRequest, ids: IdSou
         return Delivery(module.error_reply(400, reason, request))
 
 
-class _ConnectionDropped(Exception):
-    """Raised inside a streamed body to make the server hang up mid-reply."""
-
-
-async def _deliver(delivery: Delivery, drop: Callable[[str], Exception]) -> AsyncIterator[bytes]:
-    """The reply's parts, each after the fault's delay; at the drop point, half of that part and
-    then ``drop(reason)``, as a connection reset mid-chunk leaves it: uvicorn then closes the
-    socket mid-body, the in-process stream raises it to httpx2."""
-    parts = delivery.parts
-    cut = None if delivery.drop_after is None else min(delivery.drop_after, max(len(parts) - 1, 0))
-    for sent, part in enumerate(parts):
-        if cut is not None and sent >= cut:
-            if len(part) > 1:
-                yield part[: len(part) // 2]
-            raise drop(f"emulator: connection dropped after {sent} chunk(s)")
-        if delivery.delay:
-            await asyncio.sleep(delivery.delay)
-        yield part
-
-
-class _Stream(httpx2.AsyncByteStream):
-    def __init__(self, delivery: Delivery) -> None:
-        self._delivery = delivery
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in _deliver(self._delivery, httpx2.RemoteProtocolError):
-            yield part
-
-
-class _SyncStream(httpx2.SyncByteStream):
-    def __init__(self, delivery: Delivery) -> None:
-        self._delivery = delivery
-
-    def __iter__(self) -> Iterator[bytes]:
-        parts = self._delivery.parts
-        drop = self._delivery.drop_after
-        cut = None if drop is None else min(drop, max(len(parts) - 1, 0))
-        for sent, part in enumerate(parts):
-            if cut is not None and sent >= cut:  # half of it first, as _deliver does
-                if len(part) > 1:
-                    yield part[: len(part) // 2]
-                raise httpx2.RemoteProtocolError(f"emulator: connection dropped after {sent} chunk(s)")
-            if self._delivery.delay:
-                time.sleep(self._delivery.delay)
-            yield part
-
-
 class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
     """An ``httpx2`` transport that hands each request to an :class:`Emulator`, from an async client
     or a synchronous one (a synchronous SDK client takes only a synchronous ``http_client``)."""
@@ -553,13 +537,26 @@ class EmulatorTransport(httpx2.AsyncBaseTransport, httpx2.BaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         delivery = self._answer(request, await request.aread())
+        if delivery.first_byte:  # the status comes late: within the client's read timeout, or it gives up
+            try:
+                await wait_async(delivery, delivery.first_byte, read_timeout_of(request))
+            except ReadTimeout as exc:
+                raise timed_out(request, exc) from None
         reply = delivery.reply
-        return httpx2.Response(reply.status, headers=reply.headers, stream=_Stream(delivery), request=request)
+        return httpx2.Response(
+            reply.status, headers=reply.headers, stream=AsyncStream(delivery, request), request=request
+        )
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         delivery = self._answer(request, request.read())
+        if delivery.first_byte:
+            try:
+                wait_sync(delivery, delivery.first_byte, read_timeout_of(request))
+            except ReadTimeout as exc:
+                raise timed_out(request, exc) from None
         reply = delivery.reply
-        return httpx2.Response(reply.status, headers=reply.headers, stream=_SyncStream(delivery), request=request)
+        stream = SyncStream(delivery, request)
+        return httpx2.Response(reply.status, headers=reply.headers, stream=stream, request=request)
 
 
 register_in_process_transport(EmulatorTransport)  # no socket, so no provider: the real-request guard lets it send

@@ -86,7 +86,14 @@ class CallForm(Form):
         return cls.model_construct(name=c.name, **given, **ident)
 
 
-_WIRE_DEFAULTS: Mapping[str, Any] = {"drop_mid_stream": 1, "slow": 0.05, "error_event": 500}
+_WIRE_DEFAULTS: Mapping[str, Any] = {
+    "drop_mid_stream": 1,
+    "slow": 0.05,
+    "error_event": 500,
+    "split": (1,),
+    "stall": 1,
+    "slow_first_byte": 0.3,
+}
 """A wire fault named without a parameter: dropped after one chunk, chunks 50 ms apart, an in-band
 error of a 500's type; the others are flags."""
 
@@ -121,15 +128,37 @@ def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
             raise ScenarioError(f"error_event takes the HTTP error status its type is (400-599), got {parameter!r:.60}")
         if name == "slow" and not number:
             raise ScenarioError(f"slow takes the seconds before each chunk (0 or more), got {parameter!r:.60}")
+        parameter = _delivery_parameter(name, parameter, number)
         pairs.append((name, parameter))
     return tuple(pairs)
+
+
+def _delivery_parameter(name: str, parameter: Any, number: bool) -> Any:
+    """``split``, ``stall`` and ``slow_first_byte``'s parameter checked (the piece sizes as a tuple)."""
+    if name == "split":
+        sizes = parameter if isinstance(parameter, list | tuple) else [parameter]
+        if not sizes or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes):
+            raise ScenarioError(
+                f"split takes the sizes in bytes of the pieces the body is cut into, in turn (each 1 or more),"
+                f" such as [1] or [3, 200], got {parameter!r:.60}"
+            )
+        return tuple(sizes)
+    if name == "stall" and not (number and isinstance(parameter, int)):
+        raise ScenarioError(
+            f"stall takes how many events come before the stream stalls (0 or more), got {parameter!r:.60}"
+        )
+    if name == "slow_first_byte" and not number:
+        raise ScenarioError(
+            f"slow_first_byte takes the seconds before the status is sent (0 or more), got {parameter!r:.60}"
+        )
+    return parameter
 
 
 def wire_data(pairs: tuple[tuple[str, Any], ...]) -> Any:
     """The readable ``wire:`` of delivery-fault pairs: a name when one fault has its default."""
     if len(pairs) == 1 and pairs[0][1] == _WIRE_DEFAULTS.get(pairs[0][0], True):
         return pairs[0][0]
-    return dict(pairs)
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in pairs}
 
 
 class ReplyForm(Form):
@@ -218,7 +247,10 @@ class WireForm(Form):
     """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
     ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
     ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
-    ``unknown_event``, ``gzip``: a name, a list of names or ``{name: parameter}``."""
+    ``unknown_event``, ``gzip``, ``split`` (the sizes of the pieces the body's bytes are cut into, in
+    turn, default ``[1]``), ``stall`` (events before the stream stalls, open and silent, default 1),
+    ``slow_first_byte`` (seconds before the status, default 0.3): a name, a list of names or
+    ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:

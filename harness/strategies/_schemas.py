@@ -186,6 +186,29 @@ ALIENS: tuple[Any, ...] = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"neste
 _aliens = st.sampled_from(ALIENS)
 
 
+_JSON_TYPES: Mapping[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "null": type(None),
+    "array": list,
+    "object": dict,
+}
+
+
+def _of_type(value: Any, declared: Any) -> bool:
+    """Whether ``value`` is of the JSON Schema ``type`` declared (a list: any of them; none: any)."""
+    if declared is None:
+        return False
+    names = declared if isinstance(declared, list) else [declared]
+    for name in names:
+        python = _JSON_TYPES.get(name) if isinstance(name, str) else None
+        if python is not None and isinstance(value, python) and not (isinstance(value, bool) and name != "boolean"):
+            return True
+    return False
+
+
 def invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     """Valid arguments broken on purpose: a wrong type, a missing required key, or an extra key."""
     return memoized(("invalid", _key(schema)), lambda: _invalid_arguments(schema))
@@ -199,21 +222,28 @@ def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str,
         ways.append("missing required")
     if schema.get("additionalProperties") is False or not ways:
         ways.append("extra key")
+    declared = {
+        name: spec.get("type") for name, spec in (schema.get("properties") or {}).items() if isinstance(spec, Mapping)
+    }
     return _broken(
         arguments(schema),
         st.sampled_from(tuple(ways)),
         st.sampled_from(properties or ("",)),
         st.sampled_from(required or ("",)),
+        declared,
     )
 
 
 @st.composite
-def _broken(draw: st.DrawFn, base: Any, pick_way: Any, pick_property: Any, pick_required: Any) -> dict[str, Any]:
+def _broken(
+    draw: st.DrawFn, base: Any, pick_way: Any, pick_property: Any, pick_required: Any, declared: Mapping[str, Any]
+) -> dict[str, Any]:
     value = draw(base)
     args = dict(value) if isinstance(value, dict) else {}
     way = draw(pick_way)
-    if way == "wrong type":
-        args[draw(pick_property)] = draw(_aliens)
+    if way == "wrong type":  # a value of another type than the property's ("x" fits a string)
+        name = draw(pick_property)
+        args[name] = draw(st.sampled_from([a for a in ALIENS if not _of_type(a, declared.get(name))] or ALIENS))
     elif way == "missing required":
         args.pop(draw(pick_required), None)
     else:

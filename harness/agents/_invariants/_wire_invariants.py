@@ -325,13 +325,35 @@ def _w3(run: Run, kinds: ReplyKinds) -> Iterable[Violation]:
             kinds(*run.replies),
         )
     if run.timed_out:
+        stalled = _stalled(run)
         yield Violation(
             "W3",
-            0,
-            f"the run had not ended {run.time_bound:g}s after it started",
+            stalled.number if stalled else 0,
+            f"the run had not ended {run.time_bound:g}s after it started"
+            + (f": {_stall(stalled, run.time_bound)}" if stalled else ""),
             kinds(*run.replies),
             measured=f"{len(run.exchanges)} request(s) sent by then",
+            cause=stalled.number if stalled else 0,
         )
+
+
+def _stalled(run: Run) -> Exchange | None:
+    """The run's last exchange, when its reply was a stream that stalled (open, silent)."""
+    last = run.exchanges[-1] if run.exchanges else None
+    return last if last is not None and last.reply is not None and "stall" in dict(last.reply.wire) else None
+
+
+def _stall(exchange: Exchange, time_bound: float) -> str:
+    """What a run waiting on a stalled stream was waiting for, in the wire's terms."""
+    where = (
+        (_ending(exchange) or "the stream stalled")
+        if exchange.request.streaming
+        else "the reply stalled after its status and headers, before its body"
+    )
+    return (
+        f"{where} (no bytes, connection open); the run was still waiting at the time bound "
+        f"({time_bound:g} s): the client has no read timeout below the time bound"
+    )
 
 
 def _repeated(replies: Sequence[ModelTurn], kinds: ReplyKinds) -> str:
@@ -365,7 +387,7 @@ def is_whole(reply: ModelTurn) -> bool:
     faults = {name for name, _ in reply.wire}
     if reply.kind in ("error", "raise", "aborted", "hang_up"):
         return False
-    return not ({"error_event", "malformed_chunk", "bad_checksum", "cut_mid_event"} & faults)
+    return not ({"error_event", "malformed_chunk", "bad_checksum", "cut_mid_event", "stall"} & faults)
 
 
 def _failure(exchange: Exchange) -> str:
@@ -386,6 +408,8 @@ def _failure(exchange: Exchange) -> str:
     if "bad_checksum" in faults:
         return "a stream with a corrupted chunk (a wrong checksum, or broken JSON where there is none)"
     ending = _ending(exchange)
+    if "stall" in faults:
+        return f"a stream that stalled, open and silent ({ending or 'the stream stalled'}), until the client gave up"
     if "cut_mid_event" in faults:
         return f"a stream cut inside an event ({ending or 'the body ended cleanly inside its last event'})"
     if reply.kind == "raise":

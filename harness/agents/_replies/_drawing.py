@@ -24,6 +24,9 @@ from harness.agents._replies._vocabulary import (
     NOT_JSON,
     RETRY_AFTER,
     SENDS_RETRY_AFTER,
+    SLOW_FIRST_BYTE,
+    SPLIT_ANSWER,
+    STALL_EVENTS,
     STRICT_KINDS,
     UNKNOWN_TOOL,
     UNUSED_STATUSES,
@@ -184,7 +187,25 @@ def _reply(
         return ModelTurn(text=answer, wire=((damage, True),))
     if kind == "cut inside an event":
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
+    if kind in _DELIVERIES:
+        return _delivered(draw, kind, answer)
     return _calling(draw, kind, menu, new_id)
+
+
+_DELIVERIES = ("split bytes", "slow first byte", "stalled stream")
+_PIECES = st.lists(st.integers(1, 256), min_size=1, max_size=3)
+"""Piece sizes a ``split bytes`` reply is cut into in turn: shrinks to ``[1]``, every byte a piece."""
+_STALL = st.sampled_from(STALL_EVENTS)
+
+
+def _delivered(draw: st.DrawFn, kind: str, answer: str) -> ModelTurn:
+    """An answer delivered as the network does it: its bytes re-cut at drawn sizes, its status
+    late, or its stream stalled (open and silent) after a few events."""
+    if kind == "split bytes":
+        return ModelTurn(text=SPLIT_ANSWER, wire=(("split", tuple(draw(_PIECES, label="pieces"))),))
+    if kind == "slow first byte":
+        return ModelTurn(text=answer, wire=(("slow_first_byte", SLOW_FIRST_BYTE),))
+    return ModelTurn(text=answer, wire=(("stall", draw(_STALL, label="events")),))
 
 
 def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:

@@ -40,8 +40,10 @@ MODEL_KINDS: tuple[str, ...] = (
     "unknown tool",
     "duplicate ids",
     "length cut-off",
+    "split bytes",
 )
-"""What a model sends: replies a correct agent goes on from."""
+"""What a model sends: replies a correct agent goes on from (``split bytes``: an answer whose bytes
+TCP delivered cut at other boundaries, ``network`` tier but whole)."""
 FAILURE_KINDS: tuple[str, ...] = (
     "error status",
     "cut stream",
@@ -49,9 +51,11 @@ FAILURE_KINDS: tuple[str, ...] = (
     "in-band error",
     "malformed chunk",
     "cut inside an event",
+    "slow first byte",
+    "stalled stream",
 )
 """What the service in front of the model does to a reply: each ends a correct agent's run (or
-costs it a retry), so they are drawn one time in four (as the model's kinds, simplest first)."""
+costs it a retry, or time), so they are drawn one time in four (as the model's kinds, simplest first)."""
 STRICT_KINDS: tuple[str, ...] = ("invalid arguments to a strict tool", "non-JSON arguments to a strict tool")
 """Arguments a tool declared ``strict: true`` rules out (OpenAI's structured outputs, Anthropic's
 strict tool use: the provider decodes only schema-valid JSON for it): ``invalid`` for that tool."""
@@ -73,6 +77,9 @@ _TIER_OF_KIND: Mapping[str, str] = {
     "dropped connection": "network",  # the connection is reset mid-chunk
     "malformed chunk": "network",
     "cut inside an event": "network",
+    "split bytes": "network",  # TCP hands a reader any boundary: inside an event, a character, a frame
+    "slow first byte": "network",  # the status comes late, below any sane read timeout
+    "stalled stream": "network",  # an upstream gone silent with the connection open
     "unused status": "invalid",
     **{kind: "invalid" for kind in STRICT_KINDS},
 }
@@ -112,7 +119,16 @@ SENDS_RETRY_AFTER: frozenset[str] = frozenset({"openai", "anthropic", "gemini"})
 too). AWS sends none: a Bedrock error carries none, and W6 has nothing to judge there."""
 
 
-WELL_FORMED: frozenset[str] = frozenset({"final answer", "valid call", "several calls", "text and a call"})
+WELL_FORMED: frozenset[str] = frozenset(
+    {
+        "final answer",
+        "valid call",
+        "several calls",
+        "text and a call",
+        "split bytes",
+        "slow first byte",
+    }
+)
 """Kinds whole and well-formed by the provider's documentation (W8, DESIGN 6): a run served only
 these ends by returning, not raising. Not here: what a model gets wrong (arguments that fail the
 schema, an unknown tool: a framework may raise on them by design), a length cut-off, and every
@@ -159,11 +175,22 @@ WIRE_KINDS: Mapping[str, str] = {
     "malformed_chunk": "malformed chunk",
     "bad_checksum": "malformed chunk",
     "cut_mid_event": "cut inside an event",
+    "split": "split bytes",
+    "slow_first_byte": "slow first byte",
+    "stall": "stalled stream",
 }
 """The ``wire:`` faults the vocabulary draws -> their kind (a reply on the wire that fails it)."""
 RETRY_AFTER: tuple[float, ...] = (0.05, 0.1)
 """Seconds a ``Retry-After`` asks for: long enough to tell a wait from none, short enough to fuzz.
 Every error status carries one: an SDK without it backs off for seconds, and W6 judges the wait."""
+
+SPLIT_ANSWER = "The answer is 5 € 🙂"
+"""The answer a ``split bytes`` reply carries: its multi-byte characters (3 and 4 bytes in UTF-8)
+give the cuts a character to fall inside."""
+SLOW_FIRST_BYTE = 0.3
+"""Seconds a ``slow first byte`` reply's status waits: below any sane read timeout."""
+STALL_EVENTS = (1, 0, 2)
+"""Events a ``stalled stream`` sends before it falls silent (drawn in this order)."""
 
 UNKNOWN_TOOL = "no_such_tool"
 NOT_JSON = ('{"a": 1', "not json at all", "[1, 2")

@@ -15,7 +15,9 @@ the defects are the ways real loops go wrong, one per invariant:
 
 It retries 429, 500 and 503 itself (after their ``Retry-After``), with the SDK's own retries off:
 the SDK backs off for half a second and more on a dropped connection, which would make the
-campaign slow without testing anything of the loop.
+campaign slow without testing anything of the loop. Every loop here reads with a timeout
+(:data:`READ_TIMEOUT`), as a careful engineer's does: a stream that stalls, open and silent, ends
+its run (the SDK raises ``APITimeoutError``) instead of holding it for good.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from typing import Any
 
 import anthropic
 import openai
+
+READ_TIMEOUT = 0.75
+"""Seconds a loop waits for the next bytes: above a slow first byte (0.3 s, with room for a loaded
+machine), far below the time bound."""
 
 DEFECTS = (
     "drop_second_result",
@@ -92,7 +98,9 @@ def make(*defects: str, max_rounds: int = 20) -> Callable[..., str]:
         raise ValueError(f"unknown defects {sorted(unknown)}")
 
     def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
-        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+        client = openai.OpenAI(
+            base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+        )
         waits = "retry_without_wait" not in defects
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         insist = False
@@ -196,7 +204,9 @@ keep_text_on_stream_error = make("keep_text_on_stream_error")
 
 async def async_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """The same loop, asynchronous and not streamed: it is given an ``httpx2.AsyncClient``."""
-    client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    client = openai.AsyncOpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         for attempt in range(3):
@@ -231,7 +241,9 @@ _ANTHROPIC_TOOLS = [
 async def anthropic_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """The clean loop over the ``anthropic`` SDK, streamed: the Anthropic wire, where a cut stream
     loses ``message_delta`` (the stop reason) and ``message_stop``."""
-    client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key, http_client=http_client, max_retries=2)
+    client = anthropic.AsyncAnthropic(
+        base_url=base_url, api_key=api_key, http_client=http_client, max_retries=2, timeout=READ_TIMEOUT
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         async with client.messages.stream(
@@ -258,7 +270,9 @@ _RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in TOOLS]
 
 
 def _responses(prompt: str, base_url: str, api_key: str, http_client: Any, stale: bool) -> str:
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    client = openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     first = response = client.responses.create(model="gpt-test", input=prompt, tools=_RESPONSES_TOOLS)
     for _ in range(20):
         calls = [item for item in response.output if item.type == "function_call"]
@@ -288,7 +302,9 @@ def lossy_referencing_responses_agent(prompt: str, *, base_url: str, api_key: st
 
 
 def _referencing(prompt: str, base_url: str, api_key: str, http_client: Any, lose_call: bool) -> str:
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    client = openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     history: list[Any] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         response = client.responses.create(model="gpt-test", input=history, tools=_RESPONSES_TOOLS)
@@ -330,7 +346,9 @@ def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     from google import genai
     from google.genai import types
 
-    options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
+    options = types.HttpOptions(
+        base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1), timeout=int(READ_TIMEOUT * 1000)
+    )
     client = genai.Client(api_key=api_key, http_options=options)
     contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
     config = types.GenerateContentConfig(tools=_GEMINI_TOOLS)  # type: ignore[arg-type]
@@ -369,7 +387,7 @@ def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
 def slow_retry(prompt: str, *, base_url: str, api_key: str) -> str:
     """A plain SDK loop that waits 3 s before retrying a 429, whatever ``Retry-After`` says: under
     a 1 s time bound its run is abandoned, and its retry arrives during a later conversation."""
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0)
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0, timeout=READ_TIMEOUT)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         try:
@@ -390,7 +408,7 @@ def executor_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     from concurrent.futures import ThreadPoolExecutor
 
     async def run() -> str:
-        client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0)
+        client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0, timeout=READ_TIMEOUT)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         for _ in range(20):
             try:
@@ -446,7 +464,9 @@ def chatty(prompt: str, *, base_url: str, api_key: str, http_client: Any = None)
 def all_the_text(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """A loop that returns every text the model said in the run, not only the last reply's (W4 by
     design, as frameworks that keep the preamble of a call do), declared for "text and a call"."""
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    client = openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     said: list[str] = []
     for _ in range(20):
@@ -496,7 +516,9 @@ def cached_client(prompt: str, *, base_url: str, api_key: str) -> str:
     """The clean loop (not streamed) on a client cached by model name, not by base URL: run
     long-lived (``serve_lines``), every conversation after the first sends its requests to the
     first one's URL. The campaign must say inconclusive, naming the shared state, not green."""
-    client = _CACHED.setdefault("gpt-test", openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0))
+    client = _CACHED.setdefault(
+        "gpt-test", openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, max_retries=0, timeout=READ_TIMEOUT)
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         completion = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
@@ -546,7 +568,9 @@ def make_deep(defect: str) -> Callable[..., str]:
     one seeded by a recording of five rounds or more finds it."""
 
     def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
-        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+        client = openai.OpenAI(
+            base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+        )
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         for rounds in range(20):
             deep = rounds >= DEEP_ROUNDS
@@ -579,7 +603,7 @@ def bedrock_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     client = boto3.client(
         "bedrock-runtime",
         endpoint_url=base_url,
-        config=Config(retries={"max_attempts": 0}),
+        config=Config(retries={"max_attempts": 0}, read_timeout=READ_TIMEOUT),
         region_name="us-east-1",
         aws_access_key_id="emulated",
         aws_secret_access_key="emulated",

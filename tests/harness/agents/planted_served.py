@@ -21,7 +21,7 @@ from typing import Any
 
 import openai
 
-from tests.harness.agents.planted import TOOLS, _answer_or_results, _complete, _execute
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, _answer_or_results, _complete, _execute
 
 STRICT_TOOLS: list[dict[str, Any]] = copy.deepcopy(TOOLS)
 STRICT_TOOLS[0]["function"]["strict"] = True
@@ -31,7 +31,9 @@ ADD_ARGUMENTS: list[str] = []
 
 
 def _client(base_url: str, api_key: str, http_client: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    return openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
 
 
 def strict_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import openai
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import TOOLS, _execute, add_call_deltas
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, _execute, add_call_deltas
 
 
 class CutStream(Exception):
@@ -31,7 +31,9 @@ class CutStream(Exception):
 def _loop(
     prompt: str, base_url: str, api_key: str, http_client: Any, *, on_reset: bool, join: bool, overwrite: bool
 ) -> str:
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    client = openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     said: list[str] = []
     for _ in range(20):

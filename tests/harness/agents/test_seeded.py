@@ -36,7 +36,9 @@ SHARED = Path(__file__).resolve().parents[4] / "shared" / "provider-cassettes"
 PROMPT = "Add 1 to each number from 1 to 5, one call at a time."
 DEEP = [ModelTurn(calls=(Call("add", {"a": n, "b": 1}, id=f"call_{n}"),)) for n in range(1, 6)]
 """Five tool rounds, then the answer: six recorded replies, past the fourth round where the deep defects live."""
-EXAMPLES = 10
+EXAMPLES = 20
+"""Enough for the seeded campaign to reach a deep step's fault among every kind it may draw there, and
+far too few conversations from scratch to reach the fifth tool round."""
 
 
 def record(path: Path, agent: Callable[..., Any], turns: list[ModelTurn], *prompts: str) -> Path:

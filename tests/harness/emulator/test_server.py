@@ -430,8 +430,17 @@ def test_the_documented_wire_fault_example_loads_round_trips_and_becomes_emulato
         "fault(truncate=True)",
         "fault(delay=0.01, gzip=True)",
         "fault(drop_after=2)",
+        "fault(split=(5, 1))",
+        "fault(stall_after=1)",
     ]
-    assert [t.kind for t in scenario.turns] == ["error", "reply", "reply", "reply"]  # what harness run plays
+    assert [t.kind for t in scenario.turns] == [
+        "error",
+        "reply",
+        "reply",
+        "reply",
+        "reply",
+        "reply",
+    ]  # what harness run plays
 
 
 def test_harness_emulate_prints_each_clients_setting_and_each_one_reaches_it(tmp_path: Path) -> None:

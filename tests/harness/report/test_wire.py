@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.agents import INVARIANTS, Deviation, judge_recording, run_agent_campaign
+from harness.agents import INVARIANTS, Deviation, judge_recording, kinds_for, run_agent_campaign
 from harness.recording._tools import read_steps
 from harness.report import cassette_report, wire_campaign_report
 from tests.harness.agents import planted
@@ -92,7 +92,8 @@ def test_a_clean_campaign_says_every_invariant_held(tmp_path: Path) -> None:
 def test_declared_deviations_are_listed_and_counted_on_their_invariant() -> None:
     why = f"this agent prefers a partial answer to none {HOSTILE}"
     declared = [Deviation("W5", why)]
-    result = run_agent_campaign(planted.make("return_cut_text"), 30, deviations=declared, save=False)
+    examples = 2 * len(kinds_for())  # the first phase serves each kind once: a cut stream among them
+    result = run_agent_campaign(planted.make("return_cut_text"), examples, deviations=declared, save=False)
     assert result.ok and result.stats.declared["W5"]
     html = _page(result, deviations=declared)
     assert HOSTILE not in html  # shown, never obeyed
