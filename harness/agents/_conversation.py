@@ -134,10 +134,7 @@ def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
         if call.raw is None:
             calls.append(Call(call.id or "", call.name, dict(call.args)))
             continue
-        try:
-            parsed = json.loads(call.raw)
-        except ValueError:
-            parsed = None
+        parsed = _json_or_none(call.raw)
         if isinstance(parsed, dict):
             calls.append(Call(call.id or "", call.name, parsed))
         else:
@@ -188,19 +185,25 @@ def request_histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
     return out
 
 
-_HOSTS = {
-    "openai": "api.openai.com",
-    "anthropic": "api.anthropic.com",
-    "gemini": "generativelanguage.googleapis.com",
-    "bedrock": "bedrock-runtime.us-east-1.amazonaws.com",
+_ORIGINS = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "bedrock": "https://bedrock-runtime.us-east-1.amazonaws.com",
+    "ollama": "http://127.0.0.1:11434",  # Ollama's own default host: a local server, no provider host
 }
+
+
+WIRES_WITHOUT_IDS: tuple[str, ...] = ("gemini", "ollama")
+"""Wires whose calls need no id (Gemini's are optional, Ollama's clients drop the one its server sends):
+a call is matched to its result by name (W1), and one sent back without its id is the same call (W2)."""
 
 
 def as_recorded(request: WireRequest) -> Request:
     """The captured request as if recorded from the provider it speaks to: the form the cassette
     readers (conversation, tools) take, so the two read every wire the same way."""
     query = "&".join(f"{k}={v}" for k, v in request.query.items())
-    uri = f"https://{_HOSTS[request.route.provider]}{request.path}" + (f"?{query}" if query else "")
+    uri = f"{_ORIGINS[request.route.provider]}{request.path}" + (f"?{query}" if query else "")
     body = json.dumps(request.body, ensure_ascii=False).encode() if request.body is not None else b""
     return Request(request.method, uri, body=Body.of(body))
 
