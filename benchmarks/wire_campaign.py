@@ -36,7 +36,9 @@ of the same agent first (vcrpy, the emulator serving five calls of ``add``, one 
 answer): example 0 the recording unchanged, then mutations of it (a fault before a recorded reply,
 a reply replaced, a call's arguments), replies drawn fresh once the agent leaves it; its bare run
 serves the recorded six-reply script. Medians of ``--repeat`` repetitions, same seed
-each time (the same conversations). The target: the harness's share at most a quarter.
+each time (the same conversations). The target: the harness's share at most a quarter. Beside the
+wall-time split, the CPU time of the campaign's own thread (where Hypothesis draws, replies are
+chosen and runs judged) against the whole process's: what the harness costs, whatever the load.
 """
 
 from __future__ import annotations
@@ -286,6 +288,11 @@ class Campaign:
     discarded_seconds: float
     stats_agent: float
     stats_harness: float
+    harness_cpu: float = 0.0
+    """CPU time of the campaign's own thread (Hypothesis, drawing, choosing, judging): the harness's
+    part, measured by the CPU it used rather than the wall time, which a loaded machine inflates."""
+    process_cpu: float = 0.0
+    """CPU time of the whole process over the campaign (the agent's threads and the wire's too)."""
 
 
 def bare(contender: Contender, conversations: int) -> Bare:
@@ -337,9 +344,10 @@ def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
     original = campaign_module.WireEmulator
     campaign_module.WireEmulator = metered(original, meter)  # type: ignore[misc]
     try:
-        started = time.perf_counter()
+        started, own, whole = time.perf_counter(), time.thread_time(), time.process_time()
         result = run(contender, conversations, seed, lambda _stats: meter.take())
         seconds = time.perf_counter() - started
+        own, whole = time.thread_time() - own, time.process_time() - whole
     finally:
         campaign_module.WireEmulator = original  # type: ignore[misc]
     meter.drop_pending()
@@ -366,6 +374,8 @@ def campaign(contender: Contender, conversations: int, seed: int) -> Campaign:
         discarded_seconds=meter.discarded_seconds,
         stats_agent=result.stats.agent_seconds,
         stats_harness=result.stats.harness_seconds,
+        harness_cpu=own,
+        process_cpu=whole,
     )
 
 
@@ -444,6 +454,12 @@ def measure(conversations: int, repeat: int, seed: int, out: Callable[[str], Non
         )
         for r in rows
     }
+    out("\nCPU time: the campaign's own thread (the harness: Hypothesis, drawing, choosing, judging) of the")
+    out("whole process's (an agent run as a command spends its CPU in its own processes, not counted here):")
+    for row in rows:
+        own = median([x.harness_cpu for x in campaigns[row.label]])
+        whole = median([x.process_cpu for x in campaigns[row.label]])
+        out(f"  {row.label}: {own:.2f} s of {whole:.2f} s ({own / whole if whole else 0:.1%})")
     out("\nruns Hypothesis threw away (counted whole as the harness's), and the campaign's own counters")
     out("(AgentStats.agent_seconds / harness_seconds, which leave out those runs' agent time and shrinking):")
     for label, (agent_s, harness_s) in stats.items():

@@ -273,9 +273,11 @@ def raised_key(raised: BaseException) -> str:
 
 
 def wire_of(request: WireRequest) -> str:
-    """``openai chat.completions (streamed)``: the wire a request spoke."""
+    """``openai chat.completions (streamed)``: the wire a request spoke (``on azure``: under another
+    service's paths, :attr:`harness.wire.Route.surface`)."""
     route = request.route
-    return f"{route.provider} {route.endpoint}" + (" (streamed)" if request.streaming else "")
+    surface = f" on {route.surface}" if route.surface else ""
+    return f"{route.provider} {route.endpoint}{surface}" + (" (streamed)" if request.streaming else "")
 
 
 @dataclass

@@ -134,10 +134,7 @@ def reply_messages(reply: ModelTurn) -> tuple[Said, ...]:
         if call.raw is None:
             calls.append(Call(call.id or "", call.name, dict(call.args)))
             continue
-        try:
-            parsed = json.loads(call.raw)
-        except ValueError:
-            parsed = None
+        parsed = _json_or_none(call.raw)
         if isinstance(parsed, dict):
             calls.append(Call(call.id or "", call.name, parsed))
         else:
@@ -160,7 +157,7 @@ def carried(exchange: Exchange) -> ModelTurn | None:
     return reply if len(calls) == len(reply.calls) else dataclasses.replace(reply, calls=tuple(calls))
 
 
-def _json_or_none(text: str) -> Any:
+def _json_or_none(text: str | bytes) -> Any:
     try:
         return json.loads(text)
     except ValueError:
@@ -188,21 +185,38 @@ def request_histories(exchanges: Sequence[Exchange]) -> list[tuple[Said, ...]]:
     return out
 
 
-_HOSTS = {
-    "openai": "api.openai.com",
-    "anthropic": "api.anthropic.com",
-    "gemini": "generativelanguage.googleapis.com",
-    "bedrock": "bedrock-runtime.us-east-1.amazonaws.com",
+_ORIGINS = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "bedrock": "https://bedrock-runtime.us-east-1.amazonaws.com",
+    "ollama": "http://127.0.0.1:11434",  # Ollama's own default host: a local server, no provider host
 }
+
+
+WIRES_WITHOUT_IDS: tuple[str, ...] = ("gemini", "ollama")
+"""Wires whose calls need no id (Gemini's are optional, Ollama's clients drop the one its server sends):
+a call is matched to its result by name (W1), and one sent back without its id is the same call (W2)."""
 
 
 def as_recorded(request: WireRequest) -> Request:
     """The captured request as if recorded from the provider it speaks to: the form the cassette
-    readers (conversation, tools) take, so the two read every wire the same way."""
+    readers (conversation, tools) take, so the two read every wire the same way. Made once per request
+    (read by the plan for its menu, the judge for its messages), so its body is written and parsed once."""
+    found = _RECORDED.get(id(request))
+    if found is not None and found[0] is request:  # the request is held, so its id is still its own
+        return found[1]
     query = "&".join(f"{k}={v}" for k, v in request.query.items())
-    uri = f"https://{_HOSTS[request.route.provider]}{request.path}" + (f"?{query}" if query else "")
+    uri = f"{_ORIGINS[request.route.provider]}{request.path}" + (f"?{query}" if query else "")
     body = json.dumps(request.body, ensure_ascii=False).encode() if request.body is not None else b""
-    return Request(request.method, uri, body=Body.of(body))
+    recorded = Request(request.method, uri, body=Body.of(body))
+    if len(_RECORDED) >= 512:
+        _RECORDED.clear()
+    _RECORDED[id(request)] = (request, recorded)
+    return recorded
+
+
+_RECORDED: dict[int, tuple[WireRequest, Request]] = {}
 
 
 @dataclass
@@ -253,21 +267,12 @@ def output_items(body: bytes) -> dict[str, Any]:
     """The output items a Responses reply (whole, or streamed as ``response.output_item.done``
     events) gave, by id: an item a stream cut before it was done is not there, as OpenAI would not
     have stored it either."""
-    found: list[Any] = []
-    try:
-        whole = json.loads(body)
-    except ValueError:
-        for line in body.splitlines():
-            if line.startswith(b"data:"):
-                try:
-                    event = json.loads(line[5:])
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and event.get("type") == "response.output_item.done":
-                    found.append(event.get("item"))
-    else:
-        if isinstance(whole, dict) and isinstance(whole.get("output"), list):
-            found = whole["output"]
+    whole = _json_or_none(body)
+    if isinstance(whole, dict) and isinstance(whole.get("output"), list):
+        found: list[Any] = whole["output"]
+    else:  # a stream (a JSON body has no line that starts with data:)
+        events = (_json_or_none(line[5:]) for line in body.splitlines() if line.startswith(b"data:"))
+        found = [e.get("item") for e in events if isinstance(e, dict) and e.get("type") == "response.output_item.done"]
     return {item["id"]: item for item in found if isinstance(item, dict) and isinstance(item.get("id"), str)}
 
 
@@ -625,9 +630,7 @@ def scripted(replies: Sequence[ModelTurn]) -> Chooser:
     """Replies from a scenario's turns, the last one repeated (as ``harness emulate`` serves it)."""
 
     def choose(number: int, request: WireRequest) -> ModelTurn | None:
-        if not replies:
-            return None
-        return replies[min(number, len(replies)) - 1]
+        return replies[min(number, len(replies)) - 1] if replies else None
 
     return choose
 

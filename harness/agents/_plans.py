@@ -72,9 +72,7 @@ class PlannedReplies:
         if not self.asked:  # the first request: the wire (the calls' ids) and the menu
             self.asked = True
             self.prefix = _ID_PREFIX.get(request.route.provider, "call_")
-            strict = strict_tools(request.body)
-            specs = as_recorded(request).tools
-            menu = _menu(tuple(Tool(spec.name, spec.parameters, spec.name in strict) for spec in specs))
+            menu = self.menus.read(request)
             provider = request.route.provider
             features = request_features(provider, request.body)
             self.menus.menu, self.menus.provider, self.menus.features = menu, provider, features
@@ -107,6 +105,21 @@ class Menus:
     features: frozenset[str] = frozenset()
     """What the agent's last first request enabled (``_replies.request_features``): the kinds
     that need it are drawn only then."""
+    declared: tuple[Any, ...] | None = None
+    """What the menu was read from: the last first request's wire and tool declarations."""
+
+    def read(self, request: WireRequest) -> tuple[Tool, ...]:
+        """The menu a first request declares. A steady agent declares the same every conversation:
+        when the declarations equal the last ones (a dict comparison), the menu read from them is
+        kept instead of read again through the wire's tool reader."""
+        body = request.body if isinstance(request.body, dict) else {}
+        declared = (request.route.provider, request.route.endpoint, body.get("tools"), body.get("toolConfig"))
+        if self.menu is not None and declared == self.declared:
+            return self.menu
+        strict = strict_tools(request.body)
+        specs = as_recorded(request).tools
+        self.declared = declared
+        return _menu(tuple(Tool(spec.name, spec.parameters, spec.name in strict) for spec in specs))
 
 
 @dataclass

@@ -45,7 +45,7 @@ MODES = ("process", "lines")
 KILL_GRACE = 0.5
 """Seconds a cancelled group has between SIGTERM and SIGKILL."""
 PLACEHOLDER_KEY = "sk-emulated"
-_PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY")
+_PLACEHOLDERS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "AZURE_OPENAI_API_KEY")
 """Gemini's placeholder is ``GOOGLE_API_KEY`` alone: the official SDKs (google-genai, @google/genai)
 read it first and warn on every client when ``GEMINI_API_KEY`` is set as well."""
 ANSWER_FILE = "HARNESS_ANSWER_FILE"
@@ -58,6 +58,10 @@ _NOT_INHERITED = (
     "GOOGLE_GEMINI_BASE_URL",
     "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
     "AWS_ENDPOINT_URL",
+    "AZURE_OPENAI_ENDPOINT",
+    "OLLAMA_HOST",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_BEDROCK_BASE_URL",
     "HARNESS_PROMPT",
     "HARNESS_AGENT_MODE",
     "ANTHROPIC_AUTH_TOKEN",
@@ -65,6 +69,9 @@ _NOT_INHERITED = (
     "AWS_PROFILE",
     "OPENAI_ORG_ID",
     "OPENAI_PROJECT_ID",
+    "AZURE_OPENAI_AD_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "OLLAMA_API_KEY",
 )
 """What the campaign's own environment must not hand the agent: a provider URL of the user's (in
 ``lines`` mode no base URL is set for the process, and an SDK would fall back to it) and the
@@ -99,6 +106,12 @@ def conversation_env(base_url: str, prompt: str | None = None) -> dict[str, str]
         "ANTHROPIC_BASE_URL": root,
         "GOOGLE_GEMINI_BASE_URL": root,
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": root,
+        # the other surfaces' clients (issue 36): AzureOpenAI appends /openai/..., ollama.Client
+        # /api/chat, AnthropicVertex /projects/... to its base URL, AnthropicBedrock /model/...
+        "AZURE_OPENAI_ENDPOINT": root,
+        "OLLAMA_HOST": root,
+        "ANTHROPIC_VERTEX_BASE_URL": f"{root}/v1",
+        "ANTHROPIC_BEDROCK_BASE_URL": root,
     }
     if prompt is not None:
         env["HARNESS_PROMPT"] = prompt
@@ -108,6 +121,9 @@ def conversation_env(base_url: str, prompt: str | None = None) -> dict[str, str]
 def _placeholder_env() -> dict[str, str]:
     env = dict.fromkeys(_PLACEHOLDERS, PLACEHOLDER_KEY)
     env.update(AWS_ACCESS_KEY_ID="AKIAEMULATED", AWS_SECRET_ACCESS_KEY="emulated", AWS_REGION="us-east-1")
+    # what AzureOpenAI and AnthropicVertex refuse to start without (a GA API version; a region and
+    # project make Vertex's path, the base URL its host)
+    env.update(OPENAI_API_VERSION="2024-10-21", CLOUD_ML_REGION="us-east5", ANTHROPIC_VERTEX_PROJECT_ID="emulated")
     return env
 
 

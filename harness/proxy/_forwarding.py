@@ -20,7 +20,7 @@ import httpx2
 
 from harness.proxy._cassette_select import CASSETTE_HEADER
 from harness.proxy._sigv4 import resign, signed_by_sigv4
-from harness.wire import Destination, check_values
+from harness.wire import Destination, check_values, provider_path
 
 PROVIDER_ORIGINS: Final[Mapping[str, str]] = {
     "openai": "https://api.openai.com",
@@ -139,9 +139,13 @@ class Forwarder:
         return host is not None and (host == "localhost" or host.startswith("127.") or host == "::1")
 
     def target(self, destination: Destination, path: str, query: str) -> str:
-        """The URL a request to be recorded is sent to."""
-        root = self.upstream or self.origins.get(destination.provider) or provider_origin(destination, self.environ)
-        return f"{root}{path}{'?' + query if query else ''}"
+        """The URL a request to be recorded is sent to: the provider's host at the path the route
+        table says it answers there (Anthropic's root ``/messages`` is its ``/v1/messages``), or
+        ``upstream`` with the path as sent (a gateway's own paths are the user's to give)."""
+        if self.upstream:
+            return f"{self.upstream}{path}{'?' + query if query else ''}"
+        root = self.origins.get(destination.provider) or provider_origin(destination, self.environ)
+        return f"{root}{provider_path(destination, path)}{'?' + query if query else ''}"
 
     async def send(
         self, method: str, destination: Destination, path: str, query: str, headers: dict[str, str], body: bytes

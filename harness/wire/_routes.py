@@ -38,6 +38,10 @@ class Route:
     OpenAI's deployments), ``openai-v1`` (Azure's v1 API and Groq), ``openrouter``, ``root``
     (Anthropic's Messages at the server's root), ``vertex`` (Claude on Vertex AI). It decides
     where the proxy may forward (:data:`SURFACE_HOSTS`) and what each SDK is told to set."""
+    provider_path: str = ""
+    """The path the provider's own host answers this route at, where it is not the route's own:
+    Anthropic's Messages at the root (``/messages``, what the AI SDK sends to a base URL without
+    ``/v1``) is ``/v1/messages`` at api.anthropic.com. Empty: the path as sent."""
 
 
 _GEMINI_METHODS: Final = ("generateContent", "streamGenerateContent")
@@ -68,7 +72,7 @@ ROUTES: Final[tuple[Route, ...]] = (
     Route("openai", "responses", "POST", "/openai/v1/responses", surface="openai-v1"),
     Route("openai", "chat.completions", "POST", "/api/v1/chat/completions", surface="openrouter"),
     Route("openai", "responses", "POST", "/api/v1/responses", surface="openrouter"),
-    Route("anthropic", "messages", "POST", "/messages", surface="root"),
+    Route("anthropic", "messages", "POST", "/messages", surface="root", provider_path="/v1/messages"),
     *(
         Route("anthropic", "messages", "POST", f"{_CLAUDE_ON_VERTEX}:{method}", surface="vertex")
         for method in ("rawPredict", "streamRawPredict")
@@ -232,6 +236,19 @@ def surface_prefix(destination: Destination) -> str:
             if not own.surface and own.endpoint == destination.endpoint and surfaced.path.endswith(own.path):
                 return surfaced.path.removesuffix(own.path)
     return ""
+
+
+def provider_path(destination: Destination, path: str) -> str:
+    """The path a request sent as ``path`` takes at its provider's own host: the route's
+    :attr:`Route.provider_path` where it has one (a proxy forwards there), else ``path`` itself."""
+    for surfaced in ROUTES:
+        if surfaced.provider_path and (surfaced.surface, surfaced.provider, surfaced.endpoint) == (
+            destination.surface,
+            destination.provider,
+            destination.endpoint,
+        ):
+            return surfaced.provider_path
+    return path
 
 
 _AZURE_HOSTS: Final = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")

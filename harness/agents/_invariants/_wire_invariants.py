@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.agents._conversation import Exchange, Run, carried, reply_messages, request_histories
+from harness.agents._conversation import WIRES_WITHOUT_IDS, Exchange, Run, carried, reply_messages, request_histories
 from harness.agents._invariants._findings import (
     Deviation,
     Judgement,
@@ -134,7 +134,7 @@ def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], ki
         if previous.delivered and served is not None:
             expected = expected + reply_messages(served)
         actual = histories[index]
-        gemini = exchange.request.route.provider == "gemini"
+        gemini = exchange.request.route.provider in WIRES_WITHOUT_IDS  # ids optional there
         for position, said in enumerate(expected):
             if position < len(actual) and _same(actual[position], said, gemini):
                 continue

@@ -89,6 +89,9 @@ ERROR_STATUSES: Mapping[str, tuple[int, ...]] = {
     "anthropic": (429, 529, 500),
     "gemini": (429, 503, 500),
     "bedrock": (429, 503, 500),
+    # Ollama's documented errors (rate limit, server error, a cloud model unreachable): a body
+    # {"error": message} and nothing more, no Retry-After (so not in SENDS_RETRY_AFTER)
+    "ollama": (429, 500, 502),
 }
 """The error statuses each wire's provider sends (and a client retries): OpenAI's and Gemini's rate
 limit, unavailable and server error; Anthropic's rate limit, ``overloaded_error`` (529) and
@@ -100,6 +103,7 @@ UNUSED_STATUSES: Mapping[str, tuple[int, ...]] = {
     "anthropic": (503,),
     "gemini": (529,),
     "bedrock": (529,),
+    "ollama": (529,),
 }
 """A status each wire never sends (the ``invalid`` tier): Anthropic's 529 elsewhere, a 503 on Anthropic."""
 IN_BAND_ERRORS: Mapping[str, tuple[int, ...]] = {
@@ -107,6 +111,7 @@ IN_BAND_ERRORS: Mapping[str, tuple[int, ...]] = {
     "anthropic": (529, 500),
     "gemini": (500, 503),
     "bedrock": (500, 429, 503),
+    "ollama": (500,),  # a stream's {"error"} line: the model runner failed after the 200
 }
 """The HTTP statuses whose error type each wire's in-band error event carries: OpenAI's
 ``server_error`` (chat's ``data: {"error"}``, Responses' ``response.failed``); Anthropic's

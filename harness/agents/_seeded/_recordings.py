@@ -19,10 +19,6 @@ from harness.report import RecordingJudgement
 RECORDED = ("W1", "W2")
 """The wire invariants a recording can show."""
 
-WIRES_WITHOUT_IDS = ("gemini",)
-"""Wires whose calls need no id: what a recording shows as one (Gemini's) was made up by a client or
-by our reader, so a call is matched to its result by name there, as W1 does for Gemini's results."""
-
 
 @dataclass
 class _Conversation:
@@ -103,7 +99,9 @@ def _response_id(step: Any) -> str | None:
 def _run(steps: Sequence[Any]) -> Any:
     """The conversation as the agents layer's ``Run``: each request with the reply it got, its
     messages the ones the recording's reader already normalized."""
-    from harness.agents._conversation import Exchange, Run
+    # a recorded call's id on a wire without ids was made up by a client or by our reader: matched by
+    # name there, as W1 does for a served one
+    from harness.agents._conversation import WIRES_WITHOUT_IDS, Exchange, Run
 
     class Recorded(Exchange):
         """A recorded request: its conversation as read from the cassette, not re-read."""

@@ -14,7 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agents import replay_agent, run_agent_campaign
-from harness.agents._replies import ERROR_STATUSES, IN_BAND_ERRORS, Tool, kind_of, replies, status_of
+from harness.agents._replies import (
+    ERROR_STATUSES,
+    IN_BAND_ERRORS,
+    SENDS_RETRY_AFTER,
+    Tool,
+    kind_of,
+    replies,
+    status_of,
+)
 from harness.cli import main
 from harness.scenarios._scenario import Scenario
 from harness.scenarios._scenario_parts import Call, ModelTurn
@@ -137,7 +145,8 @@ def test_each_wire_is_served_only_the_statuses_its_provider_sends(provider: str,
     assert kind not in ("duplicate ids", "unused status")
     if kind == "error status":
         assert status_of(reply) in ERROR_STATUSES[provider]
-        assert (dict(reply.wire).get("retry_after") is None) == (provider == "bedrock")  # AWS sends none
+        # AWS and Ollama send none
+        assert (dict(reply.wire).get("retry_after") is None) == (provider not in SENDS_RETRY_AFTER)
     if kind == "in-band error":
         assert dict(reply.wire)["error_event"] in IN_BAND_ERRORS[provider]
 
