@@ -22,10 +22,7 @@ import ollama
 import openai
 from botocore.config import Config
 
-from tests.harness.agents.planted import TOOLS, CutStream, _complete, _execute
-
-READ_TIMEOUT = 10.0
-"""Seconds any loop here waits for a byte before giving up on a reply (a stall raises, it never hangs)."""
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, CutStream, _complete, _execute
 
 _ANTHROPIC_TOOLS = [
     {
@@ -85,7 +82,12 @@ ollama_ignore_done = make_ollama("ignore_done")
 def azure_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """The loop over ``openai.AzureOpenAI(azure_endpoint=base_url)``, streamed, on a deployment's path."""
     client = openai.AzureOpenAI(
-        azure_endpoint=base_url, api_key=api_key, api_version="2024-10-21", http_client=http_client, max_retries=0
+        azure_endpoint=base_url,
+        api_key=api_key,
+        api_version="2024-10-21",
+        http_client=http_client,
+        max_retries=0,
+        timeout=READ_TIMEOUT,
     )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
