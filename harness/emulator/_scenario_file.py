@@ -53,6 +53,8 @@ _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
     "malformed_chunk": lambda _, inner: fault.malformed_chunk(inner),
     "unknown_event": lambda _, inner: fault.unknown_event(inner),
     "gzip": lambda _, inner: fault.gzip(inner),
+    "unknown_fields": lambda _, inner: fault.unknown_fields(inner),
+    "interleaved": lambda _, inner: fault.interleaved(inner),
 }
 """Each ``wire:`` fault name of a scenario file -> its ``harness.emulator._faults`` builder."""
 

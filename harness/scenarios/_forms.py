@@ -218,7 +218,8 @@ class WireForm(Form):
     """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
     ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
     ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
-    ``unknown_event``, ``gzip``: a name, a list of names or ``{name: parameter}``."""
+    ``unknown_event``, ``gzip``, ``unknown_fields``, ``interleaved``: a name, a list of names or
+    ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:

@@ -40,8 +40,14 @@ MODEL_KINDS: tuple[str, ...] = (
     "unknown tool",
     "duplicate ids",
     "length cut-off",
+    "unknown events and fields",
+    "several calls, interleaved",
 )
-"""What a model sends: replies a correct agent goes on from."""
+"""What a model sends: replies a correct agent goes on from. ``unknown events and fields``: an
+answer or a valid call streamed with an event of a type no client knows and a field no client knows
+in every event (``wire: [unknown_event, unknown_fields]``), which every provider documents clients
+must ignore; ``several calls, interleaved``: several calls streamed apart (``wire: interleaved``:
+chat's call deltas alternating by ``index``, Gemini's one call a chunk)."""
 FAILURE_KINDS: tuple[str, ...] = (
     "error status",
     "cut stream",
@@ -112,7 +118,16 @@ SENDS_RETRY_AFTER: frozenset[str] = frozenset({"openai", "anthropic", "gemini"})
 too). AWS sends none: a Bedrock error carries none, and W6 has nothing to judge there."""
 
 
-WELL_FORMED: frozenset[str] = frozenset({"final answer", "valid call", "several calls", "text and a call"})
+WELL_FORMED: frozenset[str] = frozenset(
+    {
+        "final answer",
+        "valid call",
+        "several calls",
+        "text and a call",
+        "unknown events and fields",
+        "several calls, interleaved",
+    }
+)
 """Kinds whole and well-formed by the provider's documentation (W8, DESIGN 6): a run served only
 these ends by returning, not raising. Not here: what a model gets wrong (arguments that fail the
 schema, an unknown tool: a framework may raise on them by design), a length cut-off, and every
@@ -159,6 +174,8 @@ WIRE_KINDS: Mapping[str, str] = {
     "malformed_chunk": "malformed chunk",
     "bad_checksum": "malformed chunk",
     "cut_mid_event": "cut inside an event",
+    "unknown_event": "unknown events and fields",
+    "unknown_fields": "unknown events and fields",
 }
 """The ``wire:`` faults the vocabulary draws -> their kind (a reply on the wire that fails it)."""
 RETRY_AFTER: tuple[float, ...] = (0.05, 0.1)
@@ -225,7 +242,7 @@ def kind_of(reply: ModelTurn, provider: str | None = None, strict: frozenset[str
     if len(set(ids)) < len(ids):
         return "duplicate ids"
     if len(calls) > 1:
-        return "several calls"
+        return "several calls, interleaved" if ("interleaved", True) in reply.wire else "several calls"
     if reply.text:
         return "text and a call"
     call = calls[0]
@@ -265,7 +282,8 @@ def servable(tools: Sequence[Tool], hostile: bool = False, features: frozenset[s
     loose = [t for t in tools if not t.strict]
     possible = set(kinds_for(hostile, features))
     if not tools:
-        possible -= {"valid call", "several calls", "text and a call", "duplicate ids", *STRICT_KINDS}
+        possible -= {"valid call", "several calls", "text and a call", "duplicate ids", "several calls, interleaved"}
+        possible -= set(STRICT_KINDS)
     if not loose:
         possible -= {"invalid arguments", "non-JSON arguments"}
     if not any(_breakable(t.schema) for t in loose):
