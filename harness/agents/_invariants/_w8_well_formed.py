@@ -60,14 +60,15 @@ def raised_line(raised: BaseException) -> str:
 
 
 def _served(kinds: tuple[str, ...]) -> str:
-    """``a final answer``, or ``3 replies, all whole and well-formed (valid call x2, final answer)``."""
-    if len(kinds) == 1:
-        return f"{'an' if kinds[0][0] in 'aeiou' else 'a'} {kinds[0]}, whole and well-formed"
+    """``1 reply (final answer), whole and well-formed``, or ``3 replies (valid call x2, final
+    answer), all whole and well-formed``."""
     counted: dict[str, int] = {}
     for kind in kinds:
         counted[kind] = counted.get(kind, 0) + 1
     shown = ", ".join(kind + (f" x{n}" if n > 1 else "") for kind, n in counted.items())
-    return f"{len(kinds)} replies, all whole and well-formed ({shown})"
+    if len(kinds) == 1:
+        return f"1 reply ({shown}), whole and well-formed"
+    return f"{len(kinds)} replies ({shown}), all whole and well-formed"
 
 
 def _usage_chunks(run: Run) -> str:
