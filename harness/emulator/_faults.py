@@ -156,8 +156,9 @@ class fault:
     def interleaved(inner: Wrapped = None) -> Fault:
         """Several calls streamed apart: OpenAI chat's call deltas alternate by ``index`` (call 0's
         opener, call 1's, then their argument pieces in turn), Gemini sends each ``functionCall``
-        in its own chunk (every generation, as 2.5 and later do). Wires whose calls come block by
-        block (Anthropic, Bedrock, Responses' items) already send them so."""
+        in its own chunk (every generation, as 2.5 and later do), Ollama each call in its own line.
+        Wires whose calls come block by block (Anthropic, Bedrock, Responses' items) already send
+        them so."""
         return _wrap(inner, interleaved=True)
 
     @staticmethod

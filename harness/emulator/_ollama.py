@@ -143,3 +143,18 @@ def unknown_fields(line: bytes) -> bytes:
     except ValueError:
         return line
     return _line(faults.with_unknown_fields(value, frozenset({"message"})))
+
+
+def interleave(lines: list[bytes]) -> list[bytes]:
+    """Several calls a line apart, as Ollama's streaming tool-call parser sends each call once it
+    has parsed it (since 0.8): the line carrying them all split into one line per call."""
+    out: list[bytes] = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+            calls = value["message"]["tool_calls"]
+        except (ValueError, KeyError, TypeError):
+            out.append(line)
+            continue
+        out += [_line({**value, "message": {**value["message"], "tool_calls": [call]}}) for call in calls]
+    return out

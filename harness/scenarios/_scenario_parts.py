@@ -65,7 +65,7 @@ a stream cut before its terminal event, an event of an unknown type, a stream cu
 middle of an event, the provider's own in-band error event (of HTTP status N's type) in place of
 the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON), fields no
 client knows in every event, several calls streamed apart (chat's deltas alternating by index,
-Gemini's one call a chunk). A turn with ``status`` is an
+Gemini's one call a chunk, Ollama's one a line). A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
 SteeringShape = Literal["list", "str", "message", "assistant", "dict", "int"]

@@ -47,7 +47,7 @@ MODEL_KINDS: tuple[str, ...] = (
 answer or a valid call streamed with an event of a type no client knows and a field no client knows
 in every event (``wire: [unknown_event, unknown_fields]``), which every provider documents clients
 must ignore; ``several calls, interleaved``: several calls streamed apart (``wire: interleaved``:
-chat's call deltas alternating by ``index``, Gemini's one call a chunk)."""
+chat's call deltas alternating by ``index``, Gemini's one call a chunk, Ollama's one a line)."""
 FAILURE_KINDS: tuple[str, ...] = (
     "error status",
     "cut stream",

@@ -150,9 +150,10 @@ def _call_delta(chunk: Any) -> bool:
     return bool(chunk["choices"]) and bool(chunk["choices"][0]["delta"].get("tool_calls"))
 
 
-def test_botocore_and_the_ollama_client_read_unknown_fields_and_events_as_the_reply_they_carry() -> None:
+def test_botocore_and_the_ollama_client_read_unknown_fields_events_and_calls_apart_as_the_reply_they_carry() -> None:
     shaped = ModelTurn(calls=TWO_CALLS, wire=(("unknown_event", True), ("unknown_fields", True)))
-    with Emulator(*script_of([shaped, shaped, shaped])) as emu:
+    apart = ModelTurn(calls=TWO_CALLS, wire=(("interleaved", True), ("unknown_fields", True)))
+    with Emulator(*script_of([shaped, shaped, shaped, apart])) as emu:
         client = boto3.client(
             "bedrock-runtime",
             region_name="us-east-1",
@@ -168,3 +169,8 @@ def test_botocore_and_the_ollama_client_read_unknown_fields_and_events_as_the_re
         assert [block["toolUse"]["input"] for block in whole] == [{"a": 1, "b": 2}, {"word": "hello there"}]
         reply = ollama.Client(host=emu.base_url).chat(model="m", messages=[{"role": "user", "content": "hi"}])
         assert [call.function.name for call in reply.message.tool_calls or []] == ["add", "lookup"]
+        stream = ollama.Client(host=emu.base_url).chat(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        lines = [[call.function.name for call in part.message.tool_calls or []] for part in stream]
+        assert [names for names in lines if names] == [["add"], ["lookup"]]  # one call a line
