@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.agents._conversation import Run
-from harness.agents._invariants import INVARIANTS, Judgement, Violation, reply_kinds
+from harness.agents._invariants import INVARIANTS, Judgement, Violation, judged_by_w8, raised_line, reply_kinds
 from harness.agents._replies import KINDS, TIERS, retry_after, tier_of
 from harness.emulator import WireRequest
 from harness.scenarios import Scenario
@@ -36,8 +36,9 @@ EXIT_MEANINGS = {
 }
 
 
-def exercised(run: Run) -> set[str]:
-    """The invariants this run gave a chance to break (it is counted under each, once)."""
+def exercised(run: Run, kinds: tuple[str, ...] | None = None) -> set[str]:
+    """The invariants this run gave a chance to break (it is counted under each, once); ``kinds``:
+    its replies' kinds (:func:`reply_kinds`), when the caller has them already."""
     chances: set[str] = set()
     exchanges = run.exchanges
     if not exchanges:
@@ -57,6 +58,8 @@ def exercised(run: Run) -> set[str]:
             chances.add("W6")  # a retry could have come too soon
     if run.returned is not None and not run.timed_out:
         chances.add("W4")  # a returned text to compare with the last reply's
+    if judged_by_w8(run, reply_kinds(run) if kinds is None else kinds):
+        chances.add("W8")  # an ending after well-formed replies only: it could have been a raise
     return chances
 
 
@@ -157,11 +160,12 @@ class AgentStats:
         if run.raised is not None:
             self.add_raised(run.raised)
         self.reached += any(exchange.reply is not None for exchange in run.exchanges)
-        self.exercised.update(exercised(run))
+        served = reply_kinds(run)  # arguments that fail their schema told from a valid call
+        self.exercised.update(exercised(run, served))
         self.conversations += 1
         self.agent_seconds += run.seconds - run.choosing
         self.requests += len(run.exchanges)
-        self.kinds.update(reply_kinds(run))  # arguments that fail their schema told from a valid call
+        self.kinds.update(served)
         self.endings[run.ended] += 1
         if run.exchanges:
             self.wires[wire_of(run.exchanges[0].request)] += 1
@@ -175,14 +179,8 @@ class AgentStats:
             return
         from harness.agents._first_failure import agent_traceback
 
-        said = str(raised).strip().splitlines()
-        name = type(raised).__name__ + (f": {said[0][:200]}" if said else "")
-        summary = getattr(raised, "summary", None)  # an agent run as a command: its exit, less the conversation
-        if isinstance(summary, str):
-            name = re.sub(
-                r" during conversation \d+$", "", re.sub(r"^conversation \d+ answered with an error: ", "", summary)
-            )
-        self.raised[key] = Raised(str(name), self.conversations + 1, agent_traceback(raised))
+        # an agent run as a command: its exit, less the conversation (W8's message names it the same way)
+        self.raised[key] = Raised(raised_line(raised), self.conversations + 1, agent_traceback(raised))
 
     def served_rows(self) -> list[tuple[str, int]]:
         """What was served, per tier and kind (DESIGN 6, "green means tested"): each tier's total,

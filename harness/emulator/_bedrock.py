@@ -44,6 +44,7 @@ from typing import Any, Final
 
 import harness.emulator._anthropic as anthropic
 import harness.emulator._exchange as exchange
+import harness.emulator._faults as faults
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
 from harness.script import ScriptedCall, Turn
 from harness.wire import Route, decode_frame, encode_frame, event_frame, exception_frame, routes_of
@@ -335,3 +336,15 @@ def corrupt(frame: bytes) -> bytes:
 def unknown_event() -> bytes:
     """A well-formed event of a type no client knows, padded like the others."""
     return event_frame("emulatorUnknownEvent", _json({"note": "an event type no client knows", "p": "abcdefgh"}))
+
+
+def unknown_fields(frame: bytes) -> bytes:
+    """The frame's event carrying a field no client knows, at its top and in its ``usage`` and
+    ``metrics``: not inside a ``delta`` or ``start``, which are unions (one member set, as botocore
+    checks), where AWS adds members as new kinds of block instead."""
+    headers, payload = decode_frame(frame)
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return frame
+    return encode_frame(headers, _json(faults.with_unknown_fields(event, frozenset({"usage", "metrics"}))))

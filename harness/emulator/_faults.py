@@ -3,9 +3,10 @@
 A fault either replaces the reply (``fault.status``: any HTTP status with the provider's own
 error body) or changes how a rendered turn is delivered (dropped mid-stream, cut before its
 terminal event, cut inside an event, the provider's own error event in place of the stop reason,
-slow, a broken JSON delta, an unknown event, gzip; the bytes re-cut at other boundaries, as TCP
-delivers them; a stream that stalls without closing; a status that comes late). The delivery faults wrap a
-turn (``fault.slow(0.05, turn.text("hi"))``) and combine by wrapping each other
+slow, a broken JSON delta, an unknown event, unknown fields, several calls interleaved, gzip; the
+bytes re-cut at other boundaries, as TCP delivers them; a stream that stalls without closing; a
+status that comes late). The delivery faults wrap a turn (``fault.slow(0.05, turn.text("hi"))``)
+and combine by wrapping each other
 (``fault.gzip(fault.slow(0.01, turn.text("hi")))``); without a turn they deliver a short text.
 
 The byte-level edits work on SSE (``data:`` frames); a provider whose wire is not SSE (Bedrock's
@@ -68,6 +69,8 @@ class Fault:
     split: tuple[int, ...] = ()
     stall_after: int | None = None
     first_byte: float = 0.0
+    unknown_fields: bool = False
+    interleaved: bool = False
 
     def describe(self) -> str:
         changed = {
@@ -154,6 +157,22 @@ class fault:
         return _wrap(inner, unknown_event=True)
 
     @staticmethod
+    def unknown_fields(inner: Wrapped = None) -> Fault:
+        """Every event (a whole body too) carries a field no client knows, at its top and inside the
+        objects it is made of (a chunk's choice and delta, a content block, a usage object), as an
+        API adds them: the providers document that clients ignore what they do not know."""
+        return _wrap(inner, unknown_fields=True)
+
+    @staticmethod
+    def interleaved(inner: Wrapped = None) -> Fault:
+        """Several calls streamed apart: OpenAI chat's call deltas alternate by ``index`` (call 0's
+        opener, call 1's, then their argument pieces in turn), Gemini sends each ``functionCall``
+        in its own chunk (every generation, as 2.5 and later do), Ollama each call in its own line.
+        Wires whose calls come block by block (Anthropic, Bedrock, Responses' items) already send
+        them so."""
+        return _wrap(inner, interleaved=True)
+
+    @staticmethod
     def gzip(inner: Wrapped = None) -> Fault:
         """The body is sent gzip-encoded (``content-encoding: gzip``), streamed or not, to a client
         whose ``accept-encoding`` admits gzip (as a real server would; botocore's does not)."""
@@ -231,6 +250,50 @@ def _unknown_sse() -> bytes:
     return f"event: emulator.unknown_event\ndata: {json.dumps(data)}\n\n".encode()
 
 
+NEW_FIELD = "emulator_new_field"
+"""The field no client knows that :meth:`fault.unknown_fields` adds."""
+KNOWN_OBJECTS: frozenset[str] = frozenset(
+    {"choices", "delta", "message", "usage", "content_block", "candidates", "content", "usageMetadata", "item", "part"}
+)
+"""The keys whose objects get the unknown field too (never a call's arguments, ``input`` or
+``args``, nor what the request's own values are echoed in, ``tools`` and ``metadata``)."""
+
+
+def with_unknown_fields(value: Any, keys: frozenset[str] = KNOWN_OBJECTS) -> Any:
+    """``value`` (parsed JSON) with :data:`NEW_FIELD` in it and in each object under ``keys``."""
+    if isinstance(value, list):
+        return [with_unknown_fields(item, keys) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: with_unknown_fields(v, keys) if k in keys and isinstance(v, dict | list) else v for k, v in value.items()}
+    out[NEW_FIELD] = "a field a newer version of the API sends"
+    return out
+
+
+def _sse_unknown_fields(frame: bytes) -> bytes:
+    """An SSE frame whose ``data:`` JSON object carries unknown fields (its framing kept)."""
+    lines = frame.split(b"\n")
+    for i, line in enumerate(lines):
+        if not line.startswith(b"data:"):
+            continue
+        end = b"\r" if line.endswith(b"\r") else b""
+        try:
+            data = json.loads(line[5:])
+        except ValueError:  # [DONE]
+            continue
+        if isinstance(data, dict):
+            lines[i] = b"data: " + json.dumps(with_unknown_fields(data), ensure_ascii=False).encode() + end
+    return b"\n".join(lines)
+
+
+def _body_unknown_fields(body: bytes | None) -> bytes | None:
+    try:
+        data = json.loads(body or b"")
+    except ValueError:
+        return body
+    return json.dumps(with_unknown_fields(data), ensure_ascii=False).encode()
+
+
 def _gzip_chunks(chunks: list[bytes]) -> list[bytes]:
     """Each chunk compressed and flushed, so a streamed body stays streamed (one gzip member)."""
     compressor = zlib.compressobj(wbits=31)
@@ -269,6 +332,8 @@ def apply(
     chunks = list(reply.chunks) if reply.chunks is not None else None
     if chunks is None and spec.error_event is not None:
         return Delivery(module.error_reply(spec.error_event, spec.message, request), delay=spec.delay)
+    if spec.interleaved or spec.unknown_fields:
+        reply, chunks = _reshaped(spec, reply, chunks, module)
     if chunks is not None and (spec.truncate or spec.cut_mid_event or spec.error_event is not None):
         chunks = chunks[: max(0, len(chunks) - _terminal_count(reply, request, module))]
     if spec.stall_after is not None:  # the events before the stall, never the stop reason
@@ -350,6 +415,19 @@ def wait_sync(delivery: Delivery, seconds: float | None, read_timeout: float | N
         return
     if not delivery.released.wait(limit) and limit is not None:
         raise ReadTimeout(f"emulator: no bytes for {read_timeout:g}s (the client's read timeout)")
+
+
+def _reshaped(spec: Fault, reply: WireReply, chunks: list[bytes] | None, module: Any) -> tuple[WireReply, Any]:
+    """The reply with its calls interleaved and unknown fields added, as the module's hooks
+    (``interleave(chunks)``, ``unknown_fields(chunk)``) or the SSE defaults say."""
+    if chunks is not None and spec.interleaved and hasattr(module, "interleave"):
+        chunks = module.interleave(chunks)
+    if spec.unknown_fields and reply.status == 200:
+        if chunks is not None:
+            chunks = [getattr(module, "unknown_fields", _sse_unknown_fields)(chunk) for chunk in chunks]
+        else:
+            reply = dataclasses.replace(reply, body=_body_unknown_fields(reply.body))
+    return reply, chunks
 
 
 def ending(delivery: Delivery) -> str:

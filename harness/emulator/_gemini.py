@@ -304,3 +304,28 @@ def malformed(chunk: bytes) -> bytes:
 def unknown_event() -> bytes:
     """A chunk of a shape no client knows: no candidates, one field from a newer API."""
     return _event({"emulatorUnknownEvent": {"note": "a field no client knows"}, "modelVersion": "emulated"})
+
+
+def interleave(chunks: list[bytes]) -> list[bytes]:
+    """A stream whose chunks hold one ``functionCall`` each: a chunk carrying several calls (what
+    generations before 2.5 send) split into one chunk per call, the last keeping what else it had."""
+    out: list[bytes] = []
+    for chunk in chunks:
+        try:
+            data = json.loads(sse_data(chunk))
+            parts = data["candidates"][0]["content"]["parts"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            out.append(chunk)
+            continue
+        calls = [part for part in parts if "functionCall" in part]
+        if len(calls) < 2:
+            out.append(chunk)
+            continue
+        for call in calls[:-1]:
+            candidate = {k: v for k, v in data["candidates"][0].items() if k in ("content", "index")}
+            alone = {**data, "candidates": [{**candidate, "content": {"parts": [call], "role": "model"}}]}
+            out.append(_event(alone))
+        rest = [part for part in parts if part is calls[-1] or "functionCall" not in part]
+        last = {**data["candidates"][0], "content": {**data["candidates"][0]["content"], "parts": rest}}
+        out.append(_event({**data, "candidates": [last]}))
+    return out

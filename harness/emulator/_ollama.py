@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+import harness.emulator._faults as faults
 import harness.wire as wire
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, pieces
@@ -132,3 +133,28 @@ def unknown_event() -> bytes:
     return _line(
         {"model": "emulated", "created_at": CREATED_AT, "message": message, "emulator_unknown": 1, "done": False}
     )
+
+
+def unknown_fields(line: bytes) -> bytes:
+    """The line carrying a field no client knows, at its top and in its ``message`` (never inside a
+    call's ``arguments``)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return line
+    return _line(faults.with_unknown_fields(value, frozenset({"message"})))
+
+
+def interleave(lines: list[bytes]) -> list[bytes]:
+    """Several calls a line apart, as Ollama's streaming tool-call parser sends each call once it
+    has parsed it (since 0.8): the line carrying them all split into one line per call."""
+    out: list[bytes] = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+            calls = value["message"]["tool_calls"]
+        except (ValueError, KeyError, TypeError):
+            out.append(line)
+            continue
+        out += [_line({**value, "message": {**value["message"], "tool_calls": [call]}}) for call in calls]
+    return out

@@ -482,3 +482,37 @@ def terminal(reply: WireReply, request: WireRequest) -> int:
         return 1
     body = request.body if isinstance(request.body, Mapping) else {}
     return 3 if (body.get("stream_options") or {}).get("include_usage") else 2
+
+
+def interleave(chunks: list[bytes]) -> list[bytes]:
+    """A chat stream whose calls' deltas alternate by ``index``, as OpenAI-compatible servers that
+    stream parallel calls side by side send them: each call's opener, then its argument pieces,
+    taken one call at a time in turn (each call's own order kept; a Responses stream unchanged)."""
+    positions: dict[int, list[int]] = {}
+    for position, chunk in enumerate(chunks):
+        index = _call_index(chunk)
+        if index is not None:
+            positions.setdefault(index, []).append(position)
+    if len(positions) < 2:
+        return chunks
+    queues = [list(found) for _, found in sorted(positions.items())]
+    order: list[int] = []
+    while any(queues):
+        order += [queue.pop(0) for queue in queues if queue]
+    slots = sorted(p for found in positions.values() for p in found)
+    out = list(chunks)
+    for slot, taken in zip(slots, order, strict=True):
+        out[slot] = chunks[taken]
+    return out
+
+
+def _call_index(chunk: bytes) -> int | None:
+    """The ``index`` of the one call a chat chunk's delta carries (``None``: no call delta)."""
+    if b'"tool_calls"' not in chunk or chunk.startswith(b"event:"):
+        return None
+    try:
+        data = json.loads(wire.sse_data(chunk))
+        (call,) = data["choices"][0]["delta"]["tool_calls"]
+        return int(call["index"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None

@@ -56,6 +56,8 @@ _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
     "split": lambda sizes, inner: fault.split(sizes, inner),
     "stall": lambda events, inner: fault.stall(events, inner),
     "slow_first_byte": lambda seconds, inner: fault.slow_first_byte(seconds, inner),
+    "unknown_fields": lambda _, inner: fault.unknown_fields(inner),
+    "interleaved": lambda _, inner: fault.interleaved(inner),
 }
 """Each ``wire:`` fault name of a scenario file -> its ``harness.emulator._faults`` builder."""
 

@@ -428,6 +428,8 @@ _WIRE_FAULTS = {
     "unknown_event": ("stop", "an event of a type the SDK does not know, among the others"),
     "slow": ("stop", "each chunk {value} s late"),
     "gzip": ("stop", "the body gzip-compressed"),
+    "unknown_fields": ("stop", "fields the SDK does not know in every event"),
+    "interleaved": ("stop", "the calls streamed apart (deltas alternating by index, one call a chunk)"),
 }
 """A scenario turn's ``wire:`` faults -> the stop a reader sees and what was served (a reply that is
 not streamed gets most of them whole, or as the HTTP error an in-band error stands for)."""

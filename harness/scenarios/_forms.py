@@ -247,9 +247,10 @@ class WireForm(Form):
     """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
     ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
     ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
-    ``unknown_event``, ``gzip``, ``split`` (the sizes of the pieces the body's bytes are cut into, in
-    turn, default ``[1]``), ``stall`` (events before the stream stalls, open and silent, default 1),
-    ``slow_first_byte`` (seconds before the status, default 0.3): a name, a list of names or
+    ``unknown_event``, ``gzip``, ``unknown_fields``, ``interleaved``, ``split`` (the sizes of the
+    pieces the body's bytes are cut into, in turn, default ``[1]``), ``stall`` (events before the
+    stream stalls, open and silent, default 1), ``slow_first_byte`` (seconds before the status,
+    default 0.3): a name, a list of names or
     ``{name: parameter}``."""
     turn: TurnEntry
 

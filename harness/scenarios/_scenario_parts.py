@@ -59,14 +59,18 @@ WIRE_FAULTS = (
     "split",
     "stall",
     "slow_first_byte",
+    "unknown_fields",
+    "interleaved",
 )
 """How a turn is delivered on a provider's wire, for ``harness emulate`` (``harness.emulator._faults``):
 the connection dropped after N chunks, a gzip body, broken JSON in a delta, chunks S seconds apart,
 a stream cut before its terminal event, an event of an unknown type, a stream cut cleanly in the
 middle of an event, the provider's own in-band error event (of HTTP status N's type) in place of
-the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON); the body's bytes re-cut into
-pieces of the listed sizes in turn (as TCP delivers them), a stream that stalls without closing
-after N events, the status sent S seconds late. A turn with ``status`` is an
+the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON), fields no
+client knows in every event, several calls streamed apart (chat's deltas alternating by index,
+Gemini's one call a chunk, Ollama's one a line); the body's bytes re-cut into pieces of the listed
+sizes in turn (as TCP delivers them), a stream that stalls without closing after N events, the
+status sent S seconds late. A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
 SteeringShape = Literal["list", "str", "message", "assistant", "dict", "int"]

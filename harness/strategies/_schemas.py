@@ -10,6 +10,7 @@ string constants of the project's modules, so a new one changes what fixed seeds
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Hashable, Mapping
@@ -186,27 +187,38 @@ ALIENS: tuple[Any, ...] = ("x", -1, 1.5, True, None, [], {}, [1, "two"], {"neste
 _aliens = st.sampled_from(ALIENS)
 
 
-_JSON_TYPES: Mapping[str, Any] = {
-    "string": str,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-    "null": type(None),
-    "array": list,
-    "object": dict,
-}
+def _refused_by(schema: Any, alien: Any) -> Any:
+    """``alien``, or when ``schema`` accepts it (``"x"`` for a string, ``-1`` for an integer) the
+    next alien it refuses: a "wrong type" that fits is a valid call, and it is the simplest one,
+    where shrinking goes. The same draws, so a seed keeps its conversations."""
+    if not isinstance(schema, Mapping):
+        return alien
+    accepts = _accepts(json.dumps(schema, sort_keys=True, default=repr))
+    start = next(i for i, a in enumerate(ALIENS) if a == alien and type(a) is type(alien))
+    for offset in range(len(ALIENS)):
+        candidate = ALIENS[(start + offset) % len(ALIENS)]
+        if not accepts(candidate):
+            return candidate
+    return alien
 
 
-def _of_type(value: Any, declared: Any) -> bool:
-    """Whether ``value`` is of the JSON Schema ``type`` declared (a list: any of them; none: any)."""
-    if declared is None:
-        return False
-    names = declared if isinstance(declared, list) else [declared]
-    for name in names:
-        python = _JSON_TYPES.get(name) if isinstance(name, str) else None
-        if python is not None and isinstance(value, python) and not (isinstance(value, bool) and name != "boolean"):
-            return True
-    return False
+@functools.lru_cache(maxsize=256)
+def _accepts(schema_text: str) -> Callable[[Any], bool]:
+    import jsonschema
+
+    schema = json.loads(schema_text)
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+    except (jsonschema.SchemaError, TypeError, ValueError):  # a schema it cannot read: any alien will do
+        return lambda _: False
+
+    def accepts(value: Any) -> bool:
+        try:
+            return bool(validator.is_valid(value))
+        except Exception:  # a reference it cannot resolve on its own: taken as refused
+            return False
+
+    return accepts
 
 
 def invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -222,28 +234,25 @@ def _invalid_arguments(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str,
         ways.append("missing required")
     if schema.get("additionalProperties") is False or not ways:
         ways.append("extra key")
-    declared = {
-        name: spec.get("type") for name, spec in (schema.get("properties") or {}).items() if isinstance(spec, Mapping)
-    }
     return _broken(
         arguments(schema),
         st.sampled_from(tuple(ways)),
         st.sampled_from(properties or ("",)),
         st.sampled_from(required or ("",)),
-        declared,
+        dict(schema.get("properties") or {}),
     )
 
 
 @st.composite
 def _broken(
-    draw: st.DrawFn, base: Any, pick_way: Any, pick_property: Any, pick_required: Any, declared: Mapping[str, Any]
+    draw: st.DrawFn, base: Any, pick_way: Any, pick_property: Any, pick_required: Any, declared: dict[str, Any]
 ) -> dict[str, Any]:
     value = draw(base)
     args = dict(value) if isinstance(value, dict) else {}
     way = draw(pick_way)
-    if way == "wrong type":  # a value of another type than the property's ("x" fits a string)
+    if way == "wrong type":
         name = draw(pick_property)
-        args[name] = draw(st.sampled_from([a for a in ALIENS if not _of_type(a, declared.get(name))] or ALIENS))
+        args[name] = _refused_by(declared.get(name), draw(_aliens))
     elif way == "missing required":
         args.pop(draw(pick_required), None)
     else:

@@ -1,5 +1,6 @@
 """The wire invariants (DESIGN 6): what a verdict is made of (``_findings``) and the invariants that
-reach one (``_wire_invariants``: W1-W6 and ``judge``), for the campaign modules of ``harness.agents``."""
+reach one (``_wire_invariants``: W1-W6 and ``judge``; ``_w8_well_formed``: W8), for the campaign
+modules of ``harness.agents``."""
 
 from harness.agents._invariants._findings import (
     INVARIANTS,
@@ -14,6 +15,7 @@ from harness.agents._invariants._findings import (
     reply_kinds,
     tier_for,
 )
+from harness.agents._invariants._w8_well_formed import judged_by_w8, raised_line
 from harness.agents._invariants._wire_invariants import is_whole, judge
 
 __all__ = [
@@ -27,7 +29,9 @@ __all__ = [
     "deviations_of",
     "is_whole",
     "judge",
+    "judged_by_w8",
     "led_by",
+    "raised_line",
     "reply_kinds",
     "tier_for",
 ]

@@ -25,6 +25,7 @@ INVARIANTS: dict[str, str] = {
     "W5": "a cut stream, an error (a status or an in-band event), a malformed chunk or a dropped reply "
     "is never returned as a complete answer",
     "W6": "a retry after a 429 or 503 waits at least its Retry-After",
+    "W8": "a run served only replies whole and well-formed by the provider's documentation ends by returning",
 }
 
 

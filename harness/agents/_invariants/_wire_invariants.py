@@ -32,6 +32,7 @@ from harness.agents._invariants._findings import (
     led_by,
     tier_for,
 )
+from harness.agents._invariants._w8_well_formed import w8
 from harness.agents._replies import retry_after, status_of
 from harness.recording import Call, Said
 from harness.scenarios import ModelTurn
@@ -53,6 +54,7 @@ def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
             *_w3(run, kinds),
             *_w4_w5(run, kinds),
             *_w6(run.exchanges, kinds),
+            *w8(run, kinds),
         )
     ]
     failing, declared = [], []

@@ -189,6 +189,8 @@ def _reply(
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
     if kind in _DELIVERIES:
         return _delivered(draw, kind, answer)
+    if kind in _SHAPES:
+        return _shaped(draw, kind, menu, new_id, answer)
     return _calling(draw, kind, menu, new_id)
 
 
@@ -206,6 +208,23 @@ def _delivered(draw: st.DrawFn, kind: str, answer: str) -> ModelTurn:
     if kind == "slow first byte":
         return ModelTurn(text=answer, wire=(("slow_first_byte", SLOW_FIRST_BYTE),))
     return ModelTurn(text=answer, wire=(("stall", draw(_STALL, label="events")),))
+
+
+_SHAPES = ("unknown events and fields", "several calls, interleaved")
+"""Kinds whose content is an ordinary reply's and whose shape on the wire is the point (W8)."""
+_ANSWER_OR_CALL = st.booleans()
+
+
+def _shaped(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str], answer: str) -> ModelTurn:
+    """An ordinary reply in a shape the provider documents and naive loops break on: an answer or a
+    valid call with unknown events and fields; several calls streamed apart."""
+    if kind == "several calls, interleaved":
+        return dataclasses.replace(_calling(draw, "several calls", menu, new_id), wire=(("interleaved", True),))
+    unknown = (("unknown_event", True), ("unknown_fields", True))
+    with_call: bool = draw(_ANSWER_OR_CALL, label="with a call") if menu.tools else False
+    if with_call:
+        return dataclasses.replace(_calling(draw, "valid call", menu, new_id), wire=unknown)
+    return ModelTurn(text=answer, wire=unknown)
 
 
 def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:

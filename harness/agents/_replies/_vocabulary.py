@@ -41,9 +41,15 @@ MODEL_KINDS: tuple[str, ...] = (
     "duplicate ids",
     "length cut-off",
     "split bytes",
+    "unknown events and fields",
+    "several calls, interleaved",
 )
-"""What a model sends: replies a correct agent goes on from (``split bytes``: an answer whose bytes
-TCP delivered cut at other boundaries, ``network`` tier but whole)."""
+"""What a model sends: replies a correct agent goes on from. ``split bytes``: an answer whose bytes
+TCP delivered cut at other boundaries, ``network`` tier but whole; ``unknown events and fields``: an
+answer or a valid call streamed with an event of a type no client knows and a field no client knows
+in every event (``wire: [unknown_event, unknown_fields]``), which every provider documents clients
+must ignore; ``several calls, interleaved``: several calls streamed apart (``wire: interleaved``:
+chat's call deltas alternating by ``index``, Gemini's one call a chunk, Ollama's one a line)."""
 FAILURE_KINDS: tuple[str, ...] = (
     "error status",
     "cut stream",
@@ -132,6 +138,8 @@ WELL_FORMED: frozenset[str] = frozenset(
         "text and a call",
         "split bytes",
         "slow first byte",
+        "unknown events and fields",
+        "several calls, interleaved",
     }
 )
 """Kinds whole and well-formed by the provider's documentation (W8, DESIGN 6): a run served only
@@ -183,6 +191,8 @@ WIRE_KINDS: Mapping[str, str] = {
     "split": "split bytes",
     "slow_first_byte": "slow first byte",
     "stall": "stalled stream",
+    "unknown_event": "unknown events and fields",
+    "unknown_fields": "unknown events and fields",
 }
 """The ``wire:`` faults the vocabulary draws -> their kind (a reply on the wire that fails it)."""
 RETRY_AFTER: tuple[float, ...] = (0.05, 0.1)
@@ -257,7 +267,7 @@ def kind_of(reply: ModelTurn, provider: str | None = None, strict: frozenset[str
     if len(set(ids)) < len(ids):
         return "duplicate ids"
     if len(calls) > 1:
-        return "several calls"
+        return "several calls, interleaved" if ("interleaved", True) in reply.wire else "several calls"
     if reply.text:
         return "text and a call"
     call = calls[0]
@@ -297,7 +307,8 @@ def servable(tools: Sequence[Tool], hostile: bool = False, features: frozenset[s
     loose = [t for t in tools if not t.strict]
     possible = set(kinds_for(hostile, features))
     if not tools:
-        possible -= {"valid call", "several calls", "text and a call", "duplicate ids", *STRICT_KINDS}
+        possible -= {"valid call", "several calls", "text and a call", "duplicate ids", "several calls, interleaved"}
+        possible -= set(STRICT_KINDS)
     if not loose:
         possible -= {"invalid arguments", "non-JSON arguments"}
     if not any(_breakable(t.schema) for t in loose):

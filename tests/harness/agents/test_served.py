@@ -24,7 +24,7 @@ STRICT = "tests.harness.agents.planted_served:strict_agent"
 
 def served(output: str) -> dict[str, int]:
     """The served rows of the summary's table: ``{kind: count}``."""
-    return {kind.strip(): int(n) for kind, n in re.findall(r"replies \(\w+\): ([a-zA-Z -]+?)\s*│\s*(\d+)", output)}
+    return {kind.strip(): int(n) for kind, n in re.findall(r"replies \(\w+\): ([a-zA-Z ,-]+?)\s*│\s*(\d+)", output)}
 
 
 def test_a_campaign_serves_every_kind_of_its_tiers_and_a_strict_tool_only_valid_arguments(tmp_path: Path) -> None:
