@@ -202,12 +202,16 @@ class StatusForm(Form):
     message: str | None = None
     retry_after: Annotated[float, Field(ge=0)] | None = None
     """The ``retry-after`` header, in seconds, real rate limits send."""
+    code: str | None = None
+    """The error's code beside its status: ``insufficient_quota`` (with 429) is OpenAI's account
+    out of credit, which no retry fixes."""
 
     def build(self) -> ModelTurn:
         if not 400 <= self.status <= 599:
             raise ScenarioError(f"status takes an HTTP error status (400-599), got {self.status}")
         retry = (("retry_after", self.retry_after),) if self.retry_after is not None else ()
-        return ModelTurn(kind="error", message=self.message or "", wire=(("status", self.status), *retry))
+        code = (("code", self.code),) if self.code else ()
+        return ModelTurn(kind="error", message=self.message or "", wire=(("status", self.status), *retry, *code))
 
 
 class WireForm(Form):
@@ -218,7 +222,8 @@ class WireForm(Form):
     """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
     ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
     ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
-    ``unknown_event``, ``gzip``: a name, a list of names or ``{name: parameter}``."""
+    ``unknown_event``, ``gzip``, ``refusal`` (the reply as the model's refusal), ``content_filter``
+    (as the provider's filter withheld it): a name, a list of names or ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:
@@ -265,6 +270,7 @@ def turn_entry(t: ModelTurn) -> TurnEntry:
             "status": wire["status"],
             "message": t.message or None,
             "retry_after": wire.get("retry_after"),
+            "code": wire.get("code"),
         }
         return StatusForm.model_construct(**{k: v for k, v in status.items() if v is not None})
     if wire:
