@@ -157,7 +157,20 @@ the menu decides which tools a call may name."""
 def request_features(provider: str, body: object) -> frozenset[str]:
     """What the agent's first request enables on ``provider``'s wire, as the features of
     :data:`NEEDS` (the kinds that need them are drawn only then)."""
-    return frozenset()
+    return _wire_features(provider)
+
+
+def _wire_features(provider: str) -> frozenset[str]:
+    """What a wire itself makes possible, whatever the request: OpenAI's quota error (no other
+    wire has a 429 that is not a rate limit), and a content filter where the wire has one
+    (Anthropic has none: its refusal is the model's, ``stop_reason: refusal``)."""
+    return frozenset(feature for feature, wires in _WIRE_FEATURES.items() if provider in wires)
+
+
+_WIRE_FEATURES: Mapping[str, frozenset[str]] = {
+    "insufficient_quota": frozenset({"openai"}),
+    "content filter": frozenset({"openai", "gemini", "bedrock"}),
+}
 
 
 def tier_of(kind: str) -> str:

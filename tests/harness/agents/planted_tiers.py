@@ -21,7 +21,7 @@ from typing import Any
 import openai
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import TOOLS, _execute, add_call_deltas
+from tests.harness.agents.planted import TOOLS, _execute, add_call_deltas, retryable
 
 
 class CutStream(Exception):
@@ -41,7 +41,7 @@ def _loop(
                 stream = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS, stream=True)
                 break
             except openai.APIStatusError as exc:
-                if exc.status_code not in (429, 500, 503) or attempt == 2:
+                if not retryable(exc) or attempt == 2:
                     raise
                 time.sleep(float(exc.response.headers.get("retry-after") or 1))
         try:
