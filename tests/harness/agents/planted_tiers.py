@@ -21,7 +21,7 @@ from typing import Any
 import openai
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import TOOLS, _execute, add_call_deltas, retryable
+from tests.harness.agents.planted import TOOLS, Filtered, _execute, add_call_deltas, retryable
 
 
 class CutStream(Exception):
@@ -49,7 +49,7 @@ def _loop(
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]
-                text += choice.delta.content or ""
+                text += choice.delta.content or choice.delta.refusal or ""  # a refusal's message is its answer
                 add_call_deltas(calls, choice)
                 finish = choice.finish_reason or finish
         except (openai.APIStatusError, openai.APIResponseValidationError):
@@ -60,6 +60,8 @@ def _loop(
             raise
         if finish is None:
             raise CutStream(f"the stream ended without a finish reason after {text!r}")
+        if finish == "content_filter":
+            raise Filtered(f"the provider's content filter withheld the reply after {text!r}")
         said.append(text)
         ordered = [calls[i] for i in sorted(calls)]
         if not ordered:

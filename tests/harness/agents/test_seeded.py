@@ -73,7 +73,9 @@ def chat_cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_defect_past_the_fourth_round_is_found_from_a_recording_and_missed_from_scratch(
     chat_cassette: Path, tmp_path: Path, agent: Callable[..., Any], invariant: str, fault: str
 ) -> None:
-    (seeded,) = run_seeded_campaign(agent, chat_cassette, examples=EXAMPLES, seed=0, save_dir=tmp_path)
+    # a seed whose ten examples mutate a step past the fourth round with each fault (which seed
+    # does depends on the vocabulary drawn from: issue 36's kinds moved it from 0 to 1)
+    (seeded,) = run_seeded_campaign(agent, chat_cassette, examples=EXAMPLES, seed=1, save_dir=tmp_path)
     failure = seeded.result.failure
     assert failure is not None and failure.violation.invariant == invariant, seeded.finding()
     assert not seeded.recording_fails and seeded.mutated >= 1
@@ -88,7 +90,7 @@ def test_a_defect_past_the_fourth_round_is_found_from_a_recording_and_missed_fro
     _, judgement = replay_agent(agent, failure.path)
     assert invariant in {v.invariant for v in judgement.violations}
     # the same budget at the same seed, from scratch: the conversations are too short to reach the defect
-    scratch = run_agent_campaign(agent, EXAMPLES, 0, save=False)
+    scratch = run_agent_campaign(agent, EXAMPLES, 1, save=False)
     assert scratch.failure is None, f"a campaign from scratch found it too: {scratch.failure}"
 
 

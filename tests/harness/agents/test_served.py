@@ -28,19 +28,20 @@ def served(output: str) -> dict[str, int]:
 
 
 def test_a_campaign_serves_every_kind_of_its_tiers_and_a_strict_tool_only_valid_arguments(tmp_path: Path) -> None:
-    """At the default seed, 40 conversations (the first phase needs twice the kinds): every kind of
+    """At the default seed, twice as many conversations as kinds (what the first phase needs): every kind of
     the campaign's tiers is served and counted, in the summary and on the HTML page; ``add`` is
     declared strict, so the default campaign never sends it arguments its schema refuses, while
     ``lookup`` gets them; ``--hostile`` serves them to ``add`` too, as the ``invalid`` tier."""
     planted_served.ADD_ARGUMENTS.clear()
     runner = CliRunner()
-    done = runner.invoke(main, ["fuzz", "--agent", STRICT, "-n", "40"], env={"COLUMNS": "200"})
+    budget = 2 * len(kinds_for(hostile=True))
+    done = runner.invoke(main, ["fuzz", "--agent", STRICT, "-n", str(budget)], env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     counts = served(done.output)
     assert set(counts) == set(kinds_for()) and all(counts.values()), done.output
     assert re.search(r"replies of the provider tier\s*│\s*\d+", done.output)
     # the same seed, the same campaign: the first phase included
-    again = run_agent_campaign(planted_served.strict_agent, 40, save=False).stats
+    again = run_agent_campaign(planted_served.strict_agent, budget, save=False).stats
     assert {kind: again.kinds[kind] for kind in counts} == counts
     assert planted_served.ADD_ARGUMENTS  # add was called, and each time with what its schema accepts
     assert all(
@@ -50,7 +51,7 @@ def test_a_campaign_serves_every_kind_of_its_tiers_and_a_strict_tool_only_valid_
 
     report = tmp_path / "report.html"
     done = runner.invoke(
-        main, ["fuzz", "--agent", STRICT, "-n", "40", "--hostile", "--html", str(report)], env={"COLUMNS": "200"}
+        main, ["fuzz", "--agent", STRICT, "-n", str(budget), "--hostile", "--html", str(report)], env={"COLUMNS": "200"}
     )
     assert done.exit_code == 0, done.output
     counts = served(done.output)
