@@ -71,7 +71,7 @@ def test_an_agent_that_resets_its_context_after_a_refusal_holds(tmp_path: Path) 
     assert "refusal" in result.stats.kinds and not {"content filter", "quota exhausted"} & set(result.stats.kinds)
 
 
-def test_the_scenario_file_writes_the_new_kinds_and_the_emulator_serves_them_on_each_wire() -> None:
+def test_the_scenario_file_writes_the_new_kinds_and_the_emulator_serves_them_on_each_wire(tmp_path: Path) -> None:
     text = (
         "prompts: [hi]\n"
         "turns:\n"
@@ -81,6 +81,9 @@ def test_the_scenario_file_writes_the_new_kinds_and_the_emulator_serves_them_on_
     )
     scenario = Scenario.from_yaml(text)
     assert Scenario.from_yaml(scenario.to_yaml()) == scenario
+    script = tmp_path / "refusals.yaml"
+    script.write_text(text)
+    assert len(Emulator.from_file(script).script) == 3  # what harness emulate --script serves
     served = {
         ("POST", "/v1/chat/completions", '{"model": "m", "messages": []}'): (
             lambda b: b["error"]["code"],

@@ -89,7 +89,8 @@ export async function withRetries(send, waits = true) {
       return await send();
     } catch (error) {
       const status = error?.status;
-      if (![429, 500, 503].includes(status) || attempt === 2) throw error;
+      // a 429 insufficient_quota is an account out of credit: no retry gets past it (W7)
+      if (![429, 500, 503].includes(status) || error?.code === "insufficient_quota" || attempt === 2) throw error;
       if (waits) {
         const asked = error.headers?.get?.("retry-after") ?? error.headers?.["retry-after"];
         await sleep(Number(asked ?? 1));
