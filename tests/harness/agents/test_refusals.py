@@ -118,3 +118,46 @@ def test_the_scenario_file_writes_the_new_kinds_and_the_emulator_serves_them_on_
         "/v1beta/models/gemini-2.5-flash:generateContent": ["RESOURCE_EXHAUSTED", "SAFETY", ("SAFETY", False)],
         "/model/m-1/converse": ["emulated HTTP 429", "content_filtered", "guardrail_intervened"],
     }
+
+
+def test_the_official_sdks_read_the_streamed_refusals_as_their_providers_send_them() -> None:
+    import anthropic
+    import boto3
+    import openai
+
+    refusal = ModelTurn(text="I can't help with that.", wire=(("refusal", True),))
+    filtered = ModelTurn(text="The answer is", wire=(("content_filter", True),))
+    emulator = Emulator(*script_of([refusal, filtered, refusal, filtered, refusal, refusal]))
+    base = emulator.start()
+    try:
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0)
+        said = [{"role": "user", "content": "hi"}]
+        chunks = [
+            c.choices[0] for c in client.chat.completions.create(model="m", messages=said, stream=True) if c.choices
+        ]
+        assert "".join(c.delta.refusal or "" for c in chunks) == "I can't help with that."
+        assert not any(c.delta.content for c in chunks)
+        chunks = [
+            c.choices[0] for c in client.chat.completions.create(model="m", messages=said, stream=True) if c.choices
+        ]
+        assert chunks[-1].finish_reason == "content_filter"
+        with client.responses.stream(model="m", input="hi") as stream:
+            events = {event.type for event in stream}
+            parts = stream.get_final_response().output[0].content
+        assert "response.refusal.delta" in events and [p.type for p in parts] == ["refusal"]
+        with client.responses.stream(model="m", input="hi") as stream:
+            assert [e.type for e in stream][-1] == "response.incomplete"
+        claude = anthropic.Anthropic(base_url=base, api_key="k", max_retries=0)
+        with claude.messages.stream(model="c", max_tokens=5, messages=said) as stream:
+            assert stream.get_final_message().stop_reason == "refusal"
+        bedrock = boto3.client(
+            "bedrock-runtime",
+            endpoint_url=base,
+            region_name="us-east-1",
+            aws_access_key_id="a",
+            aws_secret_access_key="b",
+        )
+        frames = bedrock.converse_stream(modelId="m-1", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+        assert [f["messageStop"]["stopReason"] for f in frames["stream"] if "messageStop" in f] == ["content_filtered"]
+    finally:
+        emulator.stop()
