@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.agents._conversation import Run
 from harness.agents._invariants import INVARIANTS, Judgement, Violation, judged_by_w8, raised_line, reply_kinds
-from harness.agents._replies import KINDS, TIERS, retry_after, tier_of
+from harness.agents._replies import KINDS, TIERS, refused_kind, retry_after, tier_of
 from harness.emulator import WireRequest
 from harness.scenarios import Scenario
 
@@ -56,6 +56,8 @@ def exercised(run: Run, kinds: tuple[str, ...] | None = None) -> set[str]:
             chances.add("W5")  # a reply that is not whole could have been returned as one
         if reply.kind == "error" and retry_after(reply) is not None:
             chances.add("W6")  # a retry could have come too soon
+        if refused_kind(reply):
+            chances.add("W7")  # the refused request could have gone out again unchanged
     if run.returned is not None and not run.timed_out:
         chances.add("W4")  # a returned text to compare with the last reply's
     if judged_by_w8(run, reply_kinds(run) if kinds is None else kinds):

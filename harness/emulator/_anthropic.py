@@ -22,6 +22,7 @@ from typing import Any
 
 import harness.wire as wire
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
+from harness.emulator._faults import edit_events
 from harness.emulator._openai import split
 from harness.script import ScriptedCall, Turn
 
@@ -266,6 +267,22 @@ def stream_error(status: int, message: str, reply: WireReply, request: WireReque
     kind = _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     body = {"type": "error", "error": {"type": kind, "message": message}}
     return [wire.sse_frame(json.dumps(body), "error")]
+
+
+def refuse(reply: WireReply, request: WireRequest, how: str) -> WireReply:
+    """The rendered reply as the model's refusal: ``stop_reason: refusal`` (in the body, or on
+    ``message_delta``), its text kept as what came before the classifier stopped it. Anthropic has
+    no content filter of its own: ``content_filter`` is served as the refusal too."""
+    return edit_events(reply, lambda name, event: (name, refused(event)))
+
+
+def refused(event: Any) -> Any:
+    """A message (or a ``message_delta`` event) with its stop reason made ``refusal``."""
+    if isinstance(event, dict):
+        said = event.get("delta") if event.get("type") == "message_delta" else event
+        if isinstance(said, dict) and said.get("stop_reason") is not None:
+            said["stop_reason"] = "refusal"
+    return event
 
 
 def error_reply(status: int, message: str, request: WireRequest) -> WireReply:

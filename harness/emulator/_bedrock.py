@@ -38,6 +38,7 @@ when not streamed, an in-band ``internalServerException`` frame after ``messageS
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import string
 from typing import Any, Final
@@ -318,6 +319,35 @@ def terminal(reply: exchange.WireReply, request: exchange.WireRequest) -> int:
             break
         count += 1
     return count
+
+
+_REFUSED_STOPS: Final = {"refusal": "content_filtered", "content_filter": "guardrail_intervened"}
+
+
+def refuse(reply: exchange.WireReply, request: exchange.WireRequest, how: str) -> exchange.WireReply:
+    """The rendered reply as Bedrock refuses: Converse's ``stopReason`` ``content_filtered`` (the
+    model's refusal) or ``guardrail_intervened`` (a guardrail withheld it), in the body or the
+    ``messageStop`` frame; on InvokeModel, Claude's own ``stop_reason: refusal``."""
+    invoked = request.route.endpoint in _INVOKE
+    if reply.chunks is None:
+        body = json.loads(reply.body or b"null")
+        if invoked:
+            return dataclasses.replace(reply, body=_json(anthropic.refused(body)))
+        return dataclasses.replace(reply, body=_json({**body, "stopReason": _REFUSED_STOPS[how]}))
+    return dataclasses.replace(reply, chunks=[_refused_frame(frame, how, invoked) for frame in reply.chunks])
+
+
+def _refused_frame(frame: bytes, how: str, invoked: bool) -> bytes:
+    headers, payload = decode_frame(frame)
+    kind = dict(headers).get(":event-type")
+    if kind == "messageStop" and not invoked:
+        return encode_frame(headers, _json({**json.loads(payload), "stopReason": _REFUSED_STOPS[how]}))
+    if kind == "chunk" and invoked and _chunk_event(frame) == "message_delta":
+        wrapped = json.loads(payload)
+        event = anthropic.refused(json.loads(base64.b64decode(wrapped["bytes"])))
+        wrapped["bytes"] = base64.b64encode(json.dumps(event).encode()).decode()
+        return encode_frame(headers, _json(wrapped))
+    return frame
 
 
 def malformed(frame: bytes) -> bytes:

@@ -41,7 +41,9 @@ from harness.wire import (
     eventstream_payload,
     ndjson_lines,
     ndjson_whole,
+    sse_data,
     sse_events,
+    sse_frame,
     sse_whole,
 )
 
@@ -71,6 +73,8 @@ class Fault:
     first_byte: float = 0.0
     unknown_fields: bool = False
     interleaved: bool = False
+    code: str | None = None
+    refusal: str | None = None
 
     def describe(self) -> str:
         changed = {
@@ -91,12 +95,27 @@ class fault:
     """Builders for scripted faults (each one answers one request)."""
 
     @staticmethod
-    def status(status: int, message: str = "", *, retry_after: float | None = None) -> Fault:
+    def status(status: int, message: str = "", *, retry_after: float | None = None, code: str | None = None) -> Fault:
         """The provider answers with HTTP ``status``, its own error body holding ``message``;
-        ``retry_after`` adds the ``retry-after`` header (seconds) real rate limits send."""
+        ``retry_after`` adds the ``retry-after`` header (seconds) real rate limits send; ``code``
+        is the error's code where the wire has one (OpenAI's ``insufficient_quota`` 429)."""
         if not 400 <= status <= 599:
             raise ValueError(f"fault.status takes an error status (400-599), got {status}")
-        return Fault(status=status, message=message or f"emulated HTTP {status}", retry_after=retry_after)
+        return Fault(status=status, message=message or f"emulated HTTP {status}", retry_after=retry_after, code=code)
+
+    @staticmethod
+    def refusal(inner: Wrapped = None) -> Fault:
+        """The reply as the model's refusal on the wire: Anthropic's ``stop_reason: refusal``,
+        OpenAI chat's ``refusal`` field (content null), Responses' ``refusal`` part, Gemini's
+        ``finishReason: SAFETY``, Bedrock's ``content_filtered`` (each module's ``refuse``)."""
+        return _wrap(inner, refusal="refusal")
+
+    @staticmethod
+    def content_filter(inner: Wrapped = None) -> Fault:
+        """The reply as the provider's content filter withheld it: OpenAI chat's ``finish_reason:
+        content_filter``, Responses' ``incomplete`` (``content_filter``), Gemini's blocked prompt
+        (``promptFeedback.blockReason``, no candidates), Bedrock's ``guardrail_intervened``."""
+        return _wrap(inner, refusal="content_filter")
 
     @staticmethod
     def drop_mid_stream(after_chunks: int = 1, inner: Wrapped = None) -> Fault:
@@ -230,6 +249,27 @@ class Delivery:
         return [self.reply.body or b""]
 
 
+def edit_events(reply: WireReply, edit: Callable[[str | None, Any], tuple[str | None, Any]]) -> WireReply:
+    """``reply`` with ``edit(event name, JSON)`` applied to its JSON body, or to each JSON event of
+    its SSE stream (a ``[DONE]`` or other non-JSON event is kept): how a module's ``refuse`` turns a
+    rendered reply into the refused one without rendering it anew."""
+    if reply.chunks is None:
+        _, body = edit(None, json.loads(reply.body or b"null"))
+        return dataclasses.replace(reply, body=json.dumps(body, ensure_ascii=False).encode())
+    chunks: list[bytes] = []
+    for chunk in reply.chunks:
+        data = sse_data(chunk)
+        try:
+            value = json.loads(data)
+        except ValueError:
+            chunks.append(chunk)
+            continue
+        named = next((line[6:].strip().decode() for line in chunk.splitlines() if line.startswith(b"event:")), None)
+        name, value = edit(named, value)
+        chunks.append(sse_frame(json.dumps(value, separators=(",", ":"), ensure_ascii=False), name))
+    return dataclasses.replace(reply, chunks=chunks)
+
+
 def _is_delta(chunk: bytes) -> bool:
     return b"delta" in chunk
 
@@ -329,6 +369,8 @@ def apply(
     module: Any,
 ) -> Delivery:
     """The delivery of ``reply`` (rendered from ``spec.turn``) with the fault's changes applied."""
+    if spec.refusal is not None and hasattr(module, "refuse"):
+        reply = module.refuse(reply, request, spec.refusal)
     chunks = list(reply.chunks) if reply.chunks is not None else None
     if chunks is None and spec.error_event is not None:
         return Delivery(module.error_reply(spec.error_event, spec.message, request), delay=spec.delay)

@@ -40,6 +40,7 @@ the fields it knows, so it reaches a backend as a chunk with no candidates.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 from typing import Any, Final
@@ -244,6 +245,34 @@ def _indented(body: Any) -> bytes:
 
 def _event(chunk: dict[str, Any]) -> bytes:
     return sse_frame(json.dumps(chunk, separators=(",", ": "), ensure_ascii=False), crlf=True)
+
+
+def refuse(reply: exchange.WireReply, request: exchange.WireRequest, how: str) -> exchange.WireReply:
+    """The rendered reply as Gemini refuses: ``refusal``, its candidate stopped with
+    ``finishReason: SAFETY`` and a blocked safety rating (the text before it kept);
+    ``content_filter``, the prompt blocked: one chunk with ``promptFeedback.blockReason`` and no
+    candidates at all."""
+    if reply.chunks is None:
+        value = json.loads(reply.body or b"null")
+        chunks = _refused(value if isinstance(value, list) else [value], how)
+        return dataclasses.replace(reply, body=_indented(chunks if isinstance(value, list) else chunks[0]))
+    events = [json.loads(sse_data(chunk)) for chunk in reply.chunks]
+    return dataclasses.replace(reply, chunks=[_event(chunk) for chunk in _refused(events, how)])
+
+
+_BLOCKED = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
+
+
+def _refused(chunks: list[Any], how: str) -> list[Any]:
+    if how == "content_filter":
+        first = {k: v for k, v in chunks[0].items() if k != "candidates"}
+        return [{"promptFeedback": {"blockReason": "SAFETY", "safetyRatings": _BLOCKED}, **first}]
+    for chunk in chunks:
+        for candidate in chunk.get("candidates") or ():
+            if "finishReason" in candidate:
+                candidate.update(finishReason="SAFETY", safetyRatings=_BLOCKED)
+                candidate.pop("finishMessage", None)
+    return chunks
 
 
 # -- errors --------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any
 
 import harness.wire as wire
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
+from harness.emulator._faults import edit_events
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("openai")
@@ -446,14 +447,17 @@ def _item_events(position: int, item: dict[str, Any], emit: Callable[..., None])
 # ---------------------------------------------------------------------------------------------
 
 
-def error_reply(status: int, message: str, request: WireRequest) -> WireReply:
-    """OpenAI's error body (``{"error": {message, type, param, code}}``) and headers for ``status``.
+def error_reply(status: int, message: str, request: WireRequest, *, code: str | None = None) -> WireReply:
+    """OpenAI's error body (``{"error": {message, type, param, code}}``) and headers for ``status``;
+    ``code``: the error's own (``insufficient_quota``, a 429 that is no rate limit: its type says
+    it too, and no rate-limit header nor ``x-should-retry`` comes with it, so the ``openai`` SDK
+    retries it as a rate limit).
 
     An error is plain JSON even when the request asked for a stream, as the recordings show.
     """
-    kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    kind, code = (code, code) if code else _error_type(status)
     headers = {"x-request-id": "req_emulated_error"}
-    if status == 429:
+    if status == 429 and kind == "rate_limit_exceeded":
         headers.update({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"})
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return _json_reply(body, status, headers)
@@ -463,7 +467,7 @@ def stream_error(status: int, message: str, reply: WireReply, request: WireReque
     """The in-band error of a stream that answered 200: Chat's ``data: {"error": {...}}`` event (the
     body of ``status``'s error reply; the ``openai`` SDK raises ``APIError`` on it), or Responses'
     ``response.failed`` (the created response, ``status: failed``, with ``error: {code, message}``)."""
-    kind, code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    kind, code = _error_type(status)
     if request.route.endpoint != "responses":
         return sse([(None, {"error": {"message": message, "type": kind, "param": None, "code": code}})])
     chunks = reply.chunks or []
@@ -473,6 +477,65 @@ def stream_error(status: int, message: str, reply: WireReply, request: WireReque
     failed = {**created, "status": "failed", "error": {"code": code or kind, "message": message}}
     event = {"type": "response.failed", "response": failed, "sequence_number": len(chunks) - terminal(reply, request)}
     return sse([("response.failed", event)])
+
+
+def _error_type(status: int) -> tuple[str, str | None]:
+    return _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+
+
+def refuse(reply: WireReply, request: WireRequest, how: str) -> WireReply:
+    """The rendered reply as a refusal (``how``: ``refusal``) or a content filter
+    (``content_filter``): Chat's ``message.refusal`` with content null (its deltas ``refusal``),
+    or its ``finish_reason: content_filter``; Responses' ``refusal`` part (``response.refusal.*``
+    events), or its response ``incomplete`` for ``content_filter``."""
+    if request.route.endpoint == "responses":
+        return edit_events(reply, lambda name, event: _responses_refused(name, event, how))
+    return edit_events(reply, lambda name, chunk: (name, _chat_refused(chunk, how)))
+
+
+def _chat_refused(chunk: Any, how: str) -> Any:
+    for choice in chunk.get("choices") or () if isinstance(chunk, dict) else ():
+        if how == "content_filter":
+            if choice.get("finish_reason") == "stop":
+                choice["finish_reason"] = "content_filter"
+            continue
+        said = choice.get("message") or choice.get("delta") or {}
+        if said.get("content") is not None:
+            said["refusal"], said["content"] = said["content"], None
+    return chunk
+
+
+_REFUSAL_EVENTS = {
+    "response.output_text.delta": "response.refusal.delta",
+    "response.output_text.done": "response.refusal.done",
+}
+
+
+def _responses_refused(name: str | None, event: Any, how: str) -> tuple[str | None, Any]:
+    if how == "content_filter":
+        response = event.get("response") if name is not None else event
+        if isinstance(response, dict) and response.get("status") == "completed":
+            response.update(status="incomplete", incomplete_details={"reason": "content_filter"})
+            if name is not None:
+                event["type"] = name = "response.incomplete"
+        return name, event
+    if name in _REFUSAL_EVENTS:
+        event = {k: v for k, v in event.items() if k not in ("logprobs", "annotations")}
+        event["type"] = name = _REFUSAL_EVENTS[name]
+        if "text" in event:
+            event["refusal"] = event.pop("text")
+    return name, _refusal_parts(event)
+
+
+def _refusal_parts(value: Any) -> Any:
+    """Every ``output_text`` part within ``value`` as a ``refusal`` part holding its text."""
+    if isinstance(value, list):
+        return [_refusal_parts(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("type") == "output_text":
+        return {"type": "refusal", "refusal": value.get("text", "")}
+    return {k: _refusal_parts(v) for k, v in value.items()}
 
 
 def terminal(reply: WireReply, request: WireRequest) -> int:

@@ -31,7 +31,11 @@ def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
         wire = dict(model_turn.wire)
         scripted: Any = model_turn.scripted()
         if "status" in wire:
-            entries.append(fault.status(wire["status"], model_turn.message, retry_after=wire.get("retry_after")))
+            entries.append(
+                fault.status(
+                    wire["status"], model_turn.message, retry_after=wire.get("retry_after"), code=wire.get("code")
+                )
+            )
             continue
         if model_turn.kind == "raise":
             scripted = fault.drop_mid_stream(1 if model_turn.has_content else 0, scripted)
@@ -58,6 +62,8 @@ _WIRE: dict[str, Callable[[Any, Any], Fault]] = {
     "slow_first_byte": lambda seconds, inner: fault.slow_first_byte(seconds, inner),
     "unknown_fields": lambda _, inner: fault.unknown_fields(inner),
     "interleaved": lambda _, inner: fault.interleaved(inner),
+    "refusal": lambda _, inner: fault.refusal(inner),
+    "content_filter": lambda _, inner: fault.content_filter(inner),
 }
 """Each ``wire:`` fault name of a scenario file -> its ``harness.emulator._faults`` builder."""
 

@@ -321,7 +321,9 @@ class Emulator:
         """The script's entry for request ``number`` on the request's wire: a fault applied to its turn, or the turn."""
         if isinstance(entry, Fault):
             if entry.status is not None:
-                return Delivery(_error_reply(module, entry.status, entry.message, request, entry.retry_after))
+                return Delivery(
+                    _error_reply(module, entry.status, entry.message, request, entry.retry_after, entry.code)
+                )
             scripted = self._resolve(entry.turn, request, number)
             rendered = _render(module, scripted, request, self.ids)
             if isinstance(rendered, Delivery):
@@ -462,15 +464,22 @@ class Emulator:
 
 
 def _error_reply(
-    module: ModuleType, status: int, message: str, request: WireRequest, retry_after: float | None
+    module: ModuleType,
+    status: int,
+    message: str,
+    request: WireRequest,
+    retry_after: float | None,
+    code: str | None = None,
 ) -> WireReply:
     """A scripted error status with its ``retry-after`` header; a renderer whose ``error_reply``
-    takes ``retry_after=`` also says it in its body (Gemini's ``RetryInfo.retryDelay``)."""
+    takes ``retry_after=`` also says it in its body (Gemini's ``RetryInfo.retryDelay``), one that
+    takes ``code=`` the error's code (OpenAI's ``insufficient_quota``)."""
     reply: WireReply
-    if retry_after is not None and "retry_after" in inspect.signature(module.error_reply).parameters:
-        reply = module.error_reply(status, message, request, retry_after=retry_after)
-    else:
-        reply = module.error_reply(status, message, request)
+    accepts = inspect.signature(module.error_reply).parameters
+    extra: dict[str, Any] = {"retry_after": retry_after} if retry_after is not None and "retry_after" in accepts else {}
+    if code is not None and "code" in accepts:
+        extra["code"] = code
+    reply = module.error_reply(status, message, request, **extra)
     if retry_after is not None:
         reply.headers["retry-after"] = f"{retry_after:g}"
     return reply

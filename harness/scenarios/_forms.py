@@ -231,12 +231,16 @@ class StatusForm(Form):
     message: str | None = None
     retry_after: Annotated[float, Field(ge=0)] | None = None
     """The ``retry-after`` header, in seconds, real rate limits send."""
+    code: str | None = None
+    """The error's code beside its status: ``insufficient_quota`` (with 429) is OpenAI's account
+    out of credit, which no retry fixes."""
 
     def build(self) -> ModelTurn:
         if not 400 <= self.status <= 599:
             raise ScenarioError(f"status takes an HTTP error status (400-599), got {self.status}")
         retry = (("retry_after", self.retry_after),) if self.retry_after is not None else ()
-        return ModelTurn(kind="error", message=self.message or "", wire=(("status", self.status), *retry))
+        code = (("code", self.code),) if self.code else ()
+        return ModelTurn(kind="error", message=self.message or "", wire=(("status", self.status), *retry, *code))
 
 
 class WireForm(Form):
@@ -250,8 +254,8 @@ class WireForm(Form):
     ``unknown_event``, ``gzip``, ``unknown_fields``, ``interleaved``, ``split`` (the sizes of the
     pieces the body's bytes are cut into, in turn, default ``[1]``), ``stall`` (events before the
     stream stalls, open and silent, default 1), ``slow_first_byte`` (seconds before the status,
-    default 0.3): a name, a list of names or
-    ``{name: parameter}``."""
+    default 0.3), ``refusal`` (the reply as the model's refusal), ``content_filter`` (as the
+    provider's filter withheld it): a name, a list of names or ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:
@@ -298,6 +302,7 @@ def turn_entry(t: ModelTurn) -> TurnEntry:
             "status": wire["status"],
             "message": t.message or None,
             "retry_after": wire.get("retry_after"),
+            "code": wire.get("code"),
         }
         return StatusForm.model_construct(**{k: v for k, v in status.items() if v is not None})
     if wire:

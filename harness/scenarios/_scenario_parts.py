@@ -61,6 +61,8 @@ WIRE_FAULTS = (
     "slow_first_byte",
     "unknown_fields",
     "interleaved",
+    "refusal",
+    "content_filter",
 )
 """How a turn is delivered on a provider's wire, for ``harness emulate`` (``harness.emulator._faults``):
 the connection dropped after N chunks, a gzip body, broken JSON in a delta, chunks S seconds apart,
@@ -70,7 +72,11 @@ the stop reason, an event-stream frame with a wrong checksum (on SSE wires: brok
 client knows in every event, several calls streamed apart (chat's deltas alternating by index,
 Gemini's one call a chunk, Ollama's one a line); the body's bytes re-cut into pieces of the listed
 sizes in turn (as TCP delivers them), a stream that stalls without closing after N events, the
-status sent S seconds late. A turn with ``status`` is an
+status sent S seconds late; the reply as the model's
+refusal (``refusal``: Anthropic's ``stop_reason: refusal``, OpenAI's ``refusal`` field or part,
+Gemini's ``SAFETY``, Bedrock's ``content_filtered``) or as the provider's content filter withheld it
+(``content_filter``: OpenAI's ``finish_reason: content_filter``, Responses' ``incomplete``, Gemini's
+blocked prompt, Bedrock's ``guardrail_intervened``). A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
 SteeringShape = Literal["list", "str", "message", "assistant", "dict", "int"]

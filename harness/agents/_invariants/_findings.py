@@ -25,6 +25,8 @@ INVARIANTS: dict[str, str] = {
     "W5": "a cut stream, an error (a status or an in-band event), a malformed chunk or a dropped reply "
     "is never returned as a complete answer",
     "W6": "a retry after a 429 or 503 waits at least its Retry-After",
+    "W7": "a request the provider refused as non-retryable (400, 401, 403, 404, OpenAI's insufficient_quota) "
+    "is not sent again unchanged",
     "W8": "a run served only replies whole and well-formed by the provider's documentation ends by returning",
 }
 

@@ -32,8 +32,9 @@ from harness.agents._invariants._findings import (
     led_by,
     tier_for,
 )
+from harness.agents._invariants._w7_refused import may_reset, refused_return, w7
 from harness.agents._invariants._w8_well_formed import w8
-from harness.agents._replies import retry_after, status_of
+from harness.agents._replies import refusal_of, retry_after, status_of
 from harness.recording import Call, Said
 from harness.scenarios import ModelTurn
 from harness.wire import clip
@@ -54,6 +55,7 @@ def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
             *_w3(run, kinds),
             *_w4_w5(run, kinds),
             *_w6(run.exchanges, kinds),
+            *w7(run.exchanges, kinds),
             *w8(run, kinds),
         )
     ]
@@ -131,6 +133,8 @@ def _w1(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], ki
 def _w2(exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], kinds: ReplyKinds) -> Iterable[Violation]:
     for index in range(1, len(exchanges)):
         previous, exchange = exchanges[index - 1], exchanges[index]
+        if may_reset(previous):  # the refusal rule: the context may be reset after a refusal
+            continue
         expected = histories[index - 1]
         served = carried(previous)
         if previous.delivered and served is not None:
@@ -453,6 +457,9 @@ def _w4_w5(run: Run, kinds: ReplyKinds) -> Iterable[Violation]:
             kinds(last.reply),
             cause=last.number,
         )
+        return
+    if refusal_of(last.reply):  # the refusal rule: the agent words it, but hides nothing
+        yield from refused_return(run, last, kinds)
         return
     said = last.reply.text or ""
     if run.returned.strip() != said.strip():

@@ -21,7 +21,9 @@ from harness.agents._replies._vocabulary import (
     FAILURE_KINDS,
     IN_BAND_ERRORS,
     MODEL_KINDS,
+    NON_RETRYABLE_STATUSES,
     NOT_JSON,
+    QUOTA_CODE,
     RETRY_AFTER,
     SENDS_RETRY_AFTER,
     SLOW_FIRST_BYTE,
@@ -85,6 +87,7 @@ class _Wire:
     unused: st.SearchStrategy[int]
     in_band: st.SearchStrategy[int]
     retry_after: bool
+    non_retryable: st.SearchStrategy[int]
 
     @staticmethod
     @functools.cache
@@ -98,6 +101,7 @@ class _Wire:
             unused=st.sampled_from(UNUSED_STATUSES[known]),
             in_band=st.sampled_from(IN_BAND_ERRORS[known]),
             retry_after=known in SENDS_RETRY_AFTER,
+            non_retryable=st.sampled_from(NON_RETRYABLE_STATUSES[known]),
         )
 
 
@@ -191,6 +195,8 @@ def _reply(
         return _delivered(draw, kind, answer)
     if kind in _SHAPES:
         return _shaped(draw, kind, menu, new_id, answer)
+    if kind in _REFUSED:
+        return _refused(draw, kind, wire)
     return _calling(draw, kind, menu, new_id)
 
 
@@ -225,6 +231,27 @@ def _shaped(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str], 
     if with_call:
         return dataclasses.replace(_calling(draw, "valid call", menu, new_id), wire=unknown)
     return ModelTurn(text=answer, wire=unknown)
+
+
+_REFUSED = ("non-retryable status", "quota exhausted", "refusal", "content filter")
+REFUSAL_TEXT = "I can't help with that."
+"""What a refusal says: OpenAI's ``refusal`` field, Responses' refusal part; on the wires whose
+refusal carries no message of its own, the text the classifier or filter stopped."""
+_FILTERED = "The answer is"
+
+
+def _refused(draw: st.DrawFn, kind: str, wire: _Wire) -> ModelTurn:
+    """A reply the provider refuses for good: an error no retry changes (W7), or a reply the model
+    declined or the provider's filter withheld (what the refusal rule judges)."""
+    if kind == "non-retryable status":
+        status = draw(wire.non_retryable, label="status")
+        return ModelTurn(kind="error", message=f"emulated {status}", wire=(("status", status),))
+    if kind == "quota exhausted":
+        message = "You exceeded your current quota, please check your plan and billing details."
+        return ModelTurn(kind="error", message=message, wire=(("status", 429), ("code", QUOTA_CODE)))
+    if kind == "refusal":
+        return ModelTurn(text=REFUSAL_TEXT, wire=(("refusal", True),))
+    return ModelTurn(text=_FILTERED, wire=(("content_filter", True),))
 
 
 def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:

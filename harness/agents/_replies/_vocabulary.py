@@ -59,6 +59,10 @@ FAILURE_KINDS: tuple[str, ...] = (
     "cut inside an event",
     "slow first byte",
     "stalled stream",
+    "non-retryable status",
+    "quota exhausted",
+    "refusal",
+    "content filter",
 )
 """What the service in front of the model does to a reply: each ends a correct agent's run (or
 costs it a retry, or time), so they are drawn one time in four (as the model's kinds, simplest first)."""
@@ -88,6 +92,10 @@ _TIER_OF_KIND: Mapping[str, str] = {
     "stalled stream": "network",  # an upstream gone silent with the connection open
     "unused status": "invalid",
     **{kind: "invalid" for kind in STRICT_KINDS},
+    "non-retryable status": "provider",  # a bad request, a wrong key, a model that does not exist
+    "quota exhausted": "provider",  # OpenAI's 429 ``insufficient_quota``: the account is out of credit
+    "refusal": "provider",  # the model (or its streaming classifier) declines
+    "content filter": "provider",  # the provider's filter withholds the output
 }
 
 ERROR_STATUSES: Mapping[str, tuple[int, ...]] = {
@@ -125,6 +133,24 @@ IN_BAND_ERRORS: Mapping[str, tuple[int, ...]] = {
 objects; Bedrock's ``internalServerException``, ``throttlingException`` and
 ``serviceUnavailableException`` frames. No ``Retry-After`` travels with them: a stream that
 already answered 200 has no header left to carry one."""
+NON_RETRYABLE_STATUSES: Mapping[str, tuple[int, ...]] = {
+    "openai": (401, 400, 403, 404),
+    "anthropic": (401, 400, 403, 404),
+    "gemini": (401, 400, 403, 404),
+    "bedrock": (403, 400, 404),
+}
+"""The statuses each wire sends for a request that fails the same way every time it is sent (W7):
+a malformed request, a wrong key, a permission missing, a model that does not exist (OpenAI's
+``invalid_request_error`` / ``invalid_api_key`` / ``model_not_found``; Anthropic's
+``invalid_request_error``, ``authentication_error``, ``permission_error``, ``not_found_error``;
+Gemini's ``INVALID_ARGUMENT``, ``UNAUTHENTICATED``, ``PERMISSION_DENIED``, ``NOT_FOUND``;
+Bedrock's ``ValidationException``, ``AccessDeniedException``, ``ResourceNotFoundException``, AWS
+answering a key it does not know with a 403 too). A 401 first: what a shrunk scenario shows."""
+QUOTA_CODE = "insufficient_quota"
+"""OpenAI's 429 for an account out of credit: ``error.type`` and ``error.code`` both say it, and
+no ``Retry-After`` comes with it (waiting does not help; paying does)."""
+NON_RETRYABLE = frozenset({400, 401, 403, 404})
+"""The statuses W7 judges on any wire (a scenario file may put any of them on any wire)."""
 SENDS_RETRY_AFTER: frozenset[str] = frozenset({"openai", "anthropic", "gemini"})
 """The wires whose error statuses say how long to wait (``Retry-After``; Gemini's ``retryDelay``
 too). AWS sends none: a Bedrock error carries none, and W6 has nothing to judge there."""
@@ -147,7 +173,10 @@ these ends by returning, not raising. Not here: what a model gets wrong (argumen
 schema, an unknown tool: a framework may raise on them by design), a length cut-off, and every
 failure of the service in front of the model."""
 
-NEEDS: Mapping[str, str] = {}
+NEEDS: Mapping[str, str] = {
+    "quota exhausted": "insufficient_quota",
+    "content filter": "content filter",
+}
 """Kinds a reply can be only when the agent's request makes it possible -> the feature
 (:func:`request_features`) it needs: a provider sends reasoning only to a request that enabled it,
 a usage-only chunk only to one that asked for usage. Drawn where the request allows them, as
@@ -157,7 +186,20 @@ the menu decides which tools a call may name."""
 def request_features(provider: str, body: object) -> frozenset[str]:
     """What the agent's first request enables on ``provider``'s wire, as the features of
     :data:`NEEDS` (the kinds that need them are drawn only then)."""
-    return frozenset()
+    return _wire_features(provider)
+
+
+def _wire_features(provider: str) -> frozenset[str]:
+    """What a wire itself makes possible, whatever the request: OpenAI's quota error (no other
+    wire has a 429 that is not a rate limit), and a content filter where the wire has one
+    (Anthropic has none: its refusal is the model's, ``stop_reason: refusal``)."""
+    return frozenset(feature for feature, wires in _WIRE_FEATURES.items() if provider in wires)
+
+
+_WIRE_FEATURES: Mapping[str, frozenset[str]] = {
+    "insufficient_quota": frozenset({"openai"}),
+    "content filter": frozenset({"openai", "gemini", "bedrock"}),
+}
 
 
 def tier_of(kind: str) -> str:
@@ -193,6 +235,8 @@ WIRE_KINDS: Mapping[str, str] = {
     "stall": "stalled stream",
     "unknown_event": "unknown events and fields",
     "unknown_fields": "unknown events and fields",
+    "refusal": "refusal",
+    "content_filter": "content filter",
 }
 """The ``wire:`` faults the vocabulary draws -> their kind (a reply on the wire that fails it)."""
 RETRY_AFTER: tuple[float, ...] = (0.05, 0.1)
@@ -248,6 +292,9 @@ def kind_of(reply: ModelTurn, provider: str | None = None, strict: frozenset[str
     given the wire's ``provider``, a status that wire never sends is an ``unused status``; given the
     ``strict`` tools, argument text that is not JSON is ruled out for them."""
     if reply.kind == "error":
+        refused = refused_kind(reply)
+        if refused:
+            return refused
         if provider is not None and status_of(reply) not in ERROR_STATUSES.get(provider, (status_of(reply),)):
             return "unused status"
         return "error status"
@@ -276,6 +323,31 @@ def kind_of(reply: ModelTurn, provider: str | None = None, strict: frozenset[str
     if call.name == UNKNOWN_TOOL:
         return "unknown tool"
     return "valid call"
+
+
+def refused_kind(reply: ModelTurn) -> str:
+    """``non-retryable status`` or ``quota exhausted`` for an error reply the provider refused for
+    good (W7 judges what follows it), ``""`` for any other reply."""
+    if reply.kind != "error":
+        return ""
+    if error_code(reply) == QUOTA_CODE:
+        return "quota exhausted"
+    return "non-retryable status" if status_of(reply) in NON_RETRYABLE else ""
+
+
+def error_code(reply: ModelTurn) -> str | None:
+    """The error code an error reply carries beside its status (``insufficient_quota``), if any."""
+    value = dict(reply.wire).get("code")
+    return str(value) if value is not None else None
+
+
+REFUSALS: Mapping[str, str] = {"refusal": "refusal", "content_filter": "content filter"}
+"""The ``wire:`` names of a reply the model declined or the provider's filter withheld -> its kind."""
+
+
+def refusal_of(reply: ModelTurn) -> str:
+    """``refusal`` or ``content filter`` for a reply of those kinds, ``""`` for any other."""
+    return next((REFUSALS[name] for name, _ in reply.wire if name in REFUSALS), "")
 
 
 def is_final(reply: ModelTurn) -> bool:

@@ -13,7 +13,8 @@ the defects are the ways real loops go wrong, one per invariant:
 - ``keep_text_on_stream_error`` (W5): an error event inside a stream (the ``openai`` SDK raises
   ``APIError`` on it) ends the reply, and the text streamed before it is taken as the answer.
 
-It retries 429, 500 and 503 itself (after their ``Retry-After``), with the SDK's own retries off:
+It retries 429, 500 and 503 itself (after their ``Retry-After``; not a 429 ``insufficient_quota``,
+which no retry gets past), with the SDK's own retries off:
 the SDK backs off for half a second and more on a dropped connection, which would make the
 campaign slow without testing anything of the loop. Every loop here reads with a timeout
 (:data:`READ_TIMEOUT`), as a careful engineer's does: a stream that stalls, open and silent, ends
@@ -92,6 +93,11 @@ class CutStream(RuntimeError):
     """The stream ended before its finish reason: the reply is not complete."""
 
 
+class Filtered(RuntimeError):
+    """The provider's content filter withheld the reply (``finish_reason: content_filter``): the
+    text it left is not an answer."""
+
+
 def make(*defects: str, max_rounds: int = 20) -> Callable[..., str]:
     unknown = set(defects) - set(DEFECTS)
     if unknown:
@@ -141,11 +147,11 @@ def _complete(
             stream = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS, stream=True)
             break
         except openai.APIStatusError as exc:
-            if exc.status_code not in (429, 500, 503) or attempt == 2:
+            if not retryable(exc) or attempt == 2:
                 raise
             if waits:
                 time.sleep(float(exc.response.headers.get("retry-after") or 1))
-    text, calls, finish = "", {}, None
+    text, calls, finish, refusal = "", {}, None, ""
     chunks = iter(stream)
     while True:
         try:
@@ -160,9 +166,20 @@ def _complete(
             continue
         choice = chunk.choices[0]
         text += choice.delta.content or ""
+        refusal += choice.delta.refusal or ""
         add_call_deltas(calls, choice)
         finish = choice.finish_reason or finish
-    return text, [calls[i] for i in sorted(calls)], finish
+    if finish == "content_filter":
+        raise Filtered(f"the provider's content filter withheld the reply after {text!r}")
+    # a refusal's message comes in its own field, content null: it is the model's answer
+    return text or refusal, [calls[i] for i in sorted(calls)], finish
+
+
+def retryable(exc: openai.APIStatusError) -> bool:
+    """A rate limit or a server error, which a later try may get past; not a 429 whose code is
+    ``insufficient_quota`` (the account is out of credit: the same request fails the same way, W7)."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    return exc.status_code in (429, 500, 503) and body.get("code") != "insufficient_quota"
 
 
 def add_call_deltas(calls: dict[int, dict[str, Any]], choice: Any) -> None:
@@ -178,10 +195,12 @@ def add_call_deltas(calls: dict[int, dict[str, Any]], choice: Any) -> None:
 def _answer_or_results(messages: list[dict[str, Any]], completion: Any) -> str | None:
     """A reply without calls is the answer; otherwise its calls are run and the reply and their
     results appended to ``messages`` for the next request (``None``)."""
+    if completion.choices[0].finish_reason == "content_filter":
+        raise Filtered("the provider's content filter withheld the reply")
     message = completion.choices[0].message
     calls = [c for c in message.tool_calls or [] if c.type == "function"]
     if not calls:
-        return str(message.content or "")
+        return str(message.content or message.refusal or "")
     messages.append(message.model_dump(exclude_none=True))
     for call in calls:
         result = _execute(call.function.name, call.function.arguments)
@@ -214,7 +233,7 @@ async def async_agent(prompt: str, *, base_url: str, api_key: str, http_client: 
                 completion = await client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS)
                 break
             except openai.APIStatusError as exc:
-                if exc.status_code not in (429, 500, 503) or attempt == 2:
+                if not retryable(exc) or attempt == 2:
                     raise
                 await asyncio.sleep(float(exc.response.headers.get("retry-after") or 1))
         answer = _answer_or_results(messages, completion)
@@ -277,7 +296,7 @@ def _responses(prompt: str, base_url: str, api_key: str, http_client: Any, stale
     for _ in range(20):
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
-            return response.output_text
+            return _responses_answer(response)
         outputs = [
             {"type": "function_call_output", "call_id": call.call_id, "output": _execute(call.name, call.arguments)}
             for call in calls
@@ -287,6 +306,18 @@ def _responses(prompt: str, base_url: str, api_key: str, http_client: Any, stale
             model="gpt-test", input=outputs, tools=_RESPONSES_TOOLS, previous_response_id=previous
         )
     raise RuntimeError("no answer after 20 rounds")
+
+
+def _responses_answer(response: Any) -> str:
+    """A Responses reply without calls as the answer: its text, or its refusal's message; a reply
+    the content filter left incomplete is none."""
+    details = response.incomplete_details
+    if response.status == "incomplete" and details is not None and details.reason == "content_filter":
+        raise Filtered("the provider's content filter withheld the reply")
+    refusals = [
+        p.refusal for item in response.output if item.type == "message" for p in item.content if p.type == "refusal"
+    ]
+    return str(response.output_text or "".join(refusals))
 
 
 def referencing_responses_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
@@ -310,7 +341,7 @@ def _referencing(prompt: str, base_url: str, api_key: str, http_client: Any, los
         response = client.responses.create(model="gpt-test", input=history, tools=_RESPONSES_TOOLS)
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
-            return response.output_text
+            return _responses_answer(response)
         history += [
             {"type": "item_reference", "id": item.id}
             for item in response.output
@@ -354,6 +385,8 @@ def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     config = types.GenerateContentConfig(tools=_GEMINI_TOOLS)  # type: ignore[arg-type]
     for _ in range(20):
         response = client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        if response.prompt_feedback is not None and response.prompt_feedback.block_reason is not None:
+            raise Filtered(f"the prompt was blocked ({response.prompt_feedback.block_reason})")
         content = response.candidates[0].content if response.candidates else None
         parts = list(content.parts or []) if content is not None else []
         calls = [p.function_call for p in parts if p.function_call is not None]
@@ -615,6 +648,8 @@ def bedrock_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"text": prompt}]}]
     for _ in range(20):
         reply = client.converse(modelId="m-1", messages=messages, toolConfig={"tools": specs})
+        if reply["stopReason"] == "guardrail_intervened":
+            raise Filtered("a guardrail withheld the reply")
         content = reply["output"]["message"]["content"]
         uses = [block["toolUse"] for block in content if "toolUse" in block]
         if not uses:

@@ -21,7 +21,7 @@ from typing import Any
 import openai
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, _execute, add_call_deltas
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, Filtered, _execute, add_call_deltas, retryable
 
 
 class CutStream(Exception):
@@ -43,7 +43,7 @@ def _loop(
                 stream = client.chat.completions.create(model="gpt-test", messages=messages, tools=TOOLS, stream=True)
                 break
             except openai.APIStatusError as exc:
-                if exc.status_code not in (429, 500, 503) or attempt == 2:
+                if not retryable(exc) or attempt == 2:
                     raise
                 time.sleep(float(exc.response.headers.get("retry-after") or 1))
         try:
@@ -51,7 +51,7 @@ def _loop(
                 if not chunk.choices:
                     continue
                 choice = chunk.choices[0]
-                text += choice.delta.content or ""
+                text += choice.delta.content or choice.delta.refusal or ""  # a refusal's message is its answer
                 add_call_deltas(calls, choice)
                 finish = choice.finish_reason or finish
         except (openai.APIStatusError, openai.APIResponseValidationError):
@@ -62,6 +62,8 @@ def _loop(
             raise
         if finish is None:
             raise CutStream(f"the stream ended without a finish reason after {text!r}")
+        if finish == "content_filter":
+            raise Filtered(f"the provider's content filter withheld the reply after {text!r}")
         said.append(text)
         ordered = [calls[i] for i in sorted(calls)]
         if not ordered:

@@ -173,7 +173,7 @@ def run(prompt, *, base_url, api_key, http_client=None):
 
 
 test_clean_on_the_wire = agent_test(run)
-test_cut_on_the_wire = agent_test(planted.return_cut_text)
+test_history_on_the_wire = agent_test(planted.rewrite_history)
 
 
 def test_zz_count():
@@ -193,7 +193,7 @@ def test_agent_test_runs_under_the_harness_ci_profile_in_a_users_project(pyteste
     counted = re.search(r"CONVERSATIONS (\d+)", result.stdout.str())
     assert counted is not None and 50 <= int(counted.group(1)) <= 80, result.stdout.str()
     # a readable failure: the invariant, the request, and the replies as a scenario file
-    result.stdout.fnmatch_lines(["*W5 at request *", "*the replies as a scenario (harness emulate --script FILE)*"])
+    result.stdout.fnmatch_lines(["*W2 at request *", "*the replies as a scenario (harness emulate --script FILE)*"])
     result.stdout.fnmatch_lines(["*turns:*"])
 
 

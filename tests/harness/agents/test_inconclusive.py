@@ -194,7 +194,7 @@ AGENT_TEST = """
 from harness.agents import agent_test
 from tests.harness.agents import planted
 
-test_cut = agent_test(planted.return_cut_text)
+test_cut = agent_test(planted.keep_text_on_stream_error)
 """
 TEN = """
 from hypothesis import settings

@@ -398,7 +398,7 @@ def test_harness_emulate_serves_the_fault_forms_of_a_scenario_file(tmp_path: Pat
         ("[{wire: truncat, turn: x}]", "unknown wire fault 'truncat'; known: drop_mid_stream, gzip, malformed_chunk,"),
         ("[{wire: {slow: -1}, turn: x}]", "slow takes the seconds before each chunk (0 or more), got -1"),
         ("[{status: 200}]", "status takes an HTTP error status (400-599), got 200"),
-        ("[{status: 429, text: x}]", "unknown key(s) text; allowed: message, retry_after, status"),
+        ("[{status: 429, text: x}]", "unknown key(s) text; allowed: code, message, retry_after, status"),
         ("[{wire: gzip, turn: {error: x}}]", "a wire fault wraps a reply: no error, aborted, status,"),
     ],
     ids=["unknown fault", "bad parameter", "not an error status", "status with content", "wire around an error"],

@@ -22,7 +22,7 @@ async function complete(client, messages) {
   for await (const chunk of stream) {
     const choice = chunk.choices?.[0];
     if (!choice) continue;
-    text += choice.delta?.content ?? "";
+    text += choice.delta?.content ?? choice.delta?.refusal ?? ""; // a refusal's message is its answer
     for (const delta of choice.delta?.tool_calls ?? []) {
       const slot = (calls[delta.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } });
       slot.id = delta.id || slot.id;
@@ -31,6 +31,7 @@ async function complete(client, messages) {
     }
     finish = choice.finish_reason ?? finish;
   }
+  if (finish === "content_filter") throw new Error(`the provider's content filter withheld the reply after ${JSON.stringify(text)}`);
   return { text, calls: calls.filter(Boolean), finish };
 }
 
