@@ -33,6 +33,7 @@ from harness.emulator import Emulator, EmulatorTransport, Fault, IdSource, WireR
 from harness.recording import Body, Call, Request, Said, conversation
 from harness.scenarios import ModelTurn
 from harness.script import Turn
+from harness.wire import output_items, referenced, response_id
 
 IN_PROCESS_BASE = "http://emulator.invalid"
 """The base URL an agent that takes ``http_client`` is given: its client answers in process, and a
@@ -120,7 +121,7 @@ class Exchange:
         reads it from what it stored."""
         request = self.request
         if items and isinstance(request.body, Mapping) and isinstance(request.body.get("input"), list):
-            given = [_referenced(item, items) for item in request.body["input"]]
+            given = [referenced(item, items) for item in request.body["input"]]
             request = dataclasses.replace(request, body={**request.body, "input": given})
         return conversation(as_recorded(request)).messages
 
@@ -255,35 +256,6 @@ class Run:
 
 Chooser = Callable[[int, WireRequest], "ModelTurn | None"]
 """Request number and request -> the reply (``None``: refuse it, the run is over its bound)."""
-
-
-def _referenced(item: Any, items: Mapping[str, Any]) -> Any:
-    if isinstance(item, Mapping) and item.get("type") == "item_reference" and item.get("id") in items:
-        return items[item["id"]]
-    return item
-
-
-def output_items(body: bytes) -> dict[str, Any]:
-    """The output items a Responses reply (whole, or streamed as ``response.output_item.done``
-    events) gave, by id: an item a stream cut before it was done is not there, as OpenAI would not
-    have stored it either."""
-    whole = _json_or_none(body)
-    if isinstance(whole, dict) and isinstance(whole.get("output"), list):
-        found: list[Any] = whole["output"]
-    else:  # a stream (a JSON body has no line that starts with data:)
-        events = (_json_or_none(line[5:]) for line in body.splitlines() if line.startswith(b"data:"))
-        found = [e.get("item") for e in events if isinstance(e, dict) and e.get("type") == "response.output_item.done"]
-    return {item["id"]: item for item in found if isinstance(item, dict) and isinstance(item.get("id"), str)}
-
-
-_RESPONSE_ID = re.compile(rb'"id":\s*"(resp_[A-Za-z0-9_-]+)"')
-
-
-def response_id(body: bytes) -> str | None:
-    """The Responses API id a reply's body (whole or streamed) names: what the next request's
-    ``previous_response_id`` refers to, served or recorded."""
-    found = _RESPONSE_ID.search(body)
-    return found.group(1).decode() if found else None
 
 
 CONVERSATION_PATH = "/conversation/"

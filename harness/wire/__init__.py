@@ -7,7 +7,8 @@ endpoint, path and stream, and a recorded URL read back into one), the credentia
 Content-Encoding (``_encodings``), SSE framing (``_sse``), NDJSON lines (``_ndjson``) and AWS
 event-stream framing (``_eventstream``), each one codec for writing and reading, streamed fields
 joined per choice, call and block (``_joins``), a request body read as JSON with one depth limit
-(``_json_text``), the one atomic file writer (``_atomic``) and ``clip`` (``_clip``).
+(``_json_text``), what a Responses reply leaves stored on the server (``_stored``), the one atomic
+file writer (``_atomic``) and ``clip`` (``_clip``).
 Lazy (``harness._lazy_exports``): the pytest plugin loads recording's facade with every session.
 """
 
@@ -79,11 +80,15 @@ if TYPE_CHECKING:
         surface_prefix,
     )
     from harness.wire._sse import SSE, is_sse, sse_data, sse_events, sse_frame, sse_whole
+    from harness.wire._stored import output_items, referenced, response_id
 
 _EXPORTS = {
     "target_of": "._atomic",
     "write_atomic": "._atomic",
     "clip": "._clip",
+    "output_items": "._stored",
+    "referenced": "._stored",
+    "response_id": "._stored",
     "CREDENTIAL_HEADERS": "._credentials",
     "CREDENTIAL_QUERY_PARAMS": "._credentials",
     "KEY_HEADERS": "._credentials",
@@ -147,33 +152,33 @@ _EXPORTS = {
 }
 __all__ = [
     "COMPRESSED",
-    "DECODABLE",
-    "VALUE_PATTERNS",
-    "BodyDecodingError",
-    "BodyTooLargeError",
-    "check_values",
-    "decoded",
-    "without_codings",
     "CREDENTIAL_HEADERS",
     "CREDENTIAL_QUERY_PARAMS",
-    "Destination",
+    "DECODABLE",
     "ENDPOINTS",
     "EVENTSTREAM",
     "GZIP_MAGIC",
     "KEY_HEADERS",
+    "MAX_DEPTH",
     "NDJSON",
     "PLACEHOLDER_HEADERS",
     "ROUTES",
+    "SERVED_ENDPOINTS",
+    "SSE",
+    "STREAMING_ENDPOINTS",
+    "VALUE_PATTERNS",
+    "WITHOUT_BACKEND",
+    "BodyDecodingError",
+    "BodyTooLargeError",
+    "Destination",
     "Route",
     "RouteError",
-    "SSE",
-    "SERVED_ENDPOINTS",
-    "STREAMING_ENDPOINTS",
-    "WITHOUT_BACKEND",
+    "check_values",
     "clip",
     "content_codings",
     "credential_query_names",
     "decode_frame",
+    "decoded",
     "encode_frame",
     "event_frame",
     "eventstream_messages",
@@ -185,12 +190,17 @@ __all__ = [
     "is_credential_header",
     "is_credential_query",
     "is_sse",
-    "key_header",
     "joined_fields",
+    "key_header",
     "ndjson_lines",
     "ndjson_whole",
     "outer_coding",
+    "output_items",
     "path_pattern",
+    "provider_path",
+    "read_json",
+    "referenced",
+    "response_id",
     "route",
     "route_by_path",
     "routes_of",
@@ -201,13 +211,11 @@ __all__ = [
     "sse_frame",
     "sse_whole",
     "string_fields",
-    "MAX_DEPTH",
-    "read_json",
-    "provider_path",
     "surface_prefix",
     "target_of",
     "value_forms",
     "with_eventstream_crc",
+    "without_codings",
     "write_atomic",
 ]
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)

@@ -91,7 +91,7 @@ def _body(step: Any) -> Mapping[str, Any]:
 
 
 def _response_id(step: Any) -> str | None:
-    from harness.agents._conversation import response_id
+    from harness.wire import response_id
 
     return response_id(step.interaction.response.body.data)
 
