@@ -12,6 +12,7 @@ from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Fault, ending, fault
 from harness.emulator._loopback import FrontDoor, LoopbackServer, is_loopback, remote_warning
 from harness.emulator._scenario_file import script_of
+from harness.emulator._scripted import opaque
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ending",
     "fault",
     "is_loopback",
+    "opaque",
     "remote_warning",
     "script_of",
     "serve",

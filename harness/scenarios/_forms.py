@@ -86,9 +86,14 @@ class CallForm(Form):
         return cls.model_construct(name=c.name, **given, **ident)
 
 
-_WIRE_DEFAULTS: Mapping[str, Any] = {"drop_mid_stream": 1, "slow": 0.05, "error_event": 500}
+_WIRE_DEFAULTS: Mapping[str, Any] = {
+    "drop_mid_stream": 1,
+    "slow": 0.05,
+    "error_event": 500,
+    "redacted_thinking": "EmulatedRedactedThinking",
+}
 """A wire fault named without a parameter: dropped after one chunk, chunks 50 ms apart, an in-band
-error of a 500's type; the others are flags."""
+error of a 500's type, redacted thinking with stand-in data; the others are flags."""
 
 
 def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
@@ -119,6 +124,8 @@ def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
             isinstance(parameter, int) and not isinstance(parameter, bool) and 400 <= parameter <= 599
         ):
             raise ScenarioError(f"error_event takes the HTTP error status its type is (400-599), got {parameter!r:.60}")
+        if name == "redacted_thinking" and not (isinstance(parameter, str) and parameter):
+            raise ScenarioError(f"redacted_thinking takes the block's opaque data (a string), got {parameter!r:.60}")
         if name == "slow" and not number:
             raise ScenarioError(f"slow takes the seconds before each chunk (0 or more), got {parameter!r:.60}")
         pairs.append((name, parameter))
@@ -218,7 +225,8 @@ class WireForm(Form):
     """``drop_mid_stream`` (chunks first, default 1), ``truncate``, ``cut_mid_event``,
     ``error_event`` (the HTTP status whose error type the in-band event carries, default 500),
     ``slow`` (seconds per chunk, default 0.05), ``malformed_chunk``, ``bad_checksum``,
-    ``unknown_event``, ``gzip``: a name, a list of names or ``{name: parameter}``."""
+    ``unknown_event``, ``gzip``, and ``redacted_thinking`` (Anthropic's encrypted reasoning, its
+    opaque data; not a fault): a name, a list of names or ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:

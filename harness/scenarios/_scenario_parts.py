@@ -56,12 +56,15 @@ WIRE_FAULTS = (
     "cut_mid_event",
     "error_event",
     "bad_checksum",
+    "redacted_thinking",
 )
 """How a turn is delivered on a provider's wire, for ``harness emulate`` (``harness.emulator._faults``):
 the connection dropped after N chunks, a gzip body, broken JSON in a delta, chunks S seconds apart,
 a stream cut before its terminal event, an event of an unknown type, a stream cut cleanly in the
 middle of an event, the provider's own in-band error event (of HTTP status N's type) in place of
-the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON). A turn with ``status`` is an
+the stop reason, an event-stream frame with a wrong checksum (on SSE wires: broken JSON); and
+``redacted_thinking``, not a fault: Anthropic's encrypted reasoning (its opaque data) served before
+the reply's text and calls, which the agent must send back unchanged. A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
 SteeringShape = Literal["list", "str", "message", "assistant", "dict", "int"]
