@@ -22,9 +22,12 @@ from harness.agents._replies._vocabulary import (
     IN_BAND_ERRORS,
     MODEL_KINDS,
     NOT_JSON,
+    REASONING_KINDS,
+    REDACTED_DATA,
     RETRY_AFTER,
     SENDS_RETRY_AFTER,
     STRICT_KINDS,
+    THOUGHTS,
     UNKNOWN_TOOL,
     UNUSED_STATUSES,
     Tool,
@@ -143,6 +146,8 @@ _ANSWERS = st.sampled_from(ANSWERS)
 _RETRY_AFTER = st.sampled_from(RETRY_AFTER)
 _DAMAGE = st.sampled_from(("malformed_chunk", "bad_checksum"))
 _NOT_JSON = st.sampled_from(NOT_JSON)
+_REDACTED = st.sampled_from(REDACTED_DATA)
+_THOUGHTS = st.sampled_from(THOUGHTS)
 _FIRST, _SECOND = "#1", "#2"
 """Placeholder ids, numbered after the draw by :func:`numbered`."""
 
@@ -184,7 +189,20 @@ def _reply(
         return ModelTurn(text=answer, wire=((damage, True),))
     if kind == "cut inside an event":
         return ModelTurn(text=answer, wire=(("cut_mid_event", True),))
+    if kind in REASONING_KINDS:
+        return _reasoning(draw, kind, menu, new_id)
     return _calling(draw, kind, menu, new_id)
+
+
+def _reasoning(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:
+    """A valid call after reasoning: signed thinking (each wire renders it as its own reasoning:
+    Anthropic's ``thinking`` block, a Responses ``reasoning`` item, a Gemini thought), or
+    Anthropic's ``redacted_thinking`` with its opaque data."""
+    call = _calling(draw, "valid call", menu, new_id)
+    if kind == "redacted thinking and a call":
+        data = draw(_REDACTED, label="redacted data")
+        return dataclasses.replace(call, wire=(("redacted_thinking", data),))
+    return dataclasses.replace(call, thinking=draw(_THOUGHTS, label="thinking"))
 
 
 def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:
