@@ -1,0 +1,150 @@
+"""W2's reasoning rule (DESIGN 6): reasoning the provider asks back is part of the history, and
+comes back unchanged, judged exactly as each provider requires it and no stricter.
+
+- Anthropic (its own wire, Claude on Vertex and on Bedrock's InvokeModel), "Building with extended
+  thinking", *Preserving thinking blocks*: during tool use the thinking (and ``redacted_thinking``)
+  blocks of the last assistant turn, the one whose ``tool_use`` is being answered, must be passed
+  back complete and unmodified, signature included, when the continuation enables thinking (the
+  API answers otherwise with a 400: "Expected `thinking` or `redacted_thinking`, but found
+  `tool_use`"); thinking blocks of earlier turns may be left out (the API strips them from the
+  context anyway). So only the last turn's blocks are judged: a framework that drops older ones
+  is right.
+- OpenAI Responses, "Reasoning models" and the reasoning-items cookbook: when the history is sent
+  by hand, the reasoning item that preceded a ``function_call`` is sent with it (otherwise a 400:
+  "Item 'fc_...' of type 'function_call' was provided without its required 'reasoning' item");
+  with ``store: false`` nothing is kept on the server, so it must carry its ``encrypted_content``
+  (what ``include: ["reasoning.encrypted_content"]`` asked for). A request that continues with
+  ``previous_response_id`` has it on the server and is not judged here; an ``item_reference``
+  to the item is the item.
+
+The reasoning served is known without the bytes: the emulator derives each signature, id and
+encrypted content from the reasoning itself (``harness.emulator`` ``opaque``), as computed again here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.agents._conversation import Exchange, carried
+from harness.agents._invariants._findings import ReplyKinds, Violation
+from harness.agents._replies import request_features
+from harness.emulator import WireRequest, opaque
+from harness.recording import Said, reasoning_entry
+from harness.scenarios import ModelTurn
+
+
+def reasoning_kept(
+    exchanges: Sequence[Exchange], histories: Sequence[tuple[Said, ...]], kinds: ReplyKinds
+) -> Iterable[Violation]:
+    """The reasoning of each reply with calls, where its provider asks it back with the results,
+    compared with what the next request's assistant message holding those calls carries."""
+    for index in range(1, len(exchanges)):
+        previous, exchange = exchanges[index - 1], exchanges[index]
+        served = carried(previous)
+        if served is None or not previous.delivered or not served.calls:
+            continue
+        expected = _asked_back(served, previous.request, exchange.request)
+        message = _holding(histories[index], served)
+        if not expected or message is None:  # a call that did not come back is W1's and W2's to say
+            continue
+        store = _body(exchange.request).get("store") is not False
+        for entry in expected:
+            said = _compare(entry, message.reasoning, store)
+            if said:
+                yield Violation(
+                    "W2",
+                    exchange.number,
+                    f"{_describe(entry)} before {_calls(served)} (reply {previous.number}) {said}",
+                    kinds(served),
+                    cause=previous.number,
+                )
+
+
+def _body(request: WireRequest) -> Mapping[str, Any]:
+    return request.body if isinstance(request.body, Mapping) else {}
+
+
+def _anthropic_blocks(request: WireRequest) -> bool:
+    route = request.route
+    return route.provider == "anthropic" or (route.provider == "bedrock" and route.endpoint.startswith("invoke"))
+
+
+def _asked_back(served: ModelTurn, asked: WireRequest, following: WireRequest) -> tuple[dict[str, Any], ...]:
+    """The reasoning entries ``served`` (the reply to ``asked``) carried that ``following`` must
+    send back with its calls, as :attr:`Said.reasoning` reads them (``()``: none asked back)."""
+    if _anthropic_blocks(asked):
+        if "reasoning" not in request_features(following.route.provider, following.body):
+            return ()  # a continuation without thinking may leave thinking blocks out
+        blocks: list[dict[str, Any]] = []
+        if served.thinking is not None:
+            signature = base64.b64encode(opaque("anthropic thinking", served.thinking, 48).encode()).decode()
+            blocks.append({"type": "thinking", "thinking": served.thinking, "signature": signature})
+        data = dict(served.wire).get("redacted_thinking")
+        if isinstance(data, str):
+            blocks.append({"type": "redacted_thinking", "data": data})
+        return tuple(blocks)
+    if asked.route.provider == "openai" and asked.route.endpoint == "responses" and served.thinking is not None:
+        if isinstance(_body(following).get("previous_response_id"), str):
+            return ()  # the server keeps the reasoning with the response
+        include = _body(asked).get("include")
+        encrypted = isinstance(include, list) and "reasoning.encrypted_content" in include
+        item: dict[str, Any] = {"type": "reasoning", "id": "rs_" + opaque("responses reasoning", served.thinking, 48)}
+        if encrypted:
+            item["encrypted_content"] = "gAAAAAB" + opaque("responses encrypted", served.thinking, 64)
+        return (item,)
+    return ()
+
+
+def _holding(history: tuple[Said, ...], served: ModelTurn) -> Said | None:
+    """The assistant message of ``history`` that holds the first of the reply's calls."""
+    first = served.calls[0]
+    return next(
+        (
+            m
+            for m in history
+            if m.role == "assistant" and any(c.id == first.id and c.name == first.name for c in m.calls)
+        ),
+        None,
+    )
+
+
+_KEY = {"thinking": "signature", "redacted_thinking": "data", "reasoning": "id"}
+"""What identifies each kind of reasoning: a thinking block's signature, a redacted block's data,
+a reasoning item's id (what a changed copy of it still shows)."""
+
+
+def _compare(entry: dict[str, Any], sent: tuple[str, ...], store: bool) -> str:
+    """How the reasoning ``entry`` came back among ``sent`` (``""``: unchanged)."""
+    found = [json.loads(s) for s in sent]
+    if reasoning_entry(**entry) in sent:
+        return ""
+    kind, key = entry["type"], _KEY[entry["type"]]
+    same = [f for f in found if f.get("type") == kind and f.get(key) == entry[key]]
+    if kind == "reasoning" and same:
+        copy = same[0]
+        if "encrypted_content" not in copy and store:
+            return ""  # stored: the id alone names it
+        if "encrypted_content" not in copy:
+            return (
+                "was sent back without its encrypted_content, with store: false (nothing on the server to read it from)"
+            )
+    if same or any(f.get("type") == kind for f in found):
+        changed = [name for name in entry if name != "type" and (same[0] if same else {}).get(name) != entry[name]]
+        return f"was changed ({', '.join(changed) or 'its ' + key}): it must come back as it was sent"
+    return "was not sent back with it"
+
+
+def _describe(entry: dict[str, Any]) -> str:
+    kind, key = entry["type"], _KEY[entry["type"]]
+    value = str(entry[key])
+    shown = value if len(value) <= 16 else value[:12] + "..."
+    name = {"thinking": "thinking block", "redacted_thinking": "redacted_thinking block", "reasoning": "reasoning item"}
+    return f"the {name[kind]} ({key} {shown})"
+
+
+def _calls(served: ModelTurn) -> str:
+    shown = ", ".join(f"{c.name}#{c.id}" for c in served.calls)
+    return f"call {shown}" if len(served.calls) == 1 else f"calls {shown}"
