@@ -10,6 +10,7 @@ docs/emulator.md is the user's page.
 
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Fault, ending, fault
+from harness.emulator._gemini import call_signature
 from harness.emulator._loopback import FrontDoor, LoopbackServer, is_loopback, remote_warning
 from harness.emulator._scenario_file import script_of
 from harness.emulator._scripted import opaque
@@ -32,4 +33,5 @@ __all__ = [
     "remote_warning",
     "script_of",
     "serve",
+    "call_signature",
 ]

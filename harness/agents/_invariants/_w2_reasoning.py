@@ -16,6 +16,11 @@ comes back unchanged, judged exactly as each provider requires it and no stricte
   (what ``include: ["reasoning.encrypted_content"]`` asked for). A request that continues with
   ``previous_response_id`` has it on the server and is not judged here; an ``item_reference``
   to the item is the item.
+- Gemini, "Thought signatures": from Gemini 3 on, the ``thoughtSignature`` of the first
+  ``functionCall`` part of each step of the current turn must come back on that part (a missing
+  one is a 400); Gemini 2.5 does not check them, and signatures on other parts are recommended,
+  not required. Judged: the last reply's signed call, on a model of Gemini 3 or later (a name with
+  no version is taken as a current model, as the emulator takes it).
 
 The reasoning served is known without the bytes: the emulator derives each signature, id and
 encrypted content from the reasoning itself (``harness.emulator`` ``opaque``), as computed again here.
@@ -25,13 +30,14 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.agents._conversation import Exchange, carried
 from harness.agents._invariants._findings import ReplyKinds, Violation
 from harness.agents._replies import request_features
-from harness.emulator import WireRequest, opaque
+from harness.emulator import WireRequest, call_signature, opaque
 from harness.recording import Said, reasoning_entry
 from harness.scenarios import ModelTurn
 
@@ -57,7 +63,7 @@ def reasoning_kept(
                 yield Violation(
                     "W2",
                     exchange.number,
-                    f"{_describe(entry)} before {_calls(served)} (reply {previous.number}) {said}",
+                    f"{_describe(entry)} {_calls(served)} (reply {previous.number}) {said}",
                     kinds(served),
                     cause=previous.number,
                 )
@@ -95,23 +101,38 @@ def _asked_back(served: ModelTurn, asked: WireRequest, following: WireRequest) -
         if encrypted:
             item["encrypted_content"] = "gAAAAAB" + opaque("responses encrypted", served.thinking, 64)
         return (item,)
+    if asked.route.provider == "gemini" and _checks_signatures(following):
+        first = served.calls[0]
+        arguments = json.loads(first.raw) if first.raw is not None else dict(first.args)
+        return ({"thoughtSignature": call_signature(first.name, arguments)},)
     return ()
 
 
+_GEMINI_VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
+
+
+def _checks_signatures(request: WireRequest) -> bool:
+    """Whether the model a Gemini request names checks thought signatures (Gemini 3 and later)."""
+    model = request.path_params.get("model") or request.path.rpartition("/models/")[2].partition(":")[0]
+    found = _GEMINI_VERSION.search(model)
+    return found is None or float(found.group(1)) >= 3
+
+
 def _holding(history: tuple[Said, ...], served: ModelTurn) -> Said | None:
-    """The assistant message of ``history`` that holds the first of the reply's calls."""
+    """The assistant message of ``history`` that holds the first of the reply's calls (by name
+    alone where the call came back without its id, as Gemini's may)."""
     first = served.calls[0]
     return next(
         (
             m
             for m in history
-            if m.role == "assistant" and any(c.id == first.id and c.name == first.name for c in m.calls)
+            if m.role == "assistant" and any(c.name == first.name and c.id in (first.id, "") for c in m.calls)
         ),
         None,
     )
 
 
-_KEY = {"thinking": "signature", "redacted_thinking": "data", "reasoning": "id"}
+_KEY = {"thinking": "signature", "redacted_thinking": "data", "reasoning": "id", "thoughtSignature": "thoughtSignature"}
 """What identifies each kind of reasoning: a thinking block's signature, a redacted block's data,
 a reasoning item's id (what a changed copy of it still shows)."""
 
@@ -121,8 +142,9 @@ def _compare(entry: dict[str, Any], sent: tuple[str, ...], store: bool) -> str:
     found = [json.loads(s) for s in sent]
     if reasoning_entry(**entry) in sent:
         return ""
-    kind, key = entry["type"], _KEY[entry["type"]]
-    same = [f for f in found if f.get("type") == kind and f.get(key) == entry[key]]
+    kind = entry.get("type", "thoughtSignature")
+    key = _KEY[kind]
+    same = [f for f in found if f.get("type", "thoughtSignature") == kind and f.get(key) == entry[key]]
     if kind == "reasoning" and same:
         copy = same[0]
         if "encrypted_content" not in copy and store:
@@ -131,18 +153,22 @@ def _compare(entry: dict[str, Any], sent: tuple[str, ...], store: bool) -> str:
             return (
                 "was sent back without its encrypted_content, with store: false (nothing on the server to read it from)"
             )
-    if same or any(f.get("type") == kind for f in found):
+    if same or any(f.get("type", "thoughtSignature") == kind for f in found):
         changed = [name for name in entry if name != "type" and (same[0] if same else {}).get(name) != entry[name]]
         return f"was changed ({', '.join(changed) or 'its ' + key}): it must come back as it was sent"
     return "was not sent back with it"
 
 
 def _describe(entry: dict[str, Any]) -> str:
-    kind, key = entry["type"], _KEY[entry["type"]]
+    """The reasoning named by what identifies it, and how it stands to the calls it goes with."""
+    kind = entry.get("type", "thoughtSignature")
+    key = _KEY[kind]
     value = str(entry[key])
     shown = value if len(value) <= 16 else value[:12] + "..."
+    if kind == "thoughtSignature":
+        return f"the thoughtSignature ({shown}) of"
     name = {"thinking": "thinking block", "redacted_thinking": "redacted_thinking block", "reasoning": "reasoning item"}
-    return f"the {name[kind]} ({key} {shown})"
+    return f"the {name[kind]} ({key} {shown}) before"
 
 
 def _calls(served: ModelTurn) -> str:

@@ -5,6 +5,9 @@ reasoning rule, DESIGN 6). Without the defect each is the correct twin a campaig
 - ``anthropic_agent``: Messages with ``thinking`` enabled, the assistant's content sent back as
   the API returned it (thinking, redacted thinking, text, tool use); ``drops_thinking`` keeps only
   the text and tool-use blocks, what a loop that "cleans up" the history does.
+- ``gemini_agent``: ``google-genai`` on a Gemini 3 model with thinking on, each reply's content
+  sent back as it came; ``drops_signatures`` rebuilds the model turn from its calls' names and
+  arguments, losing the ``thoughtSignature`` Gemini 3 requires back on the first call.
 - ``responses_agent``: Responses with ``store: false`` and ``include:
   ["reasoning.encrypted_content"]``, the history sent by hand: every output item appended as it
   came; ``drops_reasoning`` keeps only messages and function calls.
@@ -42,10 +45,11 @@ def _retrying(create: Callable[[], Any], error: type[Exception]) -> Any:
         try:
             return create()
         except error as exc:
-            status = getattr(exc, "status_code", None)
+            status = getattr(exc, "status_code", None) or getattr(exc, "code", None)  # google-genai: code
             if status not in RETRIED or attempt == 2:
                 raise
-            time.sleep(float(exc.response.headers.get("retry-after") or 1))  # type: ignore[attr-defined]
+            headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+            time.sleep(float(headers.get("retry-after") or 1))
     raise AssertionError("unreachable")
 
 
@@ -115,6 +119,61 @@ def make_responses(drops_reasoning: bool = False, max_rounds: int = 20) -> Calla
     return agent
 
 
+GEMINI_TOOLS = [
+    {"function_declarations": [{k: t["function"][k] for k in ("name", "description", "parameters")} for t in TOOLS]}
+]
+
+
+def make_gemini(drops_signatures: bool = False, max_rounds: int = 20) -> Callable[..., str]:
+    def agent(prompt: str, *, base_url: str, api_key: str) -> str:
+        from google import genai
+        from google.genai import types
+
+        options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
+        client = genai.Client(api_key=api_key, http_options=options)
+        contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
+        config = types.GenerateContentConfig(
+            tools=GEMINI_TOOLS,  # type: ignore[arg-type]
+            thinking_config=types.ThinkingConfig(thinking_budget=128),
+        )
+        for _ in range(max_rounds):
+            response = _retrying(
+                lambda: client.models.generate_content(model="gemini-3-pro-preview", contents=contents, config=config),
+                genai.errors.APIError,
+            )
+            content = response.candidates[0].content if response.candidates else None
+            parts = list(content.parts or []) if content is not None else []
+            calls = [p.function_call for p in parts if p.function_call is not None]
+            if not calls:
+                text = "".join(p.text or "" for p in parts if not p.thought)
+                if text:
+                    return text
+                continue  # MALFORMED_FUNCTION_CALL: asked again
+            if drops_signatures:  # the calls rebuilt from their names and arguments: signatures lost
+                content = types.Content(
+                    role="model",
+                    parts=[
+                        types.Part(function_call=types.FunctionCall(name=c.name, args=c.args, id=c.id)) for c in calls
+                    ],
+                )
+            contents.append(content)
+            results = [
+                {
+                    "function_response": {
+                        "id": c.id,
+                        "name": c.name,
+                        "response": {"result": _execute(c.name or "", _json(c.args or {}))},
+                    }
+                }
+                for c in calls
+            ]
+            contents.append({"role": "user", "parts": results})
+        raise RuntimeError(f"no answer after {max_rounds} rounds")
+
+    agent.__name__ = "gemini_drops_signatures" if drops_signatures else "gemini_agent"
+    return agent
+
+
 def _json(value: Any) -> str:
     return json.dumps(value)
 
@@ -123,4 +182,6 @@ anthropic_agent = make_anthropic()
 anthropic_drops_thinking = make_anthropic(drops_thinking=True)
 responses_agent = make_responses()
 responses_drops_reasoning = make_responses(drops_reasoning=True)
+gemini_agent = make_gemini()
+gemini_drops_signatures = make_gemini(drops_signatures=True)
 """By name, for ``harness fuzz --agent tests.harness.agents.planted_reasoning:NAME``."""

@@ -17,7 +17,7 @@ from harness.agents._conversation import Exchange, Run
 from harness.agents._invariants import judge
 from harness.agents._replies import WELL_FORMED, kind_of, request_features, servable, tier_of
 from harness.agents._replies._vocabulary import Tool
-from harness.emulator import Emulator, WireRequest, opaque
+from harness.emulator import Emulator, WireRequest, call_signature, opaque
 from harness.recording import Body as RecordedBody
 from harness.recording import Request, conversation
 from harness.scenarios import Call, ModelTurn, ScenarioError
@@ -269,11 +269,37 @@ def test_w2_asks_back_a_responses_reasoning_item_sent_by_hand_with_its_encrypted
     assert judge(_responses_conversation({"previous_response_id": "resp_1", "items": [output]})).ok
 
 
+def _gemini_conversation(model: str, signed: bool) -> Run:
+    reply = ModelTurn(calls=(Call("add", {"a": 1}, id="call_1"),))
+    route = _route("gemini", "generateContent")
+    path = f"/v1beta/models/{model}:generateContent"
+    call: dict[str, Any] = {"functionCall": {"name": "add", "args": {"a": 1}}}  # sent back without its id
+    if signed:
+        call["thoughtSignature"] = call_signature("add", {"a": 1})
+    result = {"functionResponse": {"name": "add", "response": {"result": "1"}}}
+    user = {"role": "user", "parts": [{"text": "p"}]}
+    bodies = [
+        {"contents": [user]},
+        {"contents": [user, {"role": "model", "parts": [call]}, {"role": "user", "parts": [result]}]},
+    ]
+    requests = [WireRequest("POST", path, {}, {}, body, route, {"model": model}) for body in bodies]
+    return _run(requests, [reply, ModelTurn(text="Done.")])
+
+
+def test_w2_asks_back_the_first_calls_thought_signature_from_gemini_3_on() -> None:
+    assert judge(_gemini_conversation("gemini-3-pro-preview", signed=True)).ok
+    (dropped,) = judge(_gemini_conversation("gemini-3-pro-preview", signed=False)).violations
+    assert dropped.invariant == "W2" and "the thoughtSignature (" in dropped.message
+    assert "of call add#call_1 (reply 1) was not sent back" in dropped.message
+    assert judge(_gemini_conversation("gemini-2.5-flash", signed=False)).ok  # 2.5 does not check them
+
+
 # -- planted loops ------------------------------------------------------------------------------
 
 PLANTED = {
     "anthropic_drops_thinking": ("anthropic_agent", "the thinking block"),
     "responses_drops_reasoning": ("responses_agent", "the reasoning item"),
+    "gemini_drops_signatures": ("gemini_agent", "the thoughtSignature"),
 }
 
 
