@@ -37,8 +37,8 @@ from harness.agents._campaign import DEFAULT_EXAMPLES, DEFAULT_MAX_REPLIES, foun
 from harness.agents._campaign_result import INCONCLUSIVE, INTERRUPTED, VIOLATION, AgentStats, UnsteadyAgentError
 from harness.agents._conversation import DEFAULT_TIME_BOUND, as_recorded, check_signature
 from harness.agents._first_failure import agent_traceback, nothing_tested
-from harness.agents._process_agent import AgentCommandError, ProcessAgent, end_every_group
 from harness.agents._invariants import declared_deviations, deviations_of
+from harness.agents._process_agent import AgentCommandError, ProcessAgent, end_every_group
 from harness.cli._common import USAGE_ERROR, html_ready, write_html
 
 PLAIN_EVERY = 10.0

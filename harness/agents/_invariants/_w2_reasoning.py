@@ -16,6 +16,10 @@ comes back unchanged, judged exactly as each provider requires it and no stricte
   (what ``include: ["reasoning.encrypted_content"]`` asked for). A request that continues with
   ``previous_response_id`` has it on the server and is not judged here; an ``item_reference``
   to the item is the item.
+- Bedrock Converse (Claude's extended thinking, "Extended thinking with tool use"): the
+  ``reasoningContent`` block of the last assistant message, its text and signature, comes back
+  with the ``toolUse`` it preceded when the request enables thinking
+  (``additionalModelRequestFields``), as on Anthropic's own API.
 - Gemini, "Thought signatures": from Gemini 3 on, the ``thoughtSignature`` of the first
   ``functionCall`` part of each step of the current turn must come back on that part (a missing
   one is a 400); Gemini 2.5 does not check them, and signatures on other parts are recommended,
@@ -23,12 +27,13 @@ comes back unchanged, judged exactly as each provider requires it and no stricte
   no version is taken as a current model, as the emulator takes it).
 
 The reasoning served is known without the bytes: the emulator derives each signature, id and
-encrypted content from the reasoning itself (``harness.emulator`` ``opaque``), as computed again here.
+encrypted content from the reasoning itself (``harness.emulator.opaque``), and this rule asks the
+emulator's own functions for them (``thinking_signature``, ``reasoning_item``, ``call_signature``,
+``reasoning_signature``).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +42,7 @@ from typing import Any
 from harness.agents._conversation import Exchange, carried
 from harness.agents._invariants._findings import ReplyKinds, Violation
 from harness.agents._replies import request_features
-from harness.emulator import WireRequest, call_signature, opaque
+from harness.emulator import WireRequest, call_signature, reasoning_item, reasoning_signature, thinking_signature
 from harness.recording import Said, reasoning_entry
 from harness.scenarios import ModelTurn
 
@@ -86,7 +91,7 @@ def _asked_back(served: ModelTurn, asked: WireRequest, following: WireRequest) -
             return ()  # a continuation without thinking may leave thinking blocks out
         blocks: list[dict[str, Any]] = []
         if served.thinking is not None:
-            signature = base64.b64encode(opaque("anthropic thinking", served.thinking, 48).encode()).decode()
+            signature = thinking_signature(served.thinking)
             blocks.append({"type": "thinking", "thinking": served.thinking, "signature": signature})
         data = dict(served.wire).get("redacted_thinking")
         if isinstance(data, str):
@@ -95,12 +100,13 @@ def _asked_back(served: ModelTurn, asked: WireRequest, following: WireRequest) -
     if asked.route.provider == "openai" and asked.route.endpoint == "responses" and served.thinking is not None:
         if isinstance(_body(following).get("previous_response_id"), str):
             return ()  # the server keeps the reasoning with the response
-        include = _body(asked).get("include")
-        encrypted = isinstance(include, list) and "reasoning.encrypted_content" in include
-        item: dict[str, Any] = {"type": "reasoning", "id": "rs_" + opaque("responses reasoning", served.thinking, 48)}
-        if encrypted:
-            item["encrypted_content"] = "gAAAAAB" + opaque("responses encrypted", served.thinking, 64)
-        return (item,)
+        item = reasoning_item(served.thinking, asked)
+        return ({k: v for k, v in item.items() if k in ("type", "id", "encrypted_content") and v is not None},)
+    if asked.route.provider == "bedrock" and served.thinking is not None:
+        if "reasoning" not in request_features("bedrock", following.body):
+            return ()  # as Anthropic's: a continuation without thinking may leave it out
+        signature = reasoning_signature(served.thinking)
+        return ({"type": "reasoningText", "text": served.thinking, "signature": signature},)
     if asked.route.provider == "gemini" and _checks_signatures(following):
         first = served.calls[0]
         arguments = json.loads(first.raw) if first.raw is not None else dict(first.args)
@@ -132,7 +138,13 @@ def _holding(history: tuple[Said, ...], served: ModelTurn) -> Said | None:
     )
 
 
-_KEY = {"thinking": "signature", "redacted_thinking": "data", "reasoning": "id", "thoughtSignature": "thoughtSignature"}
+_KEY = {
+    "reasoningText": "signature",
+    "thinking": "signature",
+    "redacted_thinking": "data",
+    "reasoning": "id",
+    "thoughtSignature": "thoughtSignature",
+}
 """What identifies each kind of reasoning: a thinking block's signature, a redacted block's data,
 a reasoning item's id (what a changed copy of it still shows)."""
 
@@ -167,7 +179,12 @@ def _describe(entry: dict[str, Any]) -> str:
     shown = value if len(value) <= 16 else value[:12] + "..."
     if kind == "thoughtSignature":
         return f"the thoughtSignature ({shown}) of"
-    name = {"thinking": "thinking block", "redacted_thinking": "redacted_thinking block", "reasoning": "reasoning item"}
+    name = {
+        "reasoningText": "reasoningContent block",
+        "thinking": "thinking block",
+        "redacted_thinking": "redacted_thinking block",
+        "reasoning": "reasoning item",
+    }
     return f"the {name[kind]} ({key} {shown}) before"
 
 

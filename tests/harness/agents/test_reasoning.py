@@ -5,7 +5,6 @@ campaign while their correct twins pass."""
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,14 @@ from harness.agents._conversation import Exchange, Run
 from harness.agents._invariants import judge
 from harness.agents._replies import WELL_FORMED, kind_of, request_features, servable, tier_of
 from harness.agents._replies._vocabulary import Tool
-from harness.emulator import Emulator, WireRequest, call_signature, opaque
+from harness.emulator import (
+    Emulator,
+    WireRequest,
+    call_signature,
+    reasoning_item,
+    reasoning_signature,
+    thinking_signature,
+)
 from harness.recording import Body as RecordedBody
 from harness.recording import Request, conversation
 from harness.scenarios import Call, ModelTurn, ScenarioError
@@ -27,10 +33,6 @@ from tests.harness.agents import planted_reasoning
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
 ADD = Tool("add", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})
-
-
-def _signature(thinking: str) -> str:
-    return base64.b64encode(opaque("anthropic thinking", thinking, 48).encode()).decode()
 
 
 def _route(provider: str, endpoint: str) -> Any:
@@ -92,7 +94,7 @@ def test_a_scenario_file_writes_redacted_thinking_and_the_emulator_serves_it_str
     whole = emulator.answer("POST", "/v1/messages", "", [], json.dumps(body).encode()).reply
     blocks = json.loads(whole.body or b"")["content"]
     expected = [
-        {"type": "thinking", "thinking": "let me think", "signature": _signature("let me think")},
+        {"type": "thinking", "thinking": "let me think", "signature": thinking_signature("let me think")},
         {"type": "redacted_thinking", "data": "SECRETDATA"},
     ]
     assert blocks[:2] == expected and blocks[2]["type"] == "tool_use"
@@ -199,7 +201,7 @@ def _anthropic_conversation(last_turn_blocks: list[dict[str, Any]], thinking: di
     def result(n: int) -> dict[str, Any]:
         return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": str(n)}]}
 
-    thought = {"type": "thinking", "thinking": "T1", "signature": _signature("T1")}
+    thought = {"type": "thinking", "thinking": "T1", "signature": thinking_signature("T1")}
     prompt = {"role": "user", "content": "p"}
     ask = {"thinking": THINKING}
     bodies = [
@@ -221,7 +223,7 @@ def _anthropic_conversation(last_turn_blocks: list[dict[str, Any]], thinking: di
 
 
 def test_w2_asks_back_the_last_turns_thinking_unchanged_and_lets_older_turns_thinking_go() -> None:
-    kept = {"type": "thinking", "thinking": "T2", "signature": _signature("T2")}
+    kept = {"type": "thinking", "thinking": "T2", "signature": thinking_signature("T2")}
     assert judge(_anthropic_conversation([kept])).ok
     (dropped,) = judge(_anthropic_conversation([])).violations
     assert dropped.invariant == "W2" and dropped.request == 3 and dropped.cause == 2
@@ -250,12 +252,9 @@ def _responses_conversation(second: dict[str, Any], store: bool = False) -> Run:
 
 
 def test_w2_asks_back_a_responses_reasoning_item_sent_by_hand_with_its_encrypted_content_when_not_stored() -> None:
-    item = {
-        "type": "reasoning",
-        "id": "rs_" + opaque("responses reasoning", "R", 48),
-        "summary": [],
-        "encrypted_content": "gAAAAAB" + opaque("responses encrypted", "R", 64),
-    }
+    asked = _request("openai", "responses", {"include": ["reasoning.encrypted_content"]})
+    item = reasoning_item("R", asked)  # as the emulator served it
+    assert item["encrypted_content"]
     call = {"type": "function_call", "call_id": "call_1", "name": "add", "arguments": '{"a": 1}'}
     output = {"type": "function_call_output", "call_id": "call_1", "output": "1"}
     assert judge(_responses_conversation({"items": [item, call, output]})).ok
@@ -292,6 +291,28 @@ def test_w2_asks_back_the_first_calls_thought_signature_from_gemini_3_on() -> No
     assert dropped.invariant == "W2" and "the thoughtSignature (" in dropped.message
     assert "of call add#call_1 (reply 1) was not sent back" in dropped.message
     assert judge(_gemini_conversation("gemini-2.5-flash", signed=False)).ok  # 2.5 does not check them
+
+
+def _converse_conversation(sent_back: list[dict[str, Any]], thinking: bool = True) -> Run:
+    reply = ModelTurn(thinking="C", calls=(Call("add", {"a": 1}, id="tooluse_1"),))
+    ask = {"additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}}}
+    use = {"toolUse": {"toolUseId": "tooluse_1", "name": "add", "input": {"a": 1}}}
+    result = {"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "1"}]}}
+    user = {"role": "user", "content": [{"text": "p"}]}
+    following = {
+        **(ask if thinking else {}),
+        "messages": [user, {"role": "assistant", "content": [*sent_back, use]}, {"role": "user", "content": [result]}],
+    }
+    requests = [_request("bedrock", "converse", body) for body in ({**ask, "messages": [user]}, following)]
+    return _run(requests, [reply, ModelTurn(text="Done.")])
+
+
+def test_w2_asks_back_converse_reasoning_content_of_the_last_turn_when_thinking_is_on() -> None:
+    kept = {"reasoningContent": {"reasoningText": {"text": "C", "signature": reasoning_signature("C")}}}
+    assert judge(_converse_conversation([kept])).ok
+    (dropped,) = judge(_converse_conversation([])).violations
+    assert "the reasoningContent block (signature " in dropped.message and "was not sent back" in dropped.message
+    assert judge(_converse_conversation([], thinking=False)).ok
 
 
 # -- planted loops ------------------------------------------------------------------------------
