@@ -22,6 +22,7 @@ from harness.emulator import (
     call_signature,
     reasoning_item,
     reasoning_signature,
+    script_of,
     thinking_signature,
 )
 from harness.recording import Body as RecordedBody
@@ -110,6 +111,29 @@ def test_a_scenario_file_writes_redacted_thinking_and_the_emulator_serves_it_str
     assert starts[1] == expected[1] and signed == [expected[0]["signature"]]
     with pytest.raises(ScenarioError, match="redacted_thinking takes the block's opaque data"):
         Scenario.from_yaml("turns:\n  - {wire: {redacted_thinking: 3}, turn: {text: hi}}\n")
+
+
+def test_a_responses_reasoning_item_carries_encrypted_content_only_when_the_request_includes_it() -> None:
+    """Streamed and not: what an agent with ``store: false`` sends back, and null to one that did not ask."""
+    turn = "turns:\n  - {thinking: plan, calls: [{name: add, args: {a: 1}, id: call_1}]}\n"
+    for include in ([], ["reasoning.encrypted_content"]):
+        for stream in (False, True):
+            emulator = Emulator(*script_of(Scenario.from_yaml(turn).turns))
+            body = {"model": "gpt-test", "input": "hi", "include": include, "stream": stream}
+            reply = emulator.answer("POST", "/v1/responses", "", [], json.dumps(body).encode()).reply
+            if stream:
+                events = [
+                    json.loads(line[5:])
+                    for c in reply.chunks or []
+                    for line in c.splitlines()
+                    if line.startswith(b"data:")
+                ]
+                output = events[-1]["response"]["output"]
+            else:
+                output = json.loads(reply.body or b"")["output"]
+            item = output[0]
+            assert item["type"] == "reasoning" and item["summary"][0]["text"] == "plan"
+            assert item["id"].startswith("rs_") and (item["encrypted_content"] is not None) == bool(include)
 
 
 # -- reading it back ----------------------------------------------------------------------------
