@@ -49,7 +49,7 @@ def _retrying(create: Callable[[], Any], error: type[Exception]) -> Any:
             if status not in RETRIED or attempt == 2:
                 raise
             headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-            time.sleep(float(headers.get("retry-after") or 1))
+            time.sleep(float(headers.get("retry-after") or 0.1))  # no Retry-After (a 500): a short back-off
     raise AssertionError("unreachable")
 
 
