@@ -8,10 +8,15 @@ with ``harness.proxy``).
 docs/emulator.md is the user's page.
 """
 
+from harness.emulator._anthropic import signature_of as thinking_signature
+from harness.emulator._bedrock import reasoning_signature
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import Fault, ending, fault
+from harness.emulator._gemini import call_signature
 from harness.emulator._loopback import FrontDoor, LoopbackServer, is_loopback, remote_warning
+from harness.emulator._openai import reasoning_item
 from harness.emulator._scenario_file import script_of
+from harness.emulator._scripted import opaque
 from harness.emulator._server import PROVIDER_MODULES, Emulator, EmulatorTransport, serve
 
 __all__ = [
@@ -27,7 +32,12 @@ __all__ = [
     "ending",
     "fault",
     "is_loopback",
+    "opaque",
+    "reasoning_item",
+    "reasoning_signature",
     "remote_warning",
     "script_of",
     "serve",
+    "thinking_signature",
+    "call_signature",
 ]

@@ -6,7 +6,9 @@ thinking empty, ``tool_use`` with ``input: {}``), its deltas (``text_delta``, ``
 then one ``signature_delta``, ``input_json_delta`` fragments), ``content_block_stop``; then
 ``message_delta`` with the stop reason and the cumulative usage, and ``message_stop``.
 
-Scripted thinking gets a signature (Anthropic's are opaque base64; these are deterministic). A
+Scripted thinking gets a signature (Anthropic's are opaque base64; these are derived from the
+thinking they sign, :func:`signature_of`, so the same block is signed the same way wherever it is
+served, and a changed or dropped block can be told apart when the agent sends it back). A
 block made by :func:`redacted_thinking` is sent as a ``redacted_thinking`` block carrying its
 data, the shape Anthropic uses when its safety systems encrypt the reasoning. The block is a
 ``("thinking", data)`` pair to everything else (``Turn`` takes only text and thinking blocks, and
@@ -24,6 +26,7 @@ import harness.wire as wire
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import edit_events
 from harness.emulator._openai import split
+from harness.emulator._scripted import opaque
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("anthropic")
@@ -89,8 +92,10 @@ def _usage(turn: Turn) -> dict[str, Any]:
     }
 
 
-def _signature(ids: IdSource) -> str:
-    return base64.b64encode(ids.next("emulated-signature-", 16).encode()).decode()
+def signature_of(thinking: str) -> str:
+    """The signature a thinking block is served with: opaque base64 as Anthropic's, derived from
+    the thinking it signs (``_scripted.opaque``), so W2 knows what must come back unchanged."""
+    return base64.b64encode(opaque("anthropic thinking", thinking, 48).encode()).decode()
 
 
 def _blocks(turn: Turn, ids: IdSource) -> list[dict[str, Any]]:
@@ -114,7 +119,7 @@ def _blocks(turn: Turn, ids: IdSource) -> list[dict[str, Any]]:
         elif isinstance(block, RedactedThinking):
             blocks.append({"type": "redacted_thinking", "data": block[1]})
         elif block[0] == "thinking":
-            blocks.append({"type": "thinking", "thinking": block[1], "signature": _signature(ids)})
+            blocks.append({"type": "thinking", "thinking": block[1], "signature": signature_of(block[1])})
         else:
             blocks.append({"type": "text", "text": block[1]})
     return blocks

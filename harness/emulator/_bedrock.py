@@ -46,7 +46,7 @@ from typing import Any, Final
 import harness.emulator._anthropic as anthropic
 import harness.emulator._exchange as exchange
 import harness.emulator._faults as faults
-from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, pieces
+from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, fragments, opaque, pieces
 from harness.script import ScriptedCall, Turn
 from harness.wire import Route, decode_frame, encode_frame, event_frame, exception_frame, routes_of
 
@@ -143,7 +143,9 @@ def render(turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) ->
             }
             content.append({"toolUse": tool})
         elif block[0] == "thinking":
-            content.append({"reasoningContent": {"reasoningText": {"signature": _signature(ids), "text": block[1]}}})
+            content.append(
+                {"reasoningContent": {"reasoningText": {"signature": reasoning_signature(block[1]), "text": block[1]}}}
+            )
         else:
             content.append({"text": block[1]})
     body = {
@@ -155,8 +157,11 @@ def render(turn: Turn, request: exchange.WireRequest, ids: exchange.IdSource) ->
     return exchange.WireReply(200, headers, body=_json(body))
 
 
-def _signature(ids: exchange.IdSource) -> str:
-    return ids.next("EmulatorReasoningSignature", 16)
+def reasoning_signature(text: str) -> str:
+    """The signature of a ``reasoningText`` block, derived from its text (``_scripted.opaque``):
+    the same reasoning is signed the same way wherever it is served, and W2 knows what must come
+    back with the call it preceded."""
+    return "EmulatorReasoningSignature" + opaque("bedrock reasoning", text, 32)
 
 
 class _Stream:
@@ -194,7 +199,7 @@ class _Stream:
             frames += [delta({"toolUse": {"input": part}}) for part in parts]
         elif block[0] == "thinking":
             frames += [delta({"reasoningContent": {"text": part}}) for part in pieces(block[1], _TEXT_PIECE)]
-            frames.append(delta({"reasoningContent": {"signature": _signature(self.ids)}}))
+            frames.append(delta({"reasoningContent": {"signature": reasoning_signature(block[1])}}))
         else:
             frames += [delta({"text": part}) for part in pieces(block[1], _TEXT_PIECE)]
         frames.append(self.event("contentBlockStop", {"contentBlockIndex": index}))

@@ -46,7 +46,14 @@ import re
 from typing import Any, Final
 
 import harness.emulator._exchange as exchange
-from harness.emulator._scripted import arguments_of, check_renderable, estimated_usage, pieces, thinking_tokens
+from harness.emulator._scripted import (
+    arguments_of,
+    check_renderable,
+    estimated_usage,
+    opaque,
+    pieces,
+    thinking_tokens,
+)
 from harness.script import ScriptedCall, Turn
 from harness.wire import Route, routes_of, sse_data, sse_frame
 
@@ -113,8 +120,16 @@ def _thinking_generation(model: str) -> bool:
     return found is None or float(found.group(1)) >= 2.5
 
 
-def _signature(ids: exchange.IdSource) -> str:
-    return base64.b64encode(b"\x12\x1c" + ids.next("emulator-thought-signature-", 8).encode()).decode("ascii")
+def thought_signature(kind: str, covered: str) -> str:
+    """A base64 ``thoughtSignature`` derived from what it signs (``_scripted.opaque``): a call's
+    name and arguments (``kind`` ``call``) or a thought's text (``thought``), so the same reasoning
+    is signed the same way wherever it is served, and W2 knows the signature that must come back."""
+    return base64.b64encode(b"\x12\x1c" + opaque(f"gemini {kind}", covered, 24).encode()).decode("ascii")
+
+
+def call_signature(name: str, arguments: dict[str, Any]) -> str:
+    """The signature of the first function call of a reply (what Gemini 3 requires back with it)."""
+    return thought_signature("call", name + json.dumps(arguments, sort_keys=True, ensure_ascii=False))
 
 
 # -- replies -------------------------------------------------------------------------------------
@@ -157,13 +172,13 @@ def _parts(turn: Turn, modern: bool, ids: exchange.IdSource) -> tuple[list[dict[
                 call["id"] = block.id
             part: dict[str, Any] = {"functionCall": call}
             if modern and not signed_call:
-                part["thoughtSignature"] = _signature(ids)
+                part["thoughtSignature"] = call_signature(block.name, arguments)
                 signed_call = True
             parts.append(part)
         else:
             kind, text = block
             if kind == "thinking":
-                parts.append({"text": text, "thought": True, "thoughtSignature": _signature(ids)})
+                parts.append({"text": text, "thought": True, "thoughtSignature": thought_signature("thought", text)})
             else:
                 parts.append({"text": text})
     return parts, "MAX_TOKENS" if turn.stop_reason == "length" else "STOP"

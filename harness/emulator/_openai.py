@@ -29,6 +29,7 @@ from typing import Any
 import harness.wire as wire
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
 from harness.emulator._faults import edit_events
+from harness.emulator._scripted import opaque
 from harness.script import ScriptedCall, Turn
 
 ROUTES: tuple[wire.Route, ...] = wire.routes_of("openai")
@@ -290,14 +291,7 @@ def _items(turn: Turn, request: WireRequest, ids: IdSource) -> list[dict[str, An
         if isinstance(block, ScriptedCall):
             items.append(_call_item(block, block.name in custom, ids))
         elif block[0] == "thinking":
-            items.append(
-                {
-                    "id": ids.next("rs_", 48),
-                    "type": "reasoning",
-                    "encrypted_content": ids.next("gAAAAAB", 40),
-                    "summary": [{"type": "summary_text", "text": block[1]}] if block[1] else [],
-                }
-            )
+            items.append(reasoning_item(block[1], request))
         else:
             part = {"type": "output_text", "annotations": [], "logprobs": [], "text": block[1]}
             items.append(
@@ -311,6 +305,28 @@ def _items(turn: Turn, request: WireRequest, ids: IdSource) -> list[dict[str, An
                 }
             )
     return items
+
+
+def encrypts_reasoning(request: WireRequest) -> bool:
+    """Whether a Responses request asked for its reasoning encrypted (``include:
+    ["reasoning.encrypted_content"]``, what an agent with ``store: false`` needs to send it back)."""
+    body = request.body if isinstance(request.body, Mapping) else {}
+    include = body.get("include")
+    return isinstance(include, list) and "reasoning.encrypted_content" in include
+
+
+def reasoning_item(summary: str, request: WireRequest) -> dict[str, Any]:
+    """A reasoning output item: its summary, and ``encrypted_content`` only when the request
+    includes it (null otherwise, as OpenAI sends it). The id and the encrypted content are derived
+    from the reasoning (``_scripted.opaque``), so W2 knows which item must come back unchanged."""
+    return {
+        "id": "rs_" + opaque("responses reasoning", summary, 48),
+        "type": "reasoning",
+        "encrypted_content": "gAAAAAB" + opaque("responses encrypted", summary, 64)
+        if encrypts_reasoning(request)
+        else None,
+        "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+    }
 
 
 def _call_item(call: ScriptedCall, custom: bool, ids: IdSource) -> dict[str, Any]:

@@ -8,12 +8,13 @@ here; a wire campaign (``harness.agents``) turns its drawn replies into entries 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from harness.emulator._faults import Fault, fault
-from harness.script import Turn
+from harness.script import ScriptedCall, Turn
 
 AfterLast = Literal["error", "repeat"]
 AFTER_LAST: tuple[AfterLast, ...] = ("error", "repeat")
@@ -41,10 +42,23 @@ def script_of(turns: Sequence[Any]) -> list[Turn | Fault]:
             scripted = fault.drop_mid_stream(1 if model_turn.has_content else 0, scripted)
         elif model_turn.kind == "hang_up":
             scripted = fault.truncate(scripted)
+        if "redacted_thinking" in wire:
+            scripted = _redacted(scripted, wire["redacted_thinking"])
         for name, parameter in reversed(model_turn.wire):  # the first one written wraps the others
-            scripted = _WIRE[name](parameter, scripted)
+            if name != "redacted_thinking":
+                scripted = _WIRE[name](parameter, scripted)
         entries.append(scripted)
     return entries
+
+
+def _redacted(scripted: Turn, data: str) -> Turn:
+    """A reply with Anthropic ``redacted_thinking`` (``wire: {redacted_thinking: DATA}``): the
+    block after its thinking, before its text and calls, where Anthropic sends it."""
+    from harness.emulator._anthropic import redacted_thinking
+
+    at = sum(1 for block in scripted.blocks if not isinstance(block, ScriptedCall) and block[0] == "thinking")
+    blocks = (*scripted.blocks[:at], redacted_thinking(data), *scripted.blocks[at:])
+    return dataclasses.replace(scripted, blocks=blocks)
 
 
 _WIRE: dict[str, Callable[[Any, Any], Fault]] = {

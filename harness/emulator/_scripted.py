@@ -7,6 +7,7 @@ gets token counts estimated from the request and the reply, four characters a to
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -15,6 +16,14 @@ from harness.script import ScriptedCall, Turn
 from openprogram.types import Usage
 
 WORDS = re.compile(r"\s*\S+|\s+")
+
+
+def opaque(kind: str, covered: str, size: int = 32) -> str:
+    """A stand-in for a value a provider signs or encrypts (a thinking block's signature, a
+    reasoning item's id or encrypted content), derived from what it covers: the same reasoning
+    gets the same value whichever emulator serves it and in whichever order, so a wire invariant
+    can tell reasoning an agent sent back unchanged from reasoning it changed or left out."""
+    return hashlib.sha256(f"{kind}\0{covered}".encode()).hexdigest()[:size]
 
 
 def check_renderable(turn: Turn) -> None:

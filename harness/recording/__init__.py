@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         request_secrets,
     )
     from harness.recording._tools import ConversionError, read_steps, render_timeline, to_scenario
-    from harness.recording._transcript import Call, Said, conversation
+    from harness.recording._transcript import Call, Said, conversation, reasoning_entry
     from harness.recording._vcr import CassetteCorruptError
 
 _EXPORTS = {
@@ -74,6 +74,7 @@ _EXPORTS = {
     "Call": "._transcript",
     "Said": "._transcript",
     "conversation": "._transcript",
+    "reasoning_entry": "._transcript",
 }
 __all__ = [
     "BackendError",
@@ -101,6 +102,7 @@ __all__ = [
     "open_recording",
     "recorded_backend",
     "read_steps",
+    "reasoning_entry",
     "recorded_client",
     "redact",
     "render_timeline",

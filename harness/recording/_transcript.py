@@ -45,6 +45,9 @@ class Said:
     call_id: str | None = None
     tool_name: str | None = None
     is_error: bool = False
+    reasoning: tuple[str, ...] = ()
+    """The reasoning an assistant message carries back, opaque to the agent and signed or
+    encrypted by the provider (:func:`reasoning_entry`): compared as sent, never shown as text."""
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,24 @@ def _call(call_id: Any, name: Any, arguments: Any) -> Call:
     return Call(str(call_id or ""), str(name or ""), arguments if isinstance(arguments, dict) else {})
 
 
+def reasoning_entry(**fields: Any) -> str:
+    """One piece of reasoning as :attr:`Said.reasoning` holds it: its identifying fields (an
+    Anthropic block's type, text, signature or data; a Responses item's id and encrypted content;
+    a Gemini thought signature) as canonical JSON, equal only when what was sent back is the same."""
+    return json.dumps({k: v for k, v in fields.items() if v is not None}, sort_keys=True, ensure_ascii=False)
+
+
 def _merge(messages: Iterable[Said]) -> Iterable[Said]:
     """Adjacent assistant messages as one (some clients send the text and the calls apart), empty ones dropped."""
     merged: list[Said] = []
     for said in messages:
-        if said.role != "tool" and not said.text and not said.calls:
+        if said.role != "tool" and not said.text and not said.calls and not said.reasoning:
             continue
         if merged and said.role == "assistant" and merged[-1].role == "assistant":
             last = merged.pop()
-            said = Said("assistant", last.text + said.text, last.calls + said.calls)
+            said = Said(
+                "assistant", last.text + said.text, last.calls + said.calls, reasoning=last.reasoning + said.reasoning
+            )
         merged.append(said)
     return merged
 
@@ -153,6 +165,11 @@ def _openai_responses(body: dict[str, Any]) -> tuple[str, list[Said]]:
             out.append(Said("user" if role == "user" else "assistant", text_of(item.get("content"))))
         elif kind == "function_call":
             out.append(Said("assistant", calls=(_call(item.get("call_id"), item.get("name"), item.get("arguments")),)))
+        elif kind == "reasoning":
+            entry = reasoning_entry(
+                type="reasoning", id=item.get("id"), encrypted_content=item.get("encrypted_content")
+            )
+            out.append(Said("assistant", reasoning=(entry,)))
         elif kind == "function_call_output":
             out.append(Said("tool", text_of(item.get("output")), call_id=str(item.get("call_id") or "")))
     return "\n".join(system), out
@@ -165,11 +182,17 @@ def _anthropic(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
             continue
         role, content = message.get("role"), message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        text, calls = [], []
+        text, calls, reasoning = [], [], []
         for block in blocks:
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "tool_result":
+            if block.get("type") == "thinking":
+                reasoning.append(
+                    reasoning_entry(type="thinking", thinking=block.get("thinking"), signature=block.get("signature"))
+                )
+            elif block.get("type") == "redacted_thinking":
+                reasoning.append(reasoning_entry(type="redacted_thinking", data=block.get("data")))
+            elif block.get("type") == "tool_result":
                 out.append(
                     Said(
                         "tool",
@@ -183,7 +206,7 @@ def _anthropic(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
             elif block.get("type") == "text":
                 text.append(text_of(block))
         if role in ("user", "assistant"):
-            out.append(Said(role, "".join(text), tuple(calls)))
+            out.append(Said(role, "".join(text), tuple(calls), reasoning=tuple(reasoning)))
     return text_of(body.get("system")), out
 
 
@@ -195,10 +218,13 @@ def _gemini(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
         if not isinstance(content, dict):
             continue
         role: Role = "assistant" if content.get("role") == "model" else "user"
-        text, calls = [], []
+        text, calls, signatures = [], [], []
         for part in content.get("parts") or []:
             if not isinstance(part, dict):
                 continue
+            signature = part.get("thoughtSignature") or part.get("thought_signature")
+            if isinstance(signature, str):
+                signatures.append(reasoning_entry(thoughtSignature=signature))
             call = part.get("functionCall") or part.get("function_call")
             result = part.get("functionResponse") or part.get("function_response")
             if isinstance(call, dict):
@@ -214,7 +240,7 @@ def _gemini(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
                 )
             elif isinstance(part.get("text"), str) and not part.get("thought"):
                 text.append(part["text"])
-        out.append(Said(role, "".join(text), tuple(calls)))
+        out.append(Said(role, "".join(text), tuple(calls), reasoning=tuple(signatures)))
     return system, out
 
 
@@ -225,7 +251,7 @@ def _bedrock(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
-        text, calls = [], []
+        text, calls, reasoning = [], [], []
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
@@ -239,14 +265,25 @@ def _bedrock(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:
                         is_error=result.get("status") == "error",
                     )
                 )
+            elif isinstance(block.get("reasoningContent"), dict):
+                reasoning.append(_bedrock_reasoning(block["reasoningContent"]))
             elif isinstance(block.get("toolUse"), dict):
                 use = block["toolUse"]
                 calls.append(_call(use.get("toolUseId"), use.get("name"), use.get("input")))
             elif isinstance(block.get("text"), str):
                 text.append(block["text"])
         if message.get("role") in ("user", "assistant"):
-            out.append(Said(message["role"], "".join(text), tuple(calls)))
+            out.append(Said(message["role"], "".join(text), tuple(calls), reasoning=tuple(reasoning)))
     return text_of(body.get("system")), out
+
+
+def _bedrock_reasoning(content: dict[str, Any]) -> str:
+    """Converse's ``reasoningContent``: its ``reasoningText`` (text and signature) or its
+    ``redactedContent`` (bytes, base64 in JSON)."""
+    text = content.get("reasoningText")
+    if isinstance(text, dict):
+        return reasoning_entry(type="reasoningText", text=text.get("text"), signature=text.get("signature"))
+    return reasoning_entry(type="redactedContent", data=content.get("redactedContent"))
 
 
 def _ollama(body: dict[str, Any], endpoint: str) -> tuple[str, list[Said]]:

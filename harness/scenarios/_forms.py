@@ -93,9 +93,10 @@ _WIRE_DEFAULTS: Mapping[str, Any] = {
     "split": (1,),
     "stall": 1,
     "slow_first_byte": 0.3,
+    "redacted_thinking": "EmulatedRedactedThinking",
 }
 """A wire fault named without a parameter: dropped after one chunk, chunks 50 ms apart, an in-band
-error of a 500's type; the others are flags."""
+error of a 500's type, redacted thinking with stand-in data; the others are flags."""
 
 
 def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
@@ -126,6 +127,8 @@ def wire_faults(value: Any) -> tuple[tuple[str, Any], ...]:
             isinstance(parameter, int) and not isinstance(parameter, bool) and 400 <= parameter <= 599
         ):
             raise ScenarioError(f"error_event takes the HTTP error status its type is (400-599), got {parameter!r:.60}")
+        if name == "redacted_thinking" and not (isinstance(parameter, str) and parameter):
+            raise ScenarioError(f"redacted_thinking takes the block's opaque data (a string), got {parameter!r:.60}")
         if name == "slow" and not number:
             raise ScenarioError(f"slow takes the seconds before each chunk (0 or more), got {parameter!r:.60}")
         parameter = _delivery_parameter(name, parameter, number)
@@ -255,7 +258,8 @@ class WireForm(Form):
     pieces the body's bytes are cut into, in turn, default ``[1]``), ``stall`` (events before the
     stream stalls, open and silent, default 1), ``slow_first_byte`` (seconds before the status,
     default 0.3), ``refusal`` (the reply as the model's refusal), ``content_filter`` (as the
-    provider's filter withheld it): a name, a list of names or ``{name: parameter}``."""
+    provider's filter withheld it), and ``redacted_thinking`` (Anthropic's encrypted reasoning, its
+    opaque data; not a fault): a name, a list of names or ``{name: parameter}``."""
     turn: TurnEntry
 
     def build(self) -> ModelTurn:

@@ -63,6 +63,7 @@ WIRE_FAULTS = (
     "interleaved",
     "refusal",
     "content_filter",
+    "redacted_thinking",
 )
 """How a turn is delivered on a provider's wire, for ``harness emulate`` (``harness.emulator._faults``):
 the connection dropped after N chunks, a gzip body, broken JSON in a delta, chunks S seconds apart,
@@ -76,7 +77,9 @@ status sent S seconds late; the reply as the model's
 refusal (``refusal``: Anthropic's ``stop_reason: refusal``, OpenAI's ``refusal`` field or part,
 Gemini's ``SAFETY``, Bedrock's ``content_filtered``) or as the provider's content filter withheld it
 (``content_filter``: OpenAI's ``finish_reason: content_filter``, Responses' ``incomplete``, Gemini's
-blocked prompt, Bedrock's ``guardrail_intervened``). A turn with ``status`` is an
+blocked prompt, Bedrock's ``guardrail_intervened``); and ``redacted_thinking``, not a fault:
+Anthropic's encrypted reasoning (its opaque data) served before the reply's text and calls, which the
+agent must send back unchanged. A turn with ``status`` is an
 HTTP error reply instead. ``harness run`` has no wire: it plays the turn such a fault wraps as it is
 (and a ``status`` turn as an ``error`` turn with its message)."""
 SteeringShape = Literal["list", "str", "message", "assistant", "dict", "int"]

@@ -32,6 +32,7 @@ from harness.agents._invariants._findings import (
     led_by,
     tier_for,
 )
+from harness.agents._invariants._w2_reasoning import reasoning_kept
 from harness.agents._invariants._w7_refused import may_reset, refused_return, w7
 from harness.agents._invariants._w8_well_formed import w8
 from harness.agents._replies import refusal_of, retry_after, status_of
@@ -52,6 +53,7 @@ def judge(run: Run, deviations: Sequence[Deviation] = ()) -> Judgement:
         for v in (
             *_w1(run.exchanges, histories, kinds),
             *_w2(run.exchanges, histories, kinds),
+            *reasoning_kept(run.exchanges, histories, kinds),
             *_w3(run, kinds),
             *_w4_w5(run, kinds),
             *_w6(run.exchanges, kinds),

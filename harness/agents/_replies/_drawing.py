@@ -24,12 +24,15 @@ from harness.agents._replies._vocabulary import (
     NON_RETRYABLE_STATUSES,
     NOT_JSON,
     QUOTA_CODE,
+    REASONING_KINDS,
+    REDACTED_DATA,
     RETRY_AFTER,
     SENDS_RETRY_AFTER,
     SLOW_FIRST_BYTE,
     SPLIT_ANSWER,
     STALL_EVENTS,
     STRICT_KINDS,
+    THOUGHTS,
     UNKNOWN_TOOL,
     UNUSED_STATUSES,
     Tool,
@@ -150,6 +153,8 @@ _ANSWERS = st.sampled_from(ANSWERS)
 _RETRY_AFTER = st.sampled_from(RETRY_AFTER)
 _DAMAGE = st.sampled_from(("malformed_chunk", "bad_checksum"))
 _NOT_JSON = st.sampled_from(NOT_JSON)
+_REDACTED = st.sampled_from(REDACTED_DATA)
+_THOUGHTS = st.sampled_from(THOUGHTS)
 _FIRST, _SECOND = "#1", "#2"
 """Placeholder ids, numbered after the draw by :func:`numbered`."""
 
@@ -197,6 +202,8 @@ def _reply(
         return _shaped(draw, kind, menu, new_id, answer)
     if kind in _REFUSED:
         return _refused(draw, kind, wire)
+    if kind in REASONING_KINDS:
+        return _reasoning(draw, kind, menu, new_id)
     return _calling(draw, kind, menu, new_id)
 
 
@@ -252,6 +259,17 @@ def _refused(draw: st.DrawFn, kind: str, wire: _Wire) -> ModelTurn:
     if kind == "refusal":
         return ModelTurn(text=REFUSAL_TEXT, wire=(("refusal", True),))
     return ModelTurn(text=_FILTERED, wire=(("content_filter", True),))
+
+
+def _reasoning(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:
+    """A valid call after reasoning: signed thinking (each wire renders it as its own reasoning:
+    Anthropic's ``thinking`` block, a Responses ``reasoning`` item, a Gemini thought), or
+    Anthropic's ``redacted_thinking`` with its opaque data."""
+    call = _calling(draw, "valid call", menu, new_id)
+    if kind == "redacted thinking and a call":
+        data = draw(_REDACTED, label="redacted data")
+        return dataclasses.replace(call, wire=(("redacted_thinking", data),))
+    return dataclasses.replace(call, thinking=draw(_THOUGHTS, label="thinking"))
 
 
 def _calling(draw: st.DrawFn, kind: str, menu: _Menu, new_id: Callable[[], str]) -> ModelTurn:

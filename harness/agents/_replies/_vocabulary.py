@@ -43,6 +43,8 @@ MODEL_KINDS: tuple[str, ...] = (
     "split bytes",
     "unknown events and fields",
     "several calls, interleaved",
+    "thinking and a call",
+    "redacted thinking and a call",
 )
 """What a model sends: replies a correct agent goes on from. ``split bytes``: an answer whose bytes
 TCP delivered cut at other boundaries, ``network`` tier but whole; ``unknown events and fields``: an
@@ -66,6 +68,12 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 """What the service in front of the model does to a reply: each ends a correct agent's run (or
 costs it a retry, or time), so they are drawn one time in four (as the model's kinds, simplest first)."""
+REASONING_KINDS: tuple[str, ...] = ("thinking and a call", "redacted thinking and a call")
+"""Reasoning before a call, which the agent must send back unchanged with it (W2, DESIGN 6):
+Anthropic's signed ``thinking`` and encrypted ``redacted_thinking`` blocks, a Responses
+``reasoning`` item (its ``encrypted_content`` when the request includes it), Gemini's thought
+signature, Converse's ``reasoningContent``. Drawn only where the request enabled reasoning
+(:data:`NEEDS`); redacted thinking only on Anthropic's wire."""
 STRICT_KINDS: tuple[str, ...] = ("invalid arguments to a strict tool", "non-JSON arguments to a strict tool")
 """Arguments a tool declared ``strict: true`` rules out (OpenAI's structured outputs, Anthropic's
 strict tool use: the provider decodes only schema-valid JSON for it): ``invalid`` for that tool."""
@@ -96,6 +104,7 @@ _TIER_OF_KIND: Mapping[str, str] = {
     "quota exhausted": "provider",  # OpenAI's 429 ``insufficient_quota``: the account is out of credit
     "refusal": "provider",  # the model (or its streaming classifier) declines
     "content filter": "provider",  # the provider's filter withholds the output
+    **{kind: "provider" for kind in REASONING_KINDS},
 }
 
 ERROR_STATUSES: Mapping[str, tuple[int, ...]] = {
@@ -166,6 +175,7 @@ WELL_FORMED: frozenset[str] = frozenset(
         "slow first byte",
         "unknown events and fields",
         "several calls, interleaved",
+        *REASONING_KINDS,
     }
 )
 """Kinds whole and well-formed by the provider's documentation (W8, DESIGN 6): a run served only
@@ -176,6 +186,8 @@ failure of the service in front of the model."""
 NEEDS: Mapping[str, str] = {
     "quota exhausted": "insufficient_quota",
     "content filter": "content filter",
+    "thinking and a call": "reasoning",
+    "redacted thinking and a call": "redacted reasoning",
 }
 """Kinds a reply can be only when the agent's request makes it possible -> the feature
 (:func:`request_features`) it needs: a provider sends reasoning only to a request that enabled it,
@@ -186,7 +198,7 @@ the menu decides which tools a call may name."""
 def request_features(provider: str, body: object) -> frozenset[str]:
     """What the agent's first request enables on ``provider``'s wire, as the features of
     :data:`NEEDS` (the kinds that need them are drawn only then)."""
-    return _wire_features(provider)
+    return _wire_features(provider) | _reasoning_features(provider, body)
 
 
 def _wire_features(provider: str) -> frozenset[str]:
@@ -200,6 +212,37 @@ _WIRE_FEATURES: Mapping[str, frozenset[str]] = {
     "insufficient_quota": frozenset({"openai"}),
     "content filter": frozenset({"openai", "gemini", "bedrock"}),
 }
+
+
+def _reasoning_features(provider: str, body: object) -> frozenset[str]:
+    """Reasoning a request makes possible: Anthropic's ``thinking: {type: enabled | adaptive}``
+    (on its own wire and Claude's on Bedrock's InvokeModel) gets thinking and redacted thinking;
+    a Responses request with ``reasoning`` or ``include: ["reasoning.encrypted_content"]`` gets
+    reasoning items; Gemini's ``generationConfig.thinkingConfig`` thoughts and their signatures;
+    Converse's ``additionalModelRequestFields`` asking for thinking, ``reasoningContent``. Chat
+    Completions has none to send back (a compatible server's ``reasoning_content`` is not asked back)."""
+    if not isinstance(body, Mapping):
+        return frozenset()
+    thinking = body.get("thinking")
+    if provider in ("anthropic", "bedrock") and isinstance(thinking, Mapping):
+        if thinking.get("type") in ("enabled", "adaptive"):
+            return frozenset({"reasoning", "redacted reasoning"})
+    include = body.get("include")
+    if provider == "openai" and "input" in body:
+        if isinstance(body.get("reasoning"), Mapping) or (
+            isinstance(include, list) and "reasoning.encrypted_content" in include
+        ):
+            return frozenset({"reasoning"})
+    config = body.get("generationConfig") or body.get("generation_config")
+    if provider == "gemini" and isinstance(config, Mapping):
+        if isinstance(config.get("thinkingConfig") or config.get("thinking_config"), Mapping):
+            return frozenset({"reasoning"})
+    extra = body.get("additionalModelRequestFields")
+    if provider == "bedrock" and isinstance(extra, Mapping):
+        asked = extra.get("thinking") or extra.get("reasoning_config") or extra.get("reasoningConfig")
+        if isinstance(asked, Mapping) and asked.get("type") in ("enabled", "adaptive"):
+            return frozenset({"reasoning"})
+    return frozenset()
 
 
 def tier_of(kind: str) -> str:
@@ -315,6 +358,9 @@ def kind_of(reply: ModelTurn, provider: str | None = None, strict: frozenset[str
         return "duplicate ids"
     if len(calls) > 1:
         return "several calls, interleaved" if ("interleaved", True) in reply.wire else "several calls"
+    reasoned = _reasoning_kind(reply)
+    if reasoned:
+        return reasoned
     if reply.text:
         return "text and a call"
     call = calls[0]
@@ -350,6 +396,22 @@ def refusal_of(reply: ModelTurn) -> str:
     return next((REFUSALS[name] for name, _ in reply.wire if name in REFUSALS), "")
 
 
+REDACTED_DATA: tuple[str, ...] = ("EqoBCkgIARABGAIiQK8redacted", "EmwKAhgBEgzredactedthinking")
+"""Stand-ins for the opaque data of Anthropic's ``redacted_thinking`` (``wire: {redacted_thinking: DATA}``)."""
+THOUGHTS: tuple[str, ...] = ("I should call a tool first.", "The tool will know; ask it.")
+"""Thinking before a call: short fixed sentences, as :data:`ANSWERS`."""
+
+
+def _reasoning_kind(reply: ModelTurn) -> str:
+    """A reply of one well-formed call with reasoning before it: its kind (``""``: not one)."""
+    call = reply.calls[0]
+    if call.raw is not None or call.name == UNKNOWN_TOOL:
+        return ""
+    if "redacted_thinking" in dict(reply.wire):
+        return "redacted thinking and a call"
+    return "thinking and a call" if reply.thinking is not None else ""
+
+
 def is_final(reply: ModelTurn) -> bool:
     """A complete answer without calls: a conversation is over once it has been given one."""
     return reply.kind == "reply" and not reply.calls and reply.stop == "stop" and bool(reply.text)
@@ -381,6 +443,7 @@ def servable(tools: Sequence[Tool], hostile: bool = False, features: frozenset[s
     if not tools:
         possible -= {"valid call", "several calls", "text and a call", "duplicate ids", "several calls, interleaved"}
         possible -= set(STRICT_KINDS)
+        possible -= set(REASONING_KINDS)
     if not loose:
         possible -= {"invalid arguments", "non-JSON arguments"}
     if not any(_breakable(t.schema) for t in loose):

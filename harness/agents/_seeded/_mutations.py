@@ -74,7 +74,7 @@ def _mutation(draw: st.DrawFn, seed: Seed, step: int, hostile: bool) -> Mutation
     if change == "fault before":
         return _fault(draw, seed, step)
     if change == "replaced":
-        drawn_reply = draw(unnumbered(seed.menu, seed.provider, hostile), label="reply")
+        drawn_reply = draw(unnumbered(seed.menu, seed.provider, hostile, features=seed.features), label="reply")
         ids = iter(range(1, 3))  # ids in the wire's style that no recorded call has
         reply = numbered(drawn_reply, lambda: f"{_prefix(seed.provider)}mutated{step + 1}_{next(ids)}")
         return Mutation(step, change, reply, f"replaced by {_kind(reply, seed.provider)}")
@@ -200,7 +200,10 @@ class SeededReplies:
         self.fresh += 1
         if self.data is None:
             return self.drawn[self.fresh - 1]
-        drawn = self.data.draw(unnumbered(self.seed.menu, self.seed.provider, self.hostile), label="fresh reply")
+        drawn = self.data.draw(
+            unnumbered(self.seed.menu, self.seed.provider, self.hostile, features=self.seed.features),
+            label="fresh reply",
+        )
         reply = numbered(drawn, self._next_id)
         self.drawn.append(reply)
         return reply

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents._replies import Tool
+from harness.agents._replies import Tool, request_features
 from harness.agents._seeded._recordings import conversations, recorded_turn
 from harness.scenarios import ModelTurn
 
@@ -47,6 +47,9 @@ class Seed:
     menu: tuple[Tool, ...]
     replies: tuple[ModelTurn, ...]
     shapes: tuple[Shape, ...]
+    features: frozenset[str] = frozenset()
+    """What the recording's first request enabled (``request_features``): a mutation draws the
+    kinds it makes possible (reasoning only where thinking was on), as a campaign does."""
 
     def label(self, step: int) -> str:
         """How a finding names recorded reply ``step`` (from 0): its calls as ``name#id``, or its kind."""
@@ -113,6 +116,7 @@ def _seed(source: str, number: int, steps: Sequence[Any]) -> Seed:
         menu=menu,
         replies=tuple(recorded_turn(step, anonymous=False) for step in steps),
         shapes=tuple(shapes),
+        features=request_features(first.call.provider, first.interaction.request.body.object),
     )
 
 

@@ -91,12 +91,12 @@ def test_the_documented_table_shows_each_format() -> None:
         "resp_" + "0" * 47 + "4",
         "msg_01" + "0" * 23 + "9",
         "toolu_01" + "0" * 22 + "10",
-        "tooluse_" + "0" * 20 + "15",
-        "00000000-0000-0000-0000-000000000014",
+        "tooluse_" + "0" * 20 + "14",
+        "00000000-0000-0000-0000-000000000013",
     ]:
         assert example in section, example
     assert _ids(_replies(_calling()))["chat id"] == "chatcmpl-000000000000000000000001"
-    assert _ids(_replies(_calling()))["bedrock toolUseId"] == "tooluse_" + "0" * 20 + "15"
+    assert _ids(_replies(_calling()))["bedrock toolUseId"] == "tooluse_" + "0" * 20 + "14"
 
 
 def test_the_same_requests_get_the_same_ids_from_a_new_emulator_and_after_a_reset() -> None:
