@@ -174,7 +174,15 @@ openai_agents_responses.wire_deviations = [_KEEPS_ONE_CALL_PER_ID]  # type: igno
 
 
 def _langchain_text(result: dict[str, Any]) -> str:
-    content = result["messages"][-1].content
+    """The last message's text; on a Gemini prompt the provider blocked, an error saying so: the
+    model (langchain-google-genai) answers it with an empty message and keeps the reason only in
+    ``response_metadata["prompt_feedback"]`` (its choice, logged as a warning), so an agent that
+    reads only the text returns ``""`` and hides the block (W4, the refusal rule)."""
+    last = result["messages"][-1]
+    blocked = (getattr(last, "response_metadata", None) or {}).get("prompt_feedback", {}).get("block_reason")
+    if not last.content and blocked:
+        raise RuntimeError(f"the provider blocked the prompt ({blocked})")
+    content = last.content
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)

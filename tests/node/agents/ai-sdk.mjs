@@ -6,7 +6,10 @@
 //     checked: with the workarounds of docs/wire-campaigns.md's AI SDK findings: strict tool
 //     schemas (`z.strictObject`: a plain `z.object` strips a key the model added and sends the call
 //     back rewritten, W2), and a streamed answer refused when `onError` saw an error or the stream
-//     ended without its stop reason (`finishReason` "other"), W5.
+//     ended without its stop reason (`finishReason` "other"), W5; but not for an
+//     `AI_TypeValidationError`: that is an event of a type the provider package does not know, which
+//     Anthropic documents clients ignore, and the stream goes on to its stop reason
+//     (tests/node/findings/ai-sdk-anthropic-unknown-event.mjs), W8.
 // A read timeout as the AI SDK takes one (its `timeout` call setting): `chunkMs`, the longest wait
 // between a stream's chunks once content has come, and `stepMs`, a deadline for each step (one
 // model call with its retries): the only bound on a reply that is not streamed, and on a stream
@@ -16,7 +19,7 @@
 // the Anthropic SDK's: ANTHROPIC_BASE_URL, the root, would send it to ROOT/messages.
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
-import { generateText, stepCountIs, streamText, tool } from "ai";
+import { TypeValidationError, generateText, stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
 import { ADD, CLAUDE, LOOKUP, MODEL, add, lookup, main, root } from "./_contract.mjs";
 
@@ -59,7 +62,8 @@ main(async (prompt) => {
   if (mode !== "stream") throw new Error(`unknown mode ${mode}: generate or stream`);
   if (checked !== "checked") return await streamText(options).text;
   const errors = [];
-  const result = streamText({ ...options, onError: ({ error }) => errors.push(error) });
+  const onError = ({ error }) => TypeValidationError.isInstance(error) || errors.push(error);
+  const result = streamText({ ...options, onError });
   const [text, finishReason] = [await result.text, await result.finishReason];
   if (errors.length) throw errors[0];
   if (finishReason === "other") throw new Error("the stream ended without its stop reason");
