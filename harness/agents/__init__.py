@@ -1,5 +1,5 @@
 """Fuzzing any agent through the wire (DESIGN section 6): generated replies served on the wire the
-agent speaks, wire invariants W1-W6 judging the requests it sends back.
+agent speaks, wire invariants W1-W8 judging the requests it sends back.
 
 A layer of its own, above the emulator, the recording tools and the campaigns: it drives the
 emulator (``harness.emulator``), reads requests the way cassettes are read

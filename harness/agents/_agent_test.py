@@ -87,7 +87,7 @@ def agent_test(
         plan.campaign()
 
     test.__name__ = f"test_wire_{getattr(agent, '__name__', None) or 'agent'}"
-    test.__doc__ = f"W1-W6 over generated replies for {name} ({', '.join(INVARIANTS)})."
+    test.__doc__ = f"W1-W8 over generated replies for {name} ({', '.join(INVARIANTS)})."
     return test
 
 

@@ -1,4 +1,4 @@
-"""A wire campaign: Hypothesis plans each conversation's replies, W1-W6 judge each run.
+"""A wire campaign: Hypothesis plans each conversation's replies, W1-W8 judge each run.
 
 ``run_agent_campaign(agent)`` is ``harness fuzz --agent MODULE:CALLABLE`` (and ``--agent-cmd``):
 a conversation per example, its replies one list drawn with ``st.data()`` on the test's own thread

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from harness.agents._agent_output import agent_output, capturing, conversation_output
 from harness.emulator import Emulator, EmulatorTransport, Fault, IdSource, WireRequest, fault, script_of
@@ -99,6 +99,9 @@ class Exchange:
     """The id the emulator gave a Responses reply (``previous_response_id`` names it)."""
     output_items: dict[str, Any] = field(default_factory=dict)
     """A Responses reply's output items by id: what a later request's ``item_reference`` names."""
+    rendered_here: ClassVar[bool] = True
+    """The emulator rendered the reply, so the reasoning it carried (signatures, encrypted content)
+    is derived from the reply itself; a recorded reply's is the provider's own, opaque bytes."""
 
     @property
     def delivered(self) -> bool:

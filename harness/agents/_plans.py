@@ -145,7 +145,9 @@ class FirstPhase:
     def run(self, examples: int) -> Iterator[str]:
         """Sets each kind in turn for the next conversation (yielded: run it), then ends the phase."""
         order = kinds_for(self.hostile)
-        if examples < 2 * len(order):
+        # the budget is weighed against the kinds every request can be served (those that need a
+        # feature of the request, reasoning or the quota error, only add to them where it has it)
+        if examples < 2 * len(kinds_for(self.hostile, frozenset())):
             return
         try:
             for kind in order:

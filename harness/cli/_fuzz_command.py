@@ -152,7 +152,7 @@ def fuzz_command(
     model), each scenario runs twice to catch a tool that is not deterministic, and a table says
     what each tool did. With --agent (a Python callable) or --agent-cmd (a command, in any
     language), an agent of any framework is served generated replies on the wire it speaks and
-    judged by the wire invariants W1-W6. Exits 1 on a violation or a nondeterministic tool; a wire
+    judged by the wire invariants W1-W8. Exits 1 on a violation or a nondeterministic tool; a wire
     campaign exits 0 held, 1 violation, 2 usage, 3 inconclusive (too little was tested to say "held"),
     130 interrupted.
     """

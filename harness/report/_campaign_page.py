@@ -430,6 +430,12 @@ _WIRE_FAULTS = {
     "gzip": ("stop", "the body gzip-compressed"),
     "unknown_fields": ("stop", "fields the SDK does not know in every event"),
     "interleaved": ("stop", "the calls streamed apart (deltas alternating by index, one call a chunk)"),
+    "split": ("stop", "the body's bytes re-cut into pieces of {value} bytes, as TCP may deliver them"),
+    "slow_first_byte": ("stop", "the status and headers {value} s late"),
+    "stall": ("stalled", "the stream stalled after {value} event(s), open and silent"),
+    "refusal": ("refusal", "the reply as the model's refusal"),
+    "content_filter": ("filtered", "the reply withheld by the provider's content filter"),
+    "redacted_thinking": ("stop", "Anthropic's redacted (encrypted) thinking before the reply"),
 }
 """A scenario turn's ``wire:`` faults -> the stop a reader sees and what was served (a reply that is
 not streamed gets most of them whole, or as the HTTP error an in-band error stands for)."""

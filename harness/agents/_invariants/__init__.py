@@ -1,5 +1,6 @@
 """The wire invariants (DESIGN 6): what a verdict is made of (``_findings``) and the invariants that
-reach one (``_wire_invariants``: W1-W6 and ``judge``; ``_w8_well_formed``: W8), for the campaign
+reach one (``_wire_invariants``: W1-W6 and ``judge``; ``_w2_reasoning``: W2's reasoning rule; ``_w7_refused``: W7
+and the refusal rule; ``_w8_well_formed``: W8), for the campaign
 modules of ``harness.agents``."""
 
 from harness.agents._invariants._findings import (

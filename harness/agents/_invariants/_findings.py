@@ -1,7 +1,8 @@
 """What a wire invariant's verdict is made of: the finding (:class:`Violation`), a framework's
 declared departure from an invariant (:class:`Deviation`), a run's :class:`Judgement`, and the kinds
 of the replies that led to a finding (what a deviation is matched on). The invariants themselves
-live beside this module, one per concept (``_wire_invariants``: W1-W6), and all report in these terms.
+live beside this module, one per concept (``_wire_invariants``: W1-W6; ``_w7_refused``,
+``_w8_well_formed``), and all report in these terms.
 """
 
 from __future__ import annotations

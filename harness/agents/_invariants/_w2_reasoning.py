@@ -29,7 +29,8 @@ comes back unchanged, judged exactly as each provider requires it and no stricte
 The reasoning served is known without the bytes: the emulator derives each signature, id and
 encrypted content from the reasoning itself (``harness.emulator.opaque``), and this rule asks the
 emulator's own functions for them (``thinking_signature``, ``reasoning_item``, ``call_signature``,
-``reasoning_signature``).
+``reasoning_signature``). A recorded conversation (a cassette judged by W1 and W2) holds the
+provider's own opaque reasoning, which nothing derives: its reasoning is not judged.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def reasoning_kept(
     for index in range(1, len(exchanges)):
         previous, exchange = exchanges[index - 1], exchanges[index]
         served = carried(previous)
-        if served is None or not previous.delivered or not served.calls:
-            continue
+        if served is None or not previous.delivered or not served.calls or not previous.rendered_here:
+            continue  # a recorded reply's reasoning is the provider's opaque bytes: nothing derives it
         expected = _asked_back(served, previous.request, exchange.request)
         message = _holding(histories[index], served)
         if not expected or message is None:  # a call that did not come back is W1's and W2's to say

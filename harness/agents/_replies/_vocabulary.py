@@ -147,6 +147,7 @@ NON_RETRYABLE_STATUSES: Mapping[str, tuple[int, ...]] = {
     "anthropic": (401, 400, 403, 404),
     "gemini": (401, 400, 403, 404),
     "bedrock": (403, 400, 404),
+    "ollama": (404, 400),
 }
 """The statuses each wire sends for a request that fails the same way every time it is sent (W7):
 a malformed request, a wrong key, a permission missing, a model that does not exist (OpenAI's
@@ -198,7 +199,12 @@ the menu decides which tools a call may name."""
 def request_features(provider: str, body: object) -> frozenset[str]:
     """What the agent's first request enables on ``provider``'s wire, as the features of
     :data:`NEEDS` (the kinds that need them are drawn only then)."""
-    return _wire_features(provider) | _reasoning_features(provider, body)
+    features = _wire_features(provider) | _reasoning_features(provider, body)
+    if provider == "bedrock" and isinstance(body, Mapping) and "anthropic_version" in body:
+        # Claude on Bedrock's InvokeModel speaks Anthropic's Messages: its refusal is the model's
+        # (stop_reason: refusal), and no content filter stands between (the emulator would serve one as that)
+        features -= {"content filter"}
+    return features
 
 
 def _wire_features(provider: str) -> frozenset[str]:

@@ -107,6 +107,7 @@ def _run(steps: Sequence[Any]) -> Any:
         """A recorded request: its conversation as read from the cassette, not re-read."""
 
         said: tuple[Any, ...] = ()
+        rendered_here = False  # the reasoning in a recorded reply is the provider's: not derived, not judged
 
         def messages(self, items: Any = None) -> tuple[Any, ...]:
             return self.said

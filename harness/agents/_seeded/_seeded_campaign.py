@@ -4,7 +4,7 @@ A campaign from scratch plans about three replies and starts every conversation 
 the fourth tool round, or past a history length, is out of its reach. A recording a user already
 has reaches it. Example 0 serves the recording unchanged (call ids included); an agent that fails
 on it is told so, and nothing else runs. Every later example draws mutations of the recording
-(``_mutations``), judged by W1-W6 like any run; the first failure shrinks, as Hypothesis shrinks,
+(``_mutations``), judged by W1-W8 like any run; the first failure shrinks, as Hypothesis shrinks,
 toward the unmodified recording, and its scenario (the recorded prompt, the served replies) is
 saved for ``harness emulate --script`` and ``agent_test``, naming each remaining mutation by its
 recorded step.

@@ -82,7 +82,8 @@ def _round(
     headers = {"authorization": f"Bearer {api_key}"}
     for attempt in range(3):
         with client.stream("POST", url, json=body, headers=headers, timeout=READ_TIMEOUT) as response:
-            if response.status_code in (429, 500, 503) and attempt < 2:
+            out_of_quota = response.status_code == 429 and b"insufficient_quota" in response.read()  # no retry helps
+            if response.status_code in (429, 500, 503) and attempt < 2 and not out_of_quota:
                 time.sleep(float(response.headers.get("retry-after") or 1))
                 continue
             if response.status_code != 200:
@@ -92,7 +93,7 @@ def _round(
 
 
 def _read(events: Iterator[bytes]) -> tuple[str, list[dict[str, Any]]]:
-    text, calls, finish, done = "", {}, None, False
+    text, refusal, calls, finish, done = "", "", {}, None, False
     for data in events:
         if data == b"[DONE]":
             done = True
@@ -105,6 +106,7 @@ def _read(events: Iterator[bytes]) -> tuple[str, list[dict[str, Any]]]:
             raise StreamError(f"the stream failed: {chunk['error']}")
         for choice in chunk.get("choices") or []:
             text += (choice.get("delta") or {}).get("content") or ""
+            refusal += (choice.get("delta") or {}).get("refusal") or ""  # the model's refusal, for the user to read
             for delta in (choice.get("delta") or {}).get("tool_calls") or []:
                 slot = calls.setdefault(
                     delta["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
@@ -116,7 +118,9 @@ def _read(events: Iterator[bytes]) -> tuple[str, list[dict[str, Any]]]:
             finish = choice.get("finish_reason") or finish
     if not done and finish is None:
         raise CutStream(f"the stream ended without a finish reason after {text!r}")
-    return text, [calls[i] for i in sorted(calls)]
+    if finish == "content_filter":
+        raise StreamError(f"the provider's content filter withheld the reply after {text!r}")
+    return text or refusal, [calls[i] for i in sorted(calls)]
 
 
 whole_events = _sse_agent(_lines_per_read)

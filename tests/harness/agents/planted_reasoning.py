@@ -26,7 +26,7 @@ from typing import Any
 import anthropic
 import openai
 
-from tests.harness.agents.planted import TOOLS, _execute
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, Filtered, _execute, _responses_answer
 
 ANTHROPIC_TOOLS = [
     {
@@ -46,7 +46,9 @@ def _retrying(create: Callable[[], Any], error: type[Exception]) -> Any:
             return create()
         except error as exc:
             status = getattr(exc, "status_code", None) or getattr(exc, "code", None)  # google-genai: code
-            if status not in RETRIED or attempt == 2:
+            body = getattr(exc, "body", None)
+            out_of_quota = isinstance(body, dict) and body.get("code") == "insufficient_quota"  # no retry gets past it
+            if status not in RETRIED or out_of_quota or attempt == 2:
                 raise
             headers = getattr(getattr(exc, "response", None), "headers", None) or {}
             time.sleep(float(headers.get("retry-after") or 0.1))  # no Retry-After (a 500): a short back-off
@@ -55,7 +57,9 @@ def _retrying(create: Callable[[], Any], error: type[Exception]) -> Any:
 
 def make_anthropic(drops_thinking: bool = False, max_rounds: int = 20) -> Callable[..., str]:
     def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
-        client = anthropic.Anthropic(base_url=base_url, api_key=api_key, http_client=http_client, max_retries=0)
+        client = anthropic.Anthropic(
+            base_url=base_url, api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+        )
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         for _ in range(max_rounds):
             reply = _retrying(
@@ -85,7 +89,9 @@ def make_anthropic(drops_thinking: bool = False, max_rounds: int = 20) -> Callab
 
 def make_responses(drops_reasoning: bool = False, max_rounds: int = 20) -> Callable[..., str]:
     def agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
-        client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+        client = openai.OpenAI(
+            base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+        )
         items: list[Any] = [{"role": "user", "content": prompt}]
         for _ in range(max_rounds):
             reply = _retrying(
@@ -101,7 +107,7 @@ def make_responses(drops_reasoning: bool = False, max_rounds: int = 20) -> Calla
             )
             calls = [item for item in reply.output if item.type == "function_call"]
             if not calls:
-                return reply.output_text
+                return _responses_answer(reply)
             for item in reply.output:
                 if not (drops_reasoning and item.type == "reasoning"):
                     items.append(item.model_dump(exclude_none=True))
@@ -129,7 +135,9 @@ def make_gemini(drops_signatures: bool = False, max_rounds: int = 20) -> Callabl
         from google import genai
         from google.genai import types
 
-        options = types.HttpOptions(base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1))
+        options = types.HttpOptions(
+            base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1), timeout=int(READ_TIMEOUT * 1000)
+        )
         client = genai.Client(api_key=api_key, http_options=options)
         contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
         config = types.GenerateContentConfig(
@@ -141,6 +149,8 @@ def make_gemini(drops_signatures: bool = False, max_rounds: int = 20) -> Callabl
                 lambda: client.models.generate_content(model="gemini-3-pro-preview", contents=contents, config=config),
                 genai.errors.APIError,
             )
+            if response.prompt_feedback is not None and response.prompt_feedback.block_reason is not None:
+                raise Filtered(f"the prompt was blocked ({response.prompt_feedback.block_reason})")
             content = response.candidates[0].content if response.candidates else None
             parts = list(content.parts or []) if content is not None else []
             calls = [p.function_call for p in parts if p.function_call is not None]

@@ -19,11 +19,13 @@ from typing import Any
 import anthropic
 import openai
 
-from tests.harness.agents.planted import _ANTHROPIC_TOOLS, TOOLS, _answer_or_results, _execute, retryable
+from tests.harness.agents.planted import _ANTHROPIC_TOOLS, READ_TIMEOUT, TOOLS, _answer_or_results, _execute, retryable
 
 
 def _loop(prompt: str, base_url: str, api_key: str, http_client: Any, *, retry_all: bool, hide: bool = False) -> str:
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0)
+    client = openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     for _ in range(20):
         for attempt in range(3):
@@ -65,7 +67,9 @@ RESETS: list[int] = []
 async def resets_after_refusal(prompt: str, *, base_url: str, api_key: str, http_client: Any = None) -> str:
     """The refused turn dropped and the prompt asked again rephrased, once; a second refusal ends
     the run with a message saying so."""
-    client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key, http_client=http_client, max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=base_url, api_key=api_key, http_client=http_client, max_retries=0, timeout=READ_TIMEOUT
+    )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     reset = False
     for _ in range(20):

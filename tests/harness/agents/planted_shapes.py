@@ -22,10 +22,18 @@ from typing import Any
 import httpx2
 import openai
 
-from tests.harness.agents.planted import _ANTHROPIC_TOOLS, _GEMINI_TOOLS, TOOLS, CutStream, _execute, add_call_deltas
+from tests.harness.agents.planted import (
+    _ANTHROPIC_TOOLS,
+    _GEMINI_TOOLS,
+    READ_TIMEOUT,
+    TOOLS,
+    CutStream,
+    Filtered,
+    _execute,
+    add_call_deltas,
+)
 
 ROUNDS = 20
-READ_TIMEOUT = 10.0
 
 
 # -- OpenAI chat, streamed with usage ----------------------------------------------------------------
@@ -41,18 +49,21 @@ def _chat(index_every_chunk: bool) -> Callable[..., str]:
             stream = client.chat.completions.create(
                 model="gpt-test", messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True}
             )
-            text, calls, finish = "", {}, None
+            text, refusal, calls, finish = "", "", {}, None
             for chunk in stream:
                 if not chunk.choices and not index_every_chunk:
                     continue  # the usage-only chunk: choices is empty there, as OpenAI documents
                 choice = chunk.choices[0]
                 text += choice.delta.content or ""
+                refusal += getattr(choice.delta, "refusal", None) or ""
                 add_call_deltas(calls, choice)
                 finish = choice.finish_reason or finish
             if finish is None:
                 raise CutStream(f"the stream ended without a finish reason after {text!r}")
+            if finish == "content_filter":
+                raise Filtered(f"the provider's content filter withheld the reply after {text!r}")
             if not calls:
-                return text
+                return text or refusal
             ordered = [calls[i] for i in sorted(calls)]
             messages.append({"role": "assistant", "content": text or None, "tool_calls": ordered})
             for call in ordered:
@@ -82,7 +93,9 @@ def _anthropic(raise_on_unknown: bool) -> Callable[..., str]:
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         for _ in range(ROUNDS):
             body = {"model": "claude-test", "max_tokens": 100, "messages": messages, "tools": _ANTHROPIC_TOOLS}
-            with client.stream("POST", f"{base_url}/v1/messages", json={**body, "stream": True}, headers=headers) as r:
+            with client.stream(
+                "POST", f"{base_url}/v1/messages", json={**body, "stream": True}, headers=headers, timeout=READ_TIMEOUT
+            ) as r:
                 if r.status_code != 200:
                     raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:200]!r}")
                 blocks, stop = _read_message(r.iter_lines(), raise_on_unknown)

@@ -243,7 +243,8 @@ def test_agent_test_fails_an_agent_that_never_reaches_the_emulator(pytester: pyt
 
 def test_the_exercised_table_tells_arguments_that_fail_the_schema_from_valid_calls(tmp_path: Path) -> None:
     # Before: every call naming a listed tool was counted as a "valid call", whatever its arguments.
-    done = fuzz(tmp_path, "--agent", "tests.harness.agents.planted:agent", "--examples", "40")
+    budget = str(2 * len(kinds_for()))  # the first phase serves each kind once, invalid arguments among them
+    done = fuzz(tmp_path, "--agent", "tests.harness.agents.planted:agent", "--examples", budget)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = dict(re.findall(r"replies \(\w+\): ([a-z -]+?)\s*│\s*(\d+)", done.stdout))
     assert int(rows.get("invalid arguments", 0)) > 0, done.stdout

@@ -127,15 +127,17 @@ def test_a_declared_deviation_covers_what_it_names_and_only_that(
 ) -> None:
     from click.testing import CliRunner
 
+    from harness.agents import kinds_for
     from harness.cli import main
 
     monkeypatch.chdir(tmp_path)
     command = ["fuzz", "--agent-cmd", f"node {NODE_DIR / 'openai_loop.mjs'} cut_text", "--agent-cmd-mode", "lines"]
     why = "a partial answer beats none"
+    budget = str(2 * len(kinds_for()))  # the first phase serves each kind once: both cuts among them
     covered = CliRunner().invoke(
-        main, [*command, "-n", "10", "--deviation", f"W5:cut stream,cut inside an event={why}"]
+        main, [*command, "-n", budget, "--deviation", f"W5:cut stream,cut inside an event={why}"]
     )
     assert covered.exit_code == 0, covered.output
     assert f"declared: W5 after cut stream, cut inside an event: {why} (covered" in " ".join(covered.output.split())
-    elsewhere = CliRunner().invoke(main, [*command, "-n", "10", "--deviation", f"W5:error status={why}"])
+    elsewhere = CliRunner().invoke(main, [*command, "-n", budget, "--deviation", f"W5:error status={why}"])
     assert elsewhere.exit_code == 1 and "VIOLATION W5" in elsewhere.output

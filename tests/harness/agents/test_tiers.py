@@ -20,6 +20,7 @@ from harness.agents._replies import (
     SENDS_RETRY_AFTER,
     Tool,
     kind_of,
+    kinds_for,
     replies,
     status_of,
 )
@@ -72,7 +73,8 @@ def test_the_sdk_raises_on_a_reset_and_ends_quietly_on_a_clean_end() -> None:
 
 def test_a_deviation_declared_for_the_reply_that_causes_it_covers_the_violation() -> None:
     """``kinds=("text and a call",)`` covers the W4 that reply causes, whatever the last reply was."""
-    code, output = _fuzz("tests.harness.agents.planted_tiers:joins_texts", "-n", "40")
+    # twice the kinds: the first phase serves each once, text and a call among them
+    code, output = _fuzz("tests.harness.agents.planted_tiers:joins_texts", "-n", str(2 * len(kinds_for())))
     assert code == 0, output
     assert re.search(r"declared: W4 after text and a call: .* \(covered \d+ violation\(s\)\)", " ".join(output.split()))
     one = Scenario(
@@ -87,11 +89,16 @@ def test_a_deviation_declared_for_the_reply_that_causes_it_covers_the_violation(
 
 
 def test_invalid_input_is_served_only_to_a_hostile_campaign_and_its_finding_says_so(tmp_path: Path) -> None:
-    code, output = _fuzz("tests.harness.agents.planted_tiers:overwrites_shared_ids", "-n", "60")
+    budget = str(2 * len(kinds_for(hostile=True)))  # the first phase serves each kind of the tiers once
+    code, output = _fuzz("tests.harness.agents.planted_tiers:overwrites_shared_ids", "-n", budget)
     assert code == 0, output
     assert "duplicate ids" not in output and "unused status" not in output
     code, output = _fuzz(
-        "tests.harness.agents.planted_tiers:overwrites_shared_ids", "-n", "60", "--hostile", "--save-dir", str(tmp_path)
+        # a default budget: past the first phase, whose one duplicate-ids reply may name one tool twice alike
+        "tests.harness.agents.planted_tiers:overwrites_shared_ids",
+        "--hostile",
+        "--save-dir",
+        str(tmp_path),
     )
     assert code == 1, output
     shown = " ".join(output.split())

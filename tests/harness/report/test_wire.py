@@ -225,3 +225,12 @@ def test_a_history_sent_as_item_references_is_shown_as_the_items_they_name() -> 
     second = [e for e in timeline.lanes[0].entries if e.kind == "model"][1]
     assert [m.role for m in second.messages] == ["user", "assistant", "tool"], second.messages
     assert [c.name for c in second.messages[1].calls] == ["add"]
+
+
+def test_every_wire_fault_a_scenario_can_name_has_its_words_on_the_campaign_page() -> None:
+    """A turn's ``wire:`` fault shows on the page as what was served: a fault added to the scenario
+    vocabulary without its words would show as a clean reply."""
+    from harness.report._campaign_page import _WIRE_FAULTS
+    from harness.scenarios._scenario_parts import WIRE_FAULTS
+
+    assert set(WIRE_FAULTS) <= set(_WIRE_FAULTS), sorted(set(WIRE_FAULTS) - set(_WIRE_FAULTS))
