@@ -290,6 +290,12 @@ def _unknown_sse() -> bytes:
     return f"event: emulator.unknown_event\ndata: {json.dumps(data)}\n\n".encode()
 
 
+_SSE_COMMENT = b": emulator keep-alive\n\n"
+"""What OpenAI's chat stream carries that no client may act on: its chunks have no event types to
+add (unlike Responses'), and an SSE comment line, which the SSE standard says readers ignore, is what
+OpenAI-compatible hosts send between chunks (OpenRouter's ``: OPENROUTER PROCESSING``)."""
+
+
 NEW_FIELD = "emulator_new_field"
 """The field no client knows that :meth:`fault.unknown_fields` adds."""
 KNOWN_OBJECTS: frozenset[str] = frozenset(
@@ -389,6 +395,8 @@ def apply(
         chunks[position] = breaker(chunks[position])
     if chunks is not None and spec.unknown_event:
         maker = getattr(module, "unknown_event", _unknown_sse)
+        if request.route.endpoint == "chat.completions":
+            maker = lambda: _SSE_COMMENT  # noqa: E731
         chunks.insert(min(1, len(chunks)), maker())
     if chunks is not None and spec.error_event is not None:
         chunks.extend(module.stream_error(spec.error_event, spec.message, reply, request))

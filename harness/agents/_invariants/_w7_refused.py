@@ -119,6 +119,8 @@ def refused_return(run: Run, last: Exchange, kinds: ReplyKinds) -> Iterable[Viol
             kinds(last.reply),
             cause=last.number,
         )
+    elif kind == "content filter" and last.request.route.provider == "bedrock":
+        return  # a Bedrock guardrail replaces the output with its own message for the user: returning it is meant
     elif kind == "content filter" and said.strip() and run.returned.strip() == said.strip():
         yield Violation(
             "W5",
