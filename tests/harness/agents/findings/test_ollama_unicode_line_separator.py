@@ -1,11 +1,11 @@
 """Standalone reproduction (no harness code): the ``ollama`` client reads its NDJSON stream with
 httpx's ``iter_lines()``, which splits like ``str.splitlines()``: on U+0085 (NEL), U+2028 and
-U+2029 too, not only on ``\\n``. A reply whose text or tool-call arguments hold one of them (valid
-JSON: JSON need not escape them; Ollama's Go encoder writes U+0085 raw, and escapes the other two) is cut in the middle of
-a line, and ``json.loads`` on the piece raises ``JSONDecodeError``: the run raises on a whole,
-well-formed reply (W8, ``provider`` tier: a model can write any character into an argument).
-Found by the wire campaign on ``ollama.Client.chat(stream=True)``; the same reader serves
-``AsyncClient``. Workaround: ``stream=False`` (the body is read whole), or escape on the server.
+U+2029 too, not only on ``\\n``. A reply whose text or tool-call arguments hold one of them is cut
+in the middle of a line, and ``json.loads`` on the piece raises ``JSONDecodeError``. The reply is
+valid JSON (JSON need not escape them; Ollama's Go encoder writes U+0085 raw and escapes the other
+two): the run raises on a whole, well-formed reply (W8, ``provider`` tier: a model can write any
+character into an argument). Found by the wire campaign on ``ollama.Client.chat(stream=True)``;
+the same reader serves ``AsyncClient``. Workaround: ``stream=False`` (the body is read whole).
 
 docs/wire-findings.md; run by CI in the agents environment with ``-p no:harness``.
 """
