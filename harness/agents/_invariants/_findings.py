@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents._conversation import Run, as_recorded
+from harness.agents._conversation import Exchange, Run, as_recorded
 from harness.agents._replies import KINDS, TIERS, kind_of, strict_tools, strictly, tier_of
 from harness.scenarios import ModelTurn
 
@@ -239,3 +239,20 @@ def _validator(schema_text: str) -> Any:
 def deviations_of(agent: Callable[..., Any]) -> tuple[Deviation, ...]:
     """The agent's ``wire_deviations``, or a ``TypeError`` saying what is wrong with them."""
     return declared_deviations(getattr(agent, "wire_deviations", None))
+
+
+def rendered_again(exchange: Exchange) -> Any:
+    """The emulator's delivery of ``exchange``'s reply, rendered again for the request that got it
+    (the same events and error body; only ids may differ): what a message names in the wire's own
+    terms. ``None`` when it cannot be rendered: a description is not worth a failed judgement."""
+    from harness.emulator import Emulator, script_of
+
+    request = exchange.request
+    assert exchange.reply is not None
+    try:
+        emulator = Emulator(*script_of([exchange.reply]))
+        body = json.dumps(request.body).encode() if request.body is not None else b""
+        query = "&".join(f"{k}={v}" for k, v in request.query.items())
+        return emulator.answer(request.method, request.path, query, request.headers.items(), body)
+    except Exception:  # the message says less instead
+        return None

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.agents._conversation import Exchange, Run
-from harness.agents._invariants._findings import ReplyKinds, Violation
+from harness.agents._invariants._findings import ReplyKinds, Violation, rendered_again
 from harness.agents._replies import refusal_of, refused_kind, status_of
 from harness.emulator import WireRequest
 from harness.wire import clip
@@ -65,20 +65,13 @@ def _error_name(exchange: Exchange) -> str:
     """The error as the wire named it (``invalid_api_key``, ``authentication_error``,
     ``UNAUTHENTICATED``, ``AccessDeniedException``, ``insufficient_quota``), rendered again from the
     reply for the request that got it: what a maintainer searches their client for."""
-    from harness.emulator import Emulator, script_of
-
-    request = exchange.request
-    assert exchange.reply is not None
-    try:
-        emulator = Emulator(*script_of([exchange.reply]))
-        body = json.dumps(request.body).encode() if request.body is not None else b""
-        query = "&".join(f"{k}={v}" for k, v in request.query.items())
-        reply = emulator.answer(request.method, request.path, query, request.headers.items(), body).reply
-    except Exception:  # a name is not worth a failed judgement: the message says less instead
+    delivery = rendered_again(exchange)
+    if delivery is None:
         return ""
+    reply = delivery.reply
     headers = {k.lower(): v for k, v in reply.headers.items()}
     if "x-amzn-errortype" in headers:
-        return headers["x-amzn-errortype"].partition(":")[0]
+        return str(headers["x-amzn-errortype"]).partition(":")[0]
     try:
         error = json.loads(reply.body or b"{}").get("error")
     except (ValueError, AttributeError):

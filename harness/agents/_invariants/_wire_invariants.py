@@ -30,6 +30,7 @@ from harness.agents._invariants._findings import (
     by_cause,
     declared_deviations,
     led_by,
+    rendered_again,
     tier_for,
 )
 from harness.agents._invariants._w2_reasoning import reasoning_kept
@@ -428,18 +429,10 @@ def _failure(exchange: Exchange) -> str:
 def _ending(exchange: Exchange) -> str:
     """Where the served bytes ended, rendered again from the reply for the request that got it (the
     same events; only ids may differ): which event came last, on this wire."""
-    from harness.emulator import Emulator, ending, script_of
+    from harness.emulator import ending
 
-    request = exchange.request
-    assert exchange.reply is not None
-    try:
-        emulator = Emulator(*script_of([exchange.reply]))
-        body = json.dumps(request.body).encode() if request.body is not None else b""
-        query = "&".join(f"{k}={v}" for k, v in request.query.items())
-        delivery = emulator.answer(request.method, request.path, query, request.headers.items(), body)
-        return ending(delivery)
-    except Exception:  # a description is not worth a failed judgement: the message says less instead
-        return ""
+    delivery = rendered_again(exchange)
+    return ending(delivery) if delivery is not None else ""
 
 
 def _w4_w5(run: Run, kinds: ReplyKinds) -> Iterable[Violation]:
