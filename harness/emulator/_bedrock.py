@@ -368,7 +368,7 @@ def corrupt(frame: bytes) -> bytes:
     return frame[:-4] + bytes(b ^ 0xFF for b in frame[-4:])
 
 
-def unknown_event() -> bytes:
+def unknown_event(request: exchange.WireRequest) -> bytes:
     """A well-formed event of a type no client knows, padded like the others."""
     return event_frame("emulatorUnknownEvent", _json({"note": "an event type no client knows", "p": "abcdefgh"}))
 

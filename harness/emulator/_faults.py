@@ -11,10 +11,11 @@ and combine by wrapping each other
 
 The byte-level edits work on SSE (``data:`` frames); a provider whose wire is not SSE (Bedrock's
 event stream) and one whose events differ from the generic SSE ones supply
-``malformed(chunk) -> bytes``, ``unknown_event() -> bytes`` and ``terminal(reply, request) -> int``
-in their module to say how these look on their wire (``openai``, ``anthropic``: ``terminal``;
-``gemini``: ``terminal``, ``unknown_event``; ``bedrock``: all three). Every provider module says
-what its in-band error looks like: ``stream_error(status, message, reply, request) -> list[bytes]``.
+``malformed(chunk) -> bytes``, ``unknown_event(request) -> bytes`` and
+``terminal(reply, request) -> int`` in their module to say how these look on their wire
+(``anthropic``: ``terminal``; ``openai``, ``gemini``: ``terminal``, ``unknown_event``, chat's an SSE
+comment; ``bedrock``: all three). Every provider module says what its in-band error looks like:
+``stream_error(status, message, reply, request) -> list[bytes]``.
 """
 
 from __future__ import annotations
@@ -285,15 +286,10 @@ def _break_json(chunk: bytes) -> bytes:
     return b"\n".join(lines)
 
 
-def _unknown_sse() -> bytes:
+def unknown_sse_event(request: WireRequest) -> bytes:
+    """An SSE event of a type no client knows: the default for a wire whose module says nothing."""
     data = {"type": "emulator.unknown_event", "note": "an event type no client knows"}
     return f"event: emulator.unknown_event\ndata: {json.dumps(data)}\n\n".encode()
-
-
-_SSE_COMMENT = b": emulator keep-alive\n\n"
-"""What OpenAI's chat stream carries that no client may act on: its chunks have no event types to
-add (unlike Responses'), and an SSE comment line, which the SSE standard says readers ignore, is what
-OpenAI-compatible hosts send between chunks (OpenRouter's ``: OPENROUTER PROCESSING``)."""
 
 
 NEW_FIELD = "emulator_new_field"
@@ -394,10 +390,8 @@ def apply(
         position = next((i for i, c in enumerate(chunks) if _is_delta(c)), min(1, len(chunks) - 1))
         chunks[position] = breaker(chunks[position])
     if chunks is not None and spec.unknown_event:
-        maker = getattr(module, "unknown_event", _unknown_sse)
-        if request.route.endpoint == "chat.completions":
-            maker = lambda: _SSE_COMMENT  # noqa: E731
-        chunks.insert(min(1, len(chunks)), maker())
+        maker: Callable[[WireRequest], bytes] = getattr(module, "unknown_event", unknown_sse_event)
+        chunks.insert(min(1, len(chunks)), maker(request))
     if chunks is not None and spec.error_event is not None:
         chunks.extend(module.stream_error(spec.error_event, spec.message, reply, request))
     if chunks and spec.cut_mid_event:

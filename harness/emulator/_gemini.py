@@ -345,7 +345,7 @@ def malformed(chunk: bytes) -> bytes:
     return sse_frame(payload[: max(1, len(payload) // 2)], crlf=True)
 
 
-def unknown_event() -> bytes:
+def unknown_event(request: exchange.WireRequest) -> bytes:
     """A chunk of a shape no client knows: no candidates, one field from a newer API."""
     return _event({"emulatorUnknownEvent": {"note": "a field no client knows"}, "modelVersion": "emulated"})
 

@@ -127,7 +127,7 @@ def malformed(line: bytes) -> bytes:
     return body[: max(1, len(body) // 2)] + b"\n"
 
 
-def unknown_event() -> bytes:
+def unknown_event(request: WireRequest) -> bytes:
     """A line carrying a field no version of Ollama sends, and nothing else new (an empty piece)."""
     message = {"role": "assistant", "content": ""}
     return _line(

@@ -28,7 +28,7 @@ from typing import Any
 
 import harness.wire as wire
 from harness.emulator._exchange import IdSource, WireReply, WireRequest
-from harness.emulator._faults import edit_events
+from harness.emulator._faults import edit_events, unknown_sse_event
 from harness.emulator._scripted import opaque
 from harness.script import ScriptedCall, Turn
 
@@ -595,3 +595,13 @@ def _call_index(chunk: bytes) -> int | None:
         return int(call["index"])
     except (ValueError, KeyError, IndexError, TypeError):
         return None
+
+
+def unknown_event(request: WireRequest) -> bytes:
+    """What a stream carries that no client may act on. Responses: an event of a type no client
+    knows (OpenAI adds event types there). Chat: its chunks have no types to add, so an SSE comment
+    line, which the SSE standard says readers skip and OpenAI-compatible hosts send between chunks
+    (OpenRouter's ``: OPENROUTER PROCESSING``)."""
+    if request.route.endpoint == "chat.completions":
+        return b": emulator keep-alive\n\n"
+    return unknown_sse_event(request)

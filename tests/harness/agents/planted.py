@@ -89,6 +89,15 @@ def _execute(name: str, text: str) -> str:
     return f"error: no tool named {name}"
 
 
+def answer_calls(messages: list[dict[str, Any]], text: str, calls: list[dict[str, Any]]) -> None:
+    """A reply's calls sent back as a correct chat loop sends them: the assistant message holding
+    them, then one result per call, by its id."""
+    messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+    for call in calls:
+        result = _execute(call["function"]["name"], call["function"]["arguments"])
+        messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+
 class CutStream(RuntimeError):
     """The stream ended before its finish reason: the reply is not complete."""
 
@@ -510,10 +519,7 @@ def all_the_text(prompt: str, *, base_url: str, api_key: str, http_client: Any =
             said.append(text)
         if not calls:
             return " ".join(said)
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-        for call in calls:
-            name, arguments = call["function"]["name"], call["function"]["arguments"]
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": _execute(name, arguments)})
+        answer_calls(messages, text, calls)
     raise RuntimeError("no answer after 20 rounds")
 
 
@@ -612,10 +618,7 @@ def make_deep(defect: str) -> Callable[..., str]:
                 raise CutStream(f"the stream ended without a finish reason after {text!r}")
             if not calls:
                 return text
-            messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-            for call in calls:
-                result = _execute(call["function"]["name"], call["function"]["arguments"])
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+            answer_calls(messages, text, calls)
         raise RuntimeError("no answer after 20 rounds")
 
     agent.__name__ = f"deep_{defect}"

@@ -23,7 +23,7 @@ from typing import Any
 import httpx2
 import openai
 
-from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, CutStream, _complete, _execute
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, CutStream, _complete, answer_calls
 
 
 class StreamError(RuntimeError):
@@ -61,10 +61,7 @@ def _sse_agent(events_of: Callable[[Iterable[bytes]], Iterator[bytes]]) -> Calla
             text, calls = _round(client, f"{base_url}/v1/chat/completions", api_key, messages, events_of)
             if not calls:
                 return text
-            messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-            for call in calls:
-                result = _execute(call["function"]["name"], call["function"]["arguments"])
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+            answer_calls(messages, text, calls)
         raise RuntimeError("no answer after 20 rounds")
 
     return agent
@@ -142,10 +139,7 @@ def _sdk_agent(timeout: float | None) -> Callable[..., str]:
                 raise CutStream(f"the stream ended without a finish reason after {text!r}")
             if not calls:
                 return text
-            messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-            for call in calls:
-                result = _execute(call["function"]["name"], call["function"]["arguments"])
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+            answer_calls(messages, text, calls)
         raise RuntimeError("no answer after 20 rounds")
 
     return agent

@@ -21,7 +21,7 @@ from typing import Any
 
 import openai
 
-from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, _answer_or_results, _complete, _execute
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, _answer_or_results, _complete, _execute, answer_calls
 
 STRICT_TOOLS: list[dict[str, Any]] = copy.deepcopy(TOOLS)
 STRICT_TOOLS[0]["function"]["strict"] = True
@@ -77,10 +77,7 @@ def retries_failures(prompt: str, *, base_url: str, api_key: str, http_client: A
             continue  # a stream cut before its finish reason: asked again too
         if not calls:
             return text
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-        for call in calls:
-            result = _execute(call["function"]["name"], call["function"]["arguments"])
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        answer_calls(messages, text, calls)
     raise RuntimeError("no answer after 12 steps")
 
 

@@ -31,6 +31,7 @@ from tests.harness.agents.planted import (
     Filtered,
     _execute,
     add_call_deltas,
+    answer_calls,
 )
 
 ROUNDS = 20
@@ -65,10 +66,7 @@ def _chat(index_every_chunk: bool) -> Callable[..., str]:
             if not calls:
                 return text or refusal
             ordered = [calls[i] for i in sorted(calls)]
-            messages.append({"role": "assistant", "content": text or None, "tool_calls": ordered})
-            for call in ordered:
-                result = _execute(call["function"]["name"], call["function"]["arguments"])
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+            answer_calls(messages, text, ordered)
         raise RuntimeError(f"no answer after {ROUNDS} rounds")
 
     return agent

@@ -23,7 +23,7 @@ import openai
 from botocore.config import Config
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, CutStream, _complete, _execute
+from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, CutStream, _complete, _execute, answer_calls
 
 _ANTHROPIC_TOOLS = [
     {
@@ -112,15 +112,7 @@ def azure_agent(prompt: str, *, base_url: str, api_key: str, http_client: Any = 
             raise CutStream(f"the stream ended without a finish reason after {text!r}")
         if not calls:
             return text
-        messages.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-        messages += [
-            {
-                "role": "tool",
-                "tool_call_id": c["id"],
-                "content": _execute(c["function"]["name"], c["function"]["arguments"]),
-            }
-            for c in calls
-        ]
+        answer_calls(messages, text, calls)
     raise RuntimeError("no answer after 20 rounds")
 
 
