@@ -95,6 +95,12 @@ def may_reset(previous: Exchange) -> bool:
     return previous.reply is not None and previous.delivered and bool(refusal_of(previous.reply))
 
 
+FILTER_SPEAKS: frozenset[str] = frozenset({"bedrock"})
+"""Wires whose content filter replaces the output with a message meant for the user (a Bedrock
+guardrail's configured ``blockedOutputsMessaging``): returning that text is what the filter intends,
+so W5 does not judge it there. Elsewhere (OpenAI, Gemini) the filter leaves text cut short."""
+
+
 def refused_return(run: Run, last: Exchange, kinds: ReplyKinds) -> Iterable[Violation]:
     """What a normal return after a refusal or a content filter (the run's last reply) may not be:
     empty (W4: the refusal hidden), or the partial text a filter left, as a complete answer (W5).
@@ -112,8 +118,8 @@ def refused_return(run: Run, last: Exchange, kinds: ReplyKinds) -> Iterable[Viol
             kinds(last.reply),
             cause=last.number,
         )
-    elif kind == "content filter" and last.request.route.provider == "bedrock":
-        return  # a Bedrock guardrail replaces the output with its own message for the user: returning it is meant
+    elif kind == "content filter" and last.request.route.provider in FILTER_SPEAKS:
+        return
     elif kind == "content filter" and said.strip() and run.returned.strip() == said.strip():
         yield Violation(
             "W5",
