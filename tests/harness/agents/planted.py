@@ -35,6 +35,10 @@ import openai
 READ_TIMEOUT = 0.75
 """Seconds a loop waits for the next bytes: above a slow first byte (0.3 s, with room for a loaded
 machine), far below the time bound."""
+LOOPBACK_READ_TIMEOUT = 2.0
+"""The same for a client served on loopback (botocore, google-genai): a real socket under a loaded
+machine (the suite's xdist workers) can take longer than 0.75 s for a whole reply, which read as a
+stall made a correct loop raise; still far below the time bound."""
 
 DEFECTS = (
     "drop_second_result",
@@ -387,7 +391,7 @@ def gemini_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     from google.genai import types
 
     options = types.HttpOptions(
-        base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1), timeout=int(READ_TIMEOUT * 1000)
+        base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1), timeout=int(LOOPBACK_READ_TIMEOUT * 1000)
     )
     client = genai.Client(api_key=api_key, http_options=options)
     contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
@@ -639,7 +643,7 @@ def bedrock_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     client = boto3.client(
         "bedrock-runtime",
         endpoint_url=base_url,
-        config=Config(retries={"max_attempts": 0}, read_timeout=READ_TIMEOUT),
+        config=Config(retries={"max_attempts": 0}, read_timeout=LOOPBACK_READ_TIMEOUT),
         region_name="us-east-1",
         aws_access_key_id="emulated",
         aws_secret_access_key="emulated",

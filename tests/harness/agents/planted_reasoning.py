@@ -26,7 +26,14 @@ from typing import Any
 import anthropic
 import openai
 
-from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, Filtered, _execute, _responses_answer
+from tests.harness.agents.planted import (
+    LOOPBACK_READ_TIMEOUT,
+    READ_TIMEOUT,
+    TOOLS,
+    Filtered,
+    _execute,
+    _responses_answer,
+)
 
 ANTHROPIC_TOOLS = [
     {
@@ -136,7 +143,9 @@ def make_gemini(drops_signatures: bool = False, max_rounds: int = 20) -> Callabl
         from google.genai import types
 
         options = types.HttpOptions(
-            base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1), timeout=int(READ_TIMEOUT * 1000)
+            base_url=base_url,
+            retry_options=types.HttpRetryOptions(attempts=1),
+            timeout=int(LOOPBACK_READ_TIMEOUT * 1000),
         )
         client = genai.Client(api_key=api_key, http_options=options)
         contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]

@@ -25,6 +25,7 @@ import openai
 from tests.harness.agents.planted import (
     _ANTHROPIC_TOOLS,
     _GEMINI_TOOLS,
+    LOOPBACK_READ_TIMEOUT,
     READ_TIMEOUT,
     TOOLS,
     CutStream,
@@ -167,7 +168,9 @@ def _gemini(last_chunk_calls: bool) -> Callable[..., str]:
         from google.genai import types
 
         options = types.HttpOptions(
-            base_url=base_url, retry_options=types.HttpRetryOptions(attempts=1), timeout=int(READ_TIMEOUT * 1000)
+            base_url=base_url,
+            retry_options=types.HttpRetryOptions(attempts=1),
+            timeout=int(LOOPBACK_READ_TIMEOUT * 1000),
         )
         client = genai.Client(api_key=api_key, http_options=options)
         contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]

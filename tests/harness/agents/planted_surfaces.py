@@ -23,7 +23,15 @@ import openai
 from botocore.config import Config
 
 from harness.agents import Deviation
-from tests.harness.agents.planted import READ_TIMEOUT, TOOLS, CutStream, _complete, _execute, answer_calls
+from tests.harness.agents.planted import (
+    LOOPBACK_READ_TIMEOUT,
+    READ_TIMEOUT,
+    TOOLS,
+    CutStream,
+    _complete,
+    _execute,
+    answer_calls,
+)
 
 _ANTHROPIC_TOOLS = [
     {
@@ -168,7 +176,7 @@ def boto3_invoke_agent(prompt: str, *, base_url: str, api_key: str) -> str:
     client = boto3.client(
         "bedrock-runtime",
         endpoint_url=base_url,
-        config=Config(retries={"total_max_attempts": 1}, read_timeout=READ_TIMEOUT),
+        config=Config(retries={"total_max_attempts": 1}, read_timeout=LOOPBACK_READ_TIMEOUT),
         **AWS,
     )
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
